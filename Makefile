@@ -1,0 +1,55 @@
+# memstrata: `make run` serves the memory over HTTP, `make test` runs every check.
+# Both create .venv and install what they need on a fresh machine.
+
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+INSPECTOR_VERSION := 0.15.0
+INSPECTOR := .inspector/node_modules/.bin/mcp-inspector
+
+.PHONY: run test lint typecheck unit e2e install dev inspector bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+
+# Stamps re-run the install whenever pyproject.toml changes.
+$(VENV)/.installed-run: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
+
+$(VENV)/.installed-dev: pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --quiet -e '.[dev]'
+	touch $@ $(VENV)/.installed-run
+
+# The MCP Inspector CLI, an external client the end-to-end tests drive (0.15.0 runs on Node 20).
+$(INSPECTOR):
+	npm install --silent --no-audit --no-fund --prefix .inspector \
+		@modelcontextprotocol/inspector@$(INSPECTOR_VERSION)
+
+install: $(VENV)/.installed-run
+dev: $(VENV)/.installed-dev
+inspector: $(INSPECTOR)
+
+run: install
+	$(BIN)/memstrata serve --http
+
+lint: dev
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/lint-imports
+
+typecheck: dev
+	$(BIN)/mypy
+
+unit: dev
+	$(BIN)/pytest -m "not e2e"
+
+test: dev inspector lint typecheck
+	MEMSTRATA_INSPECTOR=$(abspath $(INSPECTOR)) $(BIN)/pytest --cov --cov-report=term
+
+bench: dev
+	$(BIN)/python -m bench.locomo
+
+clean:
+	rm -rf $(VENV) .inspector .pytest_cache .mypy_cache .ruff_cache .coverage

@@ -1,0 +1,58 @@
+"""Plain typed configuration values for memory_core (reading the environment is server's job)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+__all__ = ["Limits", "RankingPolicy", "TierPolicy"]
+
+
+class TierPolicy(BaseModel):
+    """Age thresholds (since last access, else creation) that separate the four tiers."""
+
+    model_config = ConfigDict(frozen=True)
+
+    active_hours: float = Field(1.0, gt=0, description="Younger than this is ACTIVE.")
+    recent_hours: float = Field(24.0, gt=0, description="Younger than this is RECENT.")
+    archived_days: float = Field(
+        30.0, gt=0, description="Younger than this is ARCHIVED; older is EXPIRED."
+    )
+
+    @model_validator(mode="after")
+    def _ordered(self) -> TierPolicy:
+        if not self.active_hours < self.recent_hours < self.archived_days * 24:
+            raise ValueError(
+                "tier thresholds must grow: active_hours < recent_hours < archived_days*24"
+            )
+        return self
+
+
+class RankingPolicy(BaseModel):
+    """Weights of the signals added to the normalised text score when ranking search hits."""
+
+    model_config = ConfigDict(frozen=True)
+
+    active_boost: float = 0.3
+    recent_boost: float = 0.1
+    archived_boost: float = 0.0
+    expired_boost: float = -0.2
+    recency_weight: float = Field(0.1, ge=0, description="Weight of the recency signal in [0, 1].")
+    recency_half_life_hours: float = Field(
+        168.0, gt=0, description="Age at which the recency signal has halved."
+    )
+
+
+class Limits(BaseModel):
+    """Bounds on what a client may write or ask for in one call."""
+
+    model_config = ConfigDict(frozen=True)
+
+    max_content_chars: int = Field(20_000, ge=1, description="Longest memory text accepted.")
+    max_key_chars: int = Field(
+        512, ge=1, description="Longest semantic key or procedural condition."
+    )
+    max_metadata_bytes: int = Field(16_384, ge=2, description="Largest metadata object, as JSON.")
+    working_cap: int = Field(
+        50, ge=1, description="Working-layer entries kept per project+session."
+    )
+    max_limit: int = Field(100, ge=1, description="Largest `limit` a read tool accepts.")

@@ -1,0 +1,35 @@
+"""Turn free user text into an FTS5 MATCH expression that can never be a syntax error."""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["MAX_TERMS", "to_fts5_query"]
+
+MAX_TERMS = 32
+# Word runs as unicode61 sees them; everything else (quotes, operators, emoji) separates words.
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+
+
+def to_fts5_query(text: str, *, max_terms: int = MAX_TERMS) -> str | None:
+    """Quote every word of `text` and OR them together.
+
+    OR (not FTS5's implicit AND) because a natural-language question rarely repeats every word
+    of the memory it is after; BM25 still ranks rows that match more words higher.
+
+    Args:
+        text: Anything a client sent.
+        max_terms: Distinct words kept, in order of first appearance.
+
+    Returns:
+        The MATCH expression, or None when the text holds no searchable word.
+    """
+    seen: dict[str, None] = {}
+    for match in _WORD.finditer(text.lower()):
+        seen.setdefault(match.group(0), None)
+        if len(seen) >= max_terms:
+            break
+    if not seen:
+        return None
+    # A word run holds no double quote, so wrapping it in quotes makes a literal FTS5 string.
+    return " OR ".join(f'"{word}"' for word in seen)

@@ -1,0 +1,116 @@
+"""Checks on client input; each failure names the field and what is allowed."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from datetime import UTC, datetime
+
+from pydantic import JsonValue
+
+from memory_core.config import Limits
+from memory_core.errors import InvalidInputError
+
+__all__ = [
+    "MAX_METADATA_DEPTH",
+    "check_key",
+    "check_limit",
+    "check_metadata",
+    "check_project",
+    "check_session",
+    "check_text",
+    "check_time_range",
+    "content_hash",
+]
+
+_PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$")
+MAX_SESSION_CHARS = 128
+MAX_METADATA_DEPTH = 8
+
+
+def check_project(project: str) -> str:
+    """A project name: 1-128 letters, digits or . _ : / @ -, starting with a letter or digit."""
+    if not _PROJECT.match(project):
+        raise InvalidInputError(
+            "project",
+            "must be 1-128 characters of letters, digits and . _ : / @ -, "
+            "starting with a letter or digit",
+        )
+    return project
+
+
+def check_text(field: str, value: str, *, max_chars: int) -> str:
+    """Non-blank text of at most `max_chars` characters, stripped of outer white space."""
+    text = value.strip()
+    if not text:
+        raise InvalidInputError(field, "must not be empty")
+    if "\x00" in text:
+        raise InvalidInputError(field, "must not contain NUL characters")
+    if len(text) > max_chars:
+        raise InvalidInputError(field, f"must be at most {max_chars} characters (got {len(text)})")
+    return text
+
+
+def check_key(field: str, value: str | None, limits: Limits) -> str:
+    """A required key or condition."""
+    if value is None:
+        raise InvalidInputError(field, "is required for this layer")
+    return check_text(field, value, max_chars=limits.max_key_chars)
+
+
+def check_session(session_id: str | None) -> str | None:
+    """An optional session id of at most 128 characters."""
+    if session_id is None:
+        return None
+    return check_text("session_id", session_id, max_chars=MAX_SESSION_CHARS)
+
+
+def _depth(value: JsonValue) -> int:
+    if isinstance(value, dict):
+        return 1 + max((_depth(v) for v in value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max((_depth(v) for v in value), default=0)
+    return 0
+
+
+def check_metadata(metadata: dict[str, JsonValue] | None, limits: Limits) -> dict[str, JsonValue]:
+    """A JSON object within the size and nesting limits."""
+    if metadata is None:
+        return {}
+    size = len(json.dumps(metadata, ensure_ascii=False).encode())
+    if size > limits.max_metadata_bytes:
+        raise InvalidInputError(
+            "metadata", f"must be at most {limits.max_metadata_bytes} bytes as JSON (got {size})"
+        )
+    if _depth(metadata) > MAX_METADATA_DEPTH:
+        raise InvalidInputError("metadata", f"must nest at most {MAX_METADATA_DEPTH} levels deep")
+    return metadata
+
+
+def check_limit(field: str, value: int, limits: Limits) -> int:
+    """A result count from 1 to the configured maximum."""
+    if not 1 <= value <= limits.max_limit:
+        raise InvalidInputError(field, f"must be between 1 and {limits.max_limit} (got {value})")
+    return value
+
+
+def _utc(value: datetime) -> datetime:
+    # A time without a zone is taken as UTC, the zone every stored time is in.
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def check_time_range(
+    since: datetime | None, until: datetime | None
+) -> tuple[datetime | None, datetime | None]:
+    """Normalise both ends to UTC and require since < until when both are given."""
+    since = _utc(since) if since else None
+    until = _utc(until) if until else None
+    if since and until and since >= until:
+        raise InvalidInputError("until", "must be later than since")
+    return since, until
+
+
+def content_hash(text: str) -> str:
+    """The identity of a text for de-duplication."""
+    return hashlib.sha256(text.encode()).hexdigest()

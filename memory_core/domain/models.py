@@ -1,0 +1,165 @@
+"""Value objects shared by services and storage backends."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+__all__ = [
+    "AddOutcome",
+    "Layer",
+    "Memory",
+    "MemoryDraft",
+    "PruneOutcome",
+    "RankSignals",
+    "SearchHit",
+    "StoreStats",
+    "TextMatch",
+    "TextQuery",
+    "Tier",
+    "TierCutoffs",
+]
+
+Metadata = dict[str, JsonValue]
+
+
+class Layer(StrEnum):
+    """The four memory layers."""
+
+    WORKING = "working"
+    EPISODIC = "episodic"
+    SEMANTIC = "semantic"
+    PROCEDURAL = "procedural"
+
+
+class Tier(StrEnum):
+    """Recency tiers, from the most to the least recently used."""
+
+    ACTIVE = "ACTIVE"
+    RECENT = "RECENT"
+    ARCHIVED = "ARCHIVED"
+    EXPIRED = "EXPIRED"
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class MemoryDraft(_Frozen):
+    """A memory about to be written; ids and timestamps are the store's to assign."""
+
+    project: str
+    layer: Layer
+    content: str
+    key: str | None = None
+    metadata: Metadata = Field(default_factory=dict)
+    session_id: str | None = None
+    content_hash: str
+    token_count: int
+
+
+class Memory(_Frozen):
+    """One stored row of context_snapshots."""
+
+    id: int
+    project: str
+    layer: Layer
+    key: str | None
+    content: str
+    metadata: Metadata
+    session_id: str | None
+    created_at: datetime
+    updated_at: datetime
+    last_accessed: datetime | None
+    access_count: int
+    tier: Tier
+    content_hash: str
+    token_count: int
+
+    @property
+    def reference_time(self) -> datetime:
+        """The instant tiers are computed from: the last access, else the creation."""
+        return self.last_accessed or self.created_at
+
+
+class AddOutcome(_Frozen):
+    """What an add did: `created`, `updated` (keyed), or found it `unchanged`/`duplicate`."""
+
+    memory: Memory
+    status: Literal["created", "updated", "unchanged", "duplicate"]
+    previous_content: str | None = None
+
+
+class TierCutoffs(_Frozen):
+    """Absolute instants separating the tiers at one `now`.
+
+    A row is ACTIVE if its reference time is after `active_after`, else RECENT if after
+    `recent_after`, and so on.
+    """
+
+    now: datetime
+    active_after: datetime
+    recent_after: datetime
+    archived_after: datetime
+
+
+class TextQuery(_Frozen):
+    """A keyword search, already turned into a safe FTS expression."""
+
+    project: str
+    fts: str
+    layer: Layer | None = None
+    session_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int = 50
+
+
+class TextMatch(_Frozen):
+    """A keyword match with its BM25 value (lower is better, as FTS5 reports it)."""
+
+    memory: Memory
+    bm25: float
+
+
+class RankSignals(_Frozen):
+    """Why a hit ranked where it did."""
+
+    bm25_rank: int | None
+    bm25: float | None
+    text_score: float
+    tier: Tier
+    tier_boost: float
+    recency: float
+    score: float
+
+
+class SearchHit(_Frozen):
+    """A memory handed out by search, with the signals behind its rank."""
+
+    memory: Memory
+    signals: RankSignals
+
+
+class StoreStats(_Frozen):
+    """Counts and health figures of one project."""
+
+    project: str
+    total: int
+    by_tier: dict[Tier, int]
+    by_layer: dict[Layer, int]
+    content_bytes: int
+    database_bytes: int
+    oldest: datetime | None
+    newest: datetime | None
+    stale_tiers: int
+
+
+class PruneOutcome(_Frozen):
+    """The ids a prune deleted, or would delete when `dry_run`."""
+
+    ids: list[int]
+    dry_run: bool

@@ -1,0 +1,38 @@
+"""When does a procedural rule's condition apply to a situation?"""
+
+from __future__ import annotations
+
+import re
+
+__all__ = ["rule_applies"]
+
+_WORD = re.compile(r"[^\W_]+")
+_SUFFIXES = ("ing", "ed", "es", "s")
+_STOP = frozenset(
+    {"a", "an", "the", "to", "of", "in", "on", "for", "and", "or", "is", "it", "when"}
+)
+
+
+def _stems(text: str) -> set[str]:
+    words: set[str] = set()
+    for word in _WORD.findall(text.lower()):
+        if word in _STOP:
+            continue
+        for suffix in _SUFFIXES:
+            if len(word) > len(suffix) + 2 and word.endswith(suffix):
+                word = word[: -len(suffix)]
+                break
+        words.add(word)
+    return words
+
+
+def rule_applies(condition: str, situation: str, *, min_overlap: float = 0.5) -> bool:
+    """True when at least `min_overlap` of the condition's content words occur in the situation.
+
+    A keyword index finds candidates that share *any* word; this keeps only the rules whose
+    condition is mostly present, so "user.name" does not trigger every rule mentioning users.
+    """
+    wanted = _stems(condition)
+    if not wanted:
+        return condition.strip().lower() == situation.strip().lower()
+    return len(wanted & _stems(situation)) / len(wanted) >= min_overlap

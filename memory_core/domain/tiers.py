@@ -1,0 +1,41 @@
+"""Tier classification: a pure function of a reference time and the clock."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta
+
+from memory_core.config import TierPolicy
+from memory_core.domain.models import Tier, TierCutoffs
+
+__all__ = ["TIER_ORDER", "classify_tier", "tier_cutoffs"]
+
+TIER_ORDER: tuple[Tier, ...] = (Tier.ACTIVE, Tier.RECENT, Tier.ARCHIVED, Tier.EXPIRED)
+
+
+def tier_cutoffs(now: datetime, policy: TierPolicy) -> TierCutoffs:
+    """Turn the age thresholds into absolute instants at `now`.
+
+    Storage backends classify whole tables with these instants in one set-based statement, so
+    the boundaries here are the single definition both paths share.
+    """
+    return TierCutoffs(
+        now=now,
+        active_after=now - timedelta(hours=policy.active_hours),
+        recent_after=now - timedelta(hours=policy.recent_hours),
+        archived_after=now - timedelta(days=policy.archived_days),
+    )
+
+
+def classify_tier(reference: datetime, cutoffs: TierCutoffs) -> Tier:
+    """Return the tier of a row last used (or created) at `reference`.
+
+    An age of exactly one threshold falls into the older tier: ACTIVE means *less than* one hour.
+    A reference in the future (clock skew between processes) counts as ACTIVE.
+    """
+    if reference > cutoffs.active_after:
+        return Tier.ACTIVE
+    if reference > cutoffs.recent_after:
+        return Tier.RECENT
+    if reference > cutoffs.archived_after:
+        return Tier.ARCHIVED
+    return Tier.EXPIRED

@@ -1,0 +1,123 @@
+"""The interfaces services depend on; storage backends and clocks implement them."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from memory_core.domain.models import (
+    AddOutcome,
+    Layer,
+    Memory,
+    MemoryDraft,
+    PruneOutcome,
+    StoreStats,
+    TextMatch,
+    TextQuery,
+    TierCutoffs,
+)
+
+__all__ = ["Clock", "MemoryRepository"]
+
+
+class Clock(Protocol):
+    """Where "now" comes from; tests inject a frozen one."""
+
+    def now(self) -> datetime:
+        """Return the current instant, timezone-aware UTC."""
+        ...
+
+
+class MemoryRepository(Protocol):
+    """Storage of context_snapshots. Every method is scoped to one project unless it says so.
+
+    A backend only stores and retrieves: ranking, tier maths and validation live in the domain
+    and services, so a second backend (PostgreSQL) is a second class, not a rewrite.
+    """
+
+    async def add(self, draft: MemoryDraft, now: datetime) -> AddOutcome:
+        """Insert a draft atomically, honouring the store's identity rules.
+
+        A keyed draft (semantic/procedural) upserts on (project, layer, key); an unkeyed one
+        returns the existing row when the same content is already in (project, layer).
+        """
+        ...
+
+    async def get(self, project: str, memory_id: int) -> Memory | None:
+        """One row by id, without touching its access fields."""
+        ...
+
+    async def get_by_key(self, project: str, layer: Layer, key: str) -> Memory | None:
+        """One keyed row, without touching its access fields."""
+        ...
+
+    async def list_layer(
+        self, project: str, layer: Layer, session_id: str | None, *, newest_first: bool
+    ) -> list[Memory]:
+        """All rows of a layer (optionally of one session), ordered by creation."""
+        ...
+
+    async def search_text(self, query: TextQuery) -> list[TextMatch]:
+        """Keyword candidates, best BM25 first, without touching access fields."""
+        ...
+
+    async def search_keys(
+        self, project: str, layer: Layer, fts: str, *, limit: int
+    ) -> list[Memory]:
+        """Rows of a layer whose key matches `fts`, best first."""
+        ...
+
+    async def list_recent(self, project: str, layer: Layer | None, *, limit: int) -> list[Memory]:
+        """Rows most recently used (or created) first."""
+        ...
+
+    async def hand_out(self, project: str, ids: Sequence[int], at: datetime) -> list[Memory]:
+        """Mark rows as handed to a client and return them, in one transaction.
+
+        Sets last_accessed=at, access_count+=1 and tier ACTIVE, and returns the rows as they are
+        after that update, in the order of `ids`; ids no longer present are left out.
+        """
+        ...
+
+    async def delete(self, project: str, ids: Sequence[int]) -> int:
+        """Delete rows by id; returns how many existed."""
+        ...
+
+    async def delete_layer(self, project: str, layer: Layer | None) -> int:
+        """Delete every row of a layer, or of the whole project when `layer` is None."""
+        ...
+
+    async def trim_session(
+        self, project: str, layer: Layer, session_id: str | None, *, keep: int
+    ) -> int:
+        """Keep only the newest `keep` rows of a project+layer+session; returns rows deleted."""
+        ...
+
+    async def replace_with(
+        self, project: str, ids: Sequence[int], draft: MemoryDraft | None, now: datetime
+    ) -> Memory | None:
+        """Delete `ids` and add `draft` (if any) in one transaction; returns the new row."""
+        ...
+
+    async def recalculate_tiers(self, cutoffs: TierCutoffs, project: str | None) -> int:
+        """Re-derive memory_tier for every row (of one project, or all); returns rows changed."""
+        ...
+
+    async def prune_expired(
+        self, cutoffs: TierCutoffs, project: str | None, *, limit: int | None, dry_run: bool
+    ) -> PruneOutcome:
+        """Delete rows that are EXPIRED by their reference time, oldest first, up to `limit`.
+
+        Tiers are recomputed in the same transaction first, so a row used since the last
+        recalculation is never deleted on the strength of a stale tier.
+        """
+        ...
+
+    async def stats(self, project: str, cutoffs: TierCutoffs) -> StoreStats:
+        """Counts per live tier and layer, sizes and dates of one project."""
+        ...
+
+    async def projects(self) -> list[str]:
+        """Every project that holds at least one row."""
+        ...

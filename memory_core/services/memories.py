@@ -1,0 +1,361 @@
+"""Writing, finding and removing memories: the use cases behind the client-facing tools."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import structlog
+from pydantic import BaseModel, ConfigDict, JsonValue
+
+from memory_core.config import Limits, RankingPolicy, TierPolicy
+from memory_core.domain.compaction import summarize_entries
+from memory_core.domain.fts_query import to_fts5_query
+from memory_core.domain.inputs import (
+    check_key,
+    check_limit,
+    check_metadata,
+    check_project,
+    check_session,
+    check_text,
+    check_time_range,
+    content_hash,
+)
+from memory_core.domain.models import (
+    AddOutcome,
+    Layer,
+    Memory,
+    MemoryDraft,
+    SearchHit,
+    TextQuery,
+    Tier,
+)
+from memory_core.domain.ranking import rank_text_matches
+from memory_core.domain.rules import rule_applies
+from memory_core.domain.tiers import classify_tier, tier_cutoffs
+from memory_core.domain.tokens import estimate_tokens
+from memory_core.errors import (
+    ConfirmationRequiredError,
+    InvalidInputError,
+    InvalidQueryError,
+    MemoryNotFoundError,
+)
+from memory_core.ports import Clock, MemoryRepository
+
+__all__ = [
+    "AppendResult",
+    "CompactResult",
+    "ContextItem",
+    "MemoryService",
+    "RecallResult",
+    "SearchRequest",
+]
+
+log = structlog.get_logger(__name__)
+
+# Keyword candidates fetched per requested hit, so that the tier and recency signals can lift a
+# slightly weaker text match above a stronger one that has gone cold.
+_CANDIDATES_PER_HIT = 4
+_MIN_CANDIDATES = 50
+_MAX_CANDIDATES = 400
+_RULES_PER_RECALL = 5
+
+
+class _Frozen(BaseModel):
+    model_config = ConfigDict(frozen=True)
+
+
+class AppendResult(_Frozen):
+    """The outcome of an append, and how many old working entries it trimmed."""
+
+    outcome: AddOutcome
+    trimmed: int = 0
+
+
+class RecallResult(_Frozen):
+    """A semantic value by key (or None), the procedural rules that apply, close keys."""
+
+    key: str
+    value: Memory | None
+    rules: list[Memory]
+    suggestions: list[str]
+
+
+class ContextItem(_Frozen):
+    """A memory handed out by load_context, with the tier it had before this access."""
+
+    memory: Memory
+    tier_before: Tier
+
+
+class CompactResult(_Frozen):
+    """What a compaction removed and the summary that replaced it (if any)."""
+
+    removed: int
+    kept: int
+    summary: Memory | None
+
+
+class SearchRequest(_Frozen):
+    """What a client asks `search` for."""
+
+    project: str
+    query: str
+    layer: Layer | None = None
+    session_id: str | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: int = 10
+
+
+@dataclass(frozen=True)
+class MemoryService:
+    """The memory use cases over one repository."""
+
+    repo: MemoryRepository
+    clock: Clock
+    limits: Limits
+    tiers: TierPolicy
+    ranking: RankingPolicy
+
+    def _draft(
+        self,
+        project: str,
+        layer: Layer,
+        content: str,
+        *,
+        key: str | None,
+        metadata: dict[str, JsonValue] | None,
+        session_id: str | None,
+    ) -> MemoryDraft:
+        text = check_text("content", content, max_chars=self.limits.max_content_chars)
+        return MemoryDraft(
+            project=check_project(project),
+            layer=layer,
+            content=text,
+            key=key,
+            metadata=check_metadata(metadata, self.limits),
+            session_id=check_session(session_id),
+            content_hash=content_hash(text),
+            token_count=estimate_tokens(text),
+        )
+
+    async def append(
+        self,
+        project: str,
+        layer: Layer,
+        content: str,
+        *,
+        key: str | None = None,
+        metadata: dict[str, JsonValue] | None = None,
+        session_id: str | None = None,
+    ) -> AppendResult:
+        """Store a memory in a layer.
+
+        working and episodic rows are unkeyed: identical content in the same project and layer
+        returns the existing row. semantic rows upsert by `key` (or `metadata["key"]`);
+        procedural rows are condition -> action rules with `key` the condition. The working
+        layer keeps only the newest `limits.working_cap` entries per project+session.
+
+        Raises:
+            InvalidInputError: A field is missing, empty, too long or malformed.
+        """
+        if layer is Layer.SEMANTIC and key is None and metadata and "key" in metadata:
+            meta_key = metadata["key"]
+            if not isinstance(meta_key, str):
+                raise InvalidInputError("metadata.key", "must be a string when given")
+            key = meta_key
+        if layer in (Layer.SEMANTIC, Layer.PROCEDURAL):
+            key = check_key("key", key, self.limits)
+        elif key is not None:
+            raise InvalidInputError(
+                "key", f"is only used by the semantic and procedural layers, not {layer.value}"
+            )
+        draft = self._draft(
+            project, layer, content, key=key, metadata=metadata, session_id=session_id
+        )
+        outcome = await self.repo.add(draft, self.clock.now())
+        trimmed = 0
+        if layer is Layer.WORKING and outcome.status == "created":
+            trimmed = await self.repo.trim_session(
+                draft.project, layer, draft.session_id, keep=self.limits.working_cap
+            )
+        log.info(
+            "memory.stored",
+            memory_id=outcome.memory.id,
+            layer=layer.value,
+            status=outcome.status,
+            trimmed=trimmed,
+        )
+        return AppendResult(outcome=outcome, trimmed=trimmed)
+
+    async def learn(
+        self,
+        project: str,
+        key: str,
+        value: str,
+        *,
+        metadata: dict[str, JsonValue] | None = None,
+    ) -> AddOutcome:
+        """Upsert semantic knowledge `key` -> `value`."""
+        result = await self.append(project, Layer.SEMANTIC, value, key=key, metadata=metadata)
+        return result.outcome
+
+    async def recall(self, project: str, key: str) -> RecallResult:
+        """Read semantic knowledge by exact key, plus the procedural rules that apply to it.
+
+        Not finding the key is a normal answer (value None), with the closest keys suggested.
+        """
+        project = check_project(project)
+        key = check_key("key", key, self.limits)
+        value = await self.repo.get_by_key(project, Layer.SEMANTIC, key)
+        rules: list[Memory] = []
+        exact_rule = await self.repo.get_by_key(project, Layer.PROCEDURAL, key)
+        if exact_rule is not None:
+            rules.append(exact_rule)
+        fts = to_fts5_query(key)
+        if fts is not None:
+            for rule in await self.repo.search_keys(
+                project, Layer.PROCEDURAL, fts, limit=_RULES_PER_RECALL * 4
+            ):
+                if rule.id not in {r.id for r in rules} and rule_applies(rule.key or "", key):
+                    rules.append(rule)
+        rules = rules[:_RULES_PER_RECALL]
+        suggestions: list[str] = []
+        if value is None and fts is not None:
+            close = await self.repo.search_keys(project, Layer.SEMANTIC, fts, limit=5)
+            suggestions = [m.key for m in close if m.key is not None]
+        ids = ([value.id] if value else []) + [r.id for r in rules]
+        handed = {m.id: m for m in await self.repo.hand_out(project, ids, self.clock.now())}
+        return RecallResult(
+            key=key,
+            value=handed.get(value.id) if value else None,
+            rules=[handed[r.id] for r in rules if r.id in handed],
+            suggestions=suggestions,
+        )
+
+    async def search(self, request: SearchRequest) -> list[SearchHit]:
+        """Keyword search ranked by BM25, tier and recency; the hits are marked as accessed.
+
+        Raises:
+            InvalidQueryError: The query holds no word to search for.
+            InvalidInputError: A filter is malformed.
+        """
+        project = check_project(request.project)
+        limit = check_limit("limit", request.limit, self.limits)
+        since, until = check_time_range(request.since, request.until)
+        fts = to_fts5_query(request.query)
+        if fts is None:
+            raise InvalidQueryError("query", "needs at least one word of letters or digits")
+        pool = min(max(limit * _CANDIDATES_PER_HIT, _MIN_CANDIDATES), _MAX_CANDIDATES)
+        matches = await self.repo.search_text(
+            TextQuery(
+                project=project,
+                fts=fts,
+                layer=request.layer,
+                session_id=check_session(request.session_id),
+                since=since,
+                until=until,
+                limit=pool,
+            )
+        )
+        now = self.clock.now()
+        ranked = rank_text_matches(matches, tier_cutoffs(now, self.tiers), self.ranking)[:limit]
+        handed = {
+            m.id: m for m in await self.repo.hand_out(project, [h.memory.id for h in ranked], now)
+        }
+        return [
+            SearchHit(memory=handed[h.memory.id], signals=h.signals)
+            for h in ranked
+            if h.memory.id in handed
+        ]
+
+    async def load_context(
+        self, project: str, *, layer: Layer | None = None, limit: int = 10
+    ) -> list[ContextItem]:
+        """The most recently used memories: ACTIVE first, then RECENT, ARCHIVED, EXPIRED.
+
+        Ordering by reference time newest first is the same as ordering by live tier and then
+        by last access, because tiers are bands of that same time.
+        """
+        project = check_project(project)
+        limit = check_limit("limit", limit, self.limits)
+        now = self.clock.now()
+        cutoffs = tier_cutoffs(now, self.tiers)
+        rows = await self.repo.list_recent(project, layer, limit=limit)
+        before = {m.id: classify_tier(m.reference_time, cutoffs) for m in rows}
+        handed = await self.repo.hand_out(project, [m.id for m in rows], now)
+        return [ContextItem(memory=m, tier_before=before[m.id]) for m in handed]
+
+    async def forget(self, project: str, memory_id: int) -> Memory:
+        """Delete one memory by id and return what it held.
+
+        Raises:
+            MemoryNotFoundError: No such id in this project.
+        """
+        project = check_project(project)
+        memory = await self.repo.get(project, memory_id)
+        if memory is None or await self.repo.delete(project, [memory_id]) == 0:
+            raise MemoryNotFoundError(memory_id, project)
+        log.info("memory.forgotten", memory_id=memory_id)
+        return memory
+
+    async def clear(self, project: str, layer: Layer | None, *, confirm: bool) -> int:
+        """Delete a whole layer (or every layer) of a project; needs `confirm`.
+
+        Raises:
+            ConfirmationRequiredError: `confirm` was not true.
+        """
+        project = check_project(project)
+        if not confirm:
+            raise ConfirmationRequiredError("clear")
+        deleted = await self.repo.delete_layer(project, layer)
+        log.info("memories.cleared", layer=layer.value if layer else "*", deleted=deleted)
+        return deleted
+
+    async def compact(
+        self,
+        project: str,
+        layer: Layer,
+        *,
+        keep_last: int = 10,
+        summarize_older: bool = True,
+        session_id: str | None = None,
+    ) -> CompactResult:
+        """Shrink a layer to its newest `keep_last` entries.
+
+        working/episodic: older entries are replaced by one "[Summary of N entries]" entry
+        (or just dropped when `summarize_older` is false). semantic: a no-op, since every key
+        is current knowledge. procedural: the newest `keep_last` rules are kept.
+        """
+        project = check_project(project)
+        if keep_last < 0:
+            raise InvalidInputError("keep_last", f"must be 0 or more (got {keep_last})")
+        if layer is Layer.SEMANTIC:
+            return CompactResult(removed=0, kept=0, summary=None)
+        rows = await self.repo.list_layer(
+            project, layer, check_session(session_id), newest_first=True
+        )
+        older = rows[keep_last:]
+        if not older:
+            return CompactResult(removed=0, kept=len(rows), summary=None)
+        draft = None
+        if summarize_older and layer in (Layer.WORKING, Layer.EPISODIC):
+            text = summarize_entries(older, max_chars=self.limits.max_content_chars)
+            draft = self._draft(
+                project,
+                layer,
+                text,
+                key=None,
+                metadata={
+                    "compacted_ids": [m.id for m in older],
+                    "covers_from": min(m.created_at for m in older).isoformat(),
+                    "covers_until": max(m.created_at for m in older).isoformat(),
+                },
+                session_id=session_id,
+            )
+        summary = await self.repo.replace_with(
+            project, [m.id for m in older], draft, self.clock.now()
+        )
+        log.info("memories.compacted", layer=layer.value, removed=len(older))
+        return CompactResult(removed=len(older), kept=len(rows) - len(older), summary=summary)

@@ -1,0 +1,1 @@
+"""Storage backends: the only code that speaks SQL."""

@@ -1,0 +1,67 @@
+"""Open SQLite connections with sqlite-vec loaded; the one place aiosqlite and sqlean meet."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+from typing import Any
+
+import aiosqlite
+import sqlean
+import sqlite_vec
+
+from memory_core.errors import StorageError
+
+__all__ = ["DriverError", "open_database", "sqlite_versions"]
+
+# aiosqlite re-exports the *stdlib* exception classes, which do not catch sqlean's errors.
+DriverError: type[Exception] = sqlean.Error
+
+BUSY_TIMEOUT_MS = 5_000
+
+
+def _connect(path: str) -> Any:
+    # Runs inside aiosqlite's worker thread, so the connection never crosses threads.
+    conn = sqlean.connect(path, isolation_level=None)  # we issue BEGIN/COMMIT ourselves
+    try:
+        conn.enable_load_extension(True)
+        sqlite_vec.load(conn)
+        conn.enable_load_extension(False)
+    except (AttributeError, DriverError) as exc:
+        conn.close()
+        raise StorageError(
+            "loading sqlite-vec (reinstall with `pip install sqlean-py sqlite-vec==0.1.9`)"
+        ) from exc
+    conn.row_factory = sqlean.Row
+    conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA synchronous = NORMAL")  # safe with WAL: a crash loses no committed txn
+    if path != ":memory:":
+        conn.execute("PRAGMA journal_mode = WAL")
+    return conn
+
+
+async def open_database(path: Path | str) -> aiosqlite.Connection:
+    """Open (creating if needed) the database file with WAL, busy timeout and sqlite-vec.
+
+    Args:
+        path: The database file, or ":memory:".
+
+    Raises:
+        StorageError: The file cannot be opened or sqlite-vec cannot be loaded.
+    """
+    target = str(path)
+    if target != ":memory:":
+        Path(target).parent.mkdir(parents=True, exist_ok=True)
+    try:
+        return await aiosqlite.Connection(functools.partial(_connect, target), iter_chunk_size=256)
+    except DriverError as exc:
+        raise StorageError("opening the database") from exc
+
+
+async def sqlite_versions(db: aiosqlite.Connection) -> dict[str, str]:
+    """SQLite and sqlite-vec versions of a connection (for diagnostics and test headers)."""
+    async with db.execute("SELECT sqlite_version(), vec_version()") as cur:
+        row = await cur.fetchone()
+    assert row is not None
+    return {"sqlite": str(row[0]), "sqlite_vec": str(row[1])}

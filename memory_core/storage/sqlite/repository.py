@@ -1,0 +1,444 @@
+"""SqliteMemoryRepository: the MemoryRepository port on one SQLite file."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from datetime import datetime
+from typing import Any
+
+import aiosqlite
+import anyio
+
+from memory_core.domain.models import (
+    AddOutcome,
+    Layer,
+    Memory,
+    MemoryDraft,
+    PruneOutcome,
+    StoreStats,
+    TextMatch,
+    TextQuery,
+    Tier,
+    TierCutoffs,
+)
+from memory_core.errors import StorageError
+from memory_core.storage.sqlite.connection import DriverError
+from memory_core.storage.sqlite.rows import decode_time, encode_time, row_to_memory
+
+__all__ = ["SqliteMemoryRepository"]
+
+# Live tier of a row from its reference time; the cutoffs come from domain.tiers.tier_cutoffs,
+# and the strict '>' matches classify_tier (an age of exactly one threshold is the older tier).
+_REFERENCE = "coalesce(last_accessed, created_at)"
+_LIVE_TIER = f"""CASE
+    WHEN {_REFERENCE} > :active_after THEN 'ACTIVE'
+    WHEN {_REFERENCE} > :recent_after THEN 'RECENT'
+    WHEN {_REFERENCE} > :archived_after THEN 'ARCHIVED'
+    ELSE 'EXPIRED' END"""
+
+_INSERT = """
+INSERT INTO context_snapshots (project, layer, key, content, metadata, session_id, created_at,
+                               updated_at, last_accessed, access_count, memory_tier,
+                               content_hash, token_count)
+VALUES (:project, :layer, :key, :content, :metadata, :session_id, :now, :now, NULL, 0, 'ACTIVE',
+        :content_hash, :token_count)
+RETURNING *"""
+
+
+_KNOWN_LAYERS = frozenset(layer.value for layer in Layer)
+
+
+def _cutoff_params(cutoffs: TierCutoffs) -> dict[str, str]:
+    return {
+        "active_after": encode_time(cutoffs.active_after),
+        "recent_after": encode_time(cutoffs.recent_after),
+        "archived_after": encode_time(cutoffs.archived_after),
+    }
+
+
+def _placeholders(ids: Sequence[int]) -> str:
+    return ", ".join("?" for _ in ids)
+
+
+class SqliteMemoryRepository:
+    """Rows of context_snapshots in SQLite, FTS5 for keyword search.
+
+    One aiosqlite connection runs one statement at a time, and a transaction spans several
+    awaits, so an asyncio lock keeps concurrent tool calls from interleaving inside another's
+    transaction. Writes take the database write lock up front (BEGIN IMMEDIATE), which makes
+    check-then-write sequences safe against other processes sharing the file.
+    """
+
+    def __init__(self, db: aiosqlite.Connection) -> None:
+        self._db = db
+        self._lock = asyncio.Lock()
+
+    # -- plumbing -------------------------------------------------------------------------
+
+    @asynccontextmanager
+    async def _read(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._lock:
+            try:
+                yield self._db
+            except DriverError as exc:
+                raise StorageError(operation) from exc
+
+    @asynccontextmanager
+    async def _write(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:
+        async with self._lock:
+            try:
+                await self._db.execute("BEGIN IMMEDIATE")
+                yield self._db
+                await self._db.execute("COMMIT")
+            except BaseException as exc:
+                # Shielded: a cancelled request must still roll back, or the shared connection
+                # would stay inside a half-done transaction for the next caller.
+                with anyio.CancelScope(shield=True):
+                    if self._db.in_transaction:
+                        await self._db.execute("ROLLBACK")
+                if isinstance(exc, DriverError):
+                    raise StorageError(operation) from exc
+                raise
+
+    async def _fetch(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
+        async with self._db.execute(sql, params) as cur:
+            return list(await cur.fetchall())
+
+    async def _fetch_memories(
+        self, sql: str, params: Sequence[Any] | dict[str, Any] = ()
+    ) -> list[Memory]:
+        return [row_to_memory(row) for row in await self._fetch(sql, params)]
+
+    async def _one(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> Memory | None:
+        rows = await self._fetch_memories(sql, params)
+        return rows[0] if rows else None
+
+    # -- writes ---------------------------------------------------------------------------
+
+    async def add(self, draft: MemoryDraft, now: datetime) -> AddOutcome:
+        """Insert or upsert a draft; see MemoryRepository.add."""
+        async with self._write("add") as db:
+            return await self._add_in_transaction(db, draft, now)
+
+    async def _add_in_transaction(
+        self, db: aiosqlite.Connection, draft: MemoryDraft, now: datetime
+    ) -> AddOutcome:
+        stamp = encode_time(now)
+        if draft.key is not None:
+            existing = await self._one(
+                "SELECT * FROM context_snapshots WHERE project = ? AND layer = ? AND key = ?",
+                (draft.project, draft.layer.value, draft.key),
+            )
+        else:
+            existing = await self._one(
+                "SELECT * FROM context_snapshots WHERE project = ? AND layer = ?"
+                " AND content_hash = ? AND key IS NULL",
+                (draft.project, draft.layer.value, draft.content_hash),
+            )
+        if existing is None:
+            params = {
+                "project": draft.project,
+                "layer": draft.layer.value,
+                "key": draft.key,
+                "content": draft.content,
+                "metadata": json.dumps(draft.metadata, ensure_ascii=False),
+                "session_id": draft.session_id,
+                "now": stamp,
+                "content_hash": draft.content_hash,
+                "token_count": draft.token_count,
+            }
+            created = await self._one(_INSERT, params)
+            assert created is not None
+            return AddOutcome(memory=created, status="created")
+        unchanged = existing.content_hash == draft.content_hash and (
+            draft.key is None or existing.metadata == draft.metadata
+        )
+        if unchanged:
+            # Restating a memory is evidence it still matters: refresh its reference time so
+            # it is not aged out, without counting it as a read.
+            refreshed = await self._one(
+                "UPDATE context_snapshots SET last_accessed = ?, memory_tier = 'ACTIVE'"
+                " WHERE id = ? RETURNING *",
+                (stamp, existing.id),
+            )
+            assert refreshed is not None
+            status = "unchanged" if draft.key is not None else "duplicate"
+            return AddOutcome(memory=refreshed, status=status)
+        updated = await self._one(
+            "UPDATE context_snapshots SET content = ?, metadata = ?, content_hash = ?,"
+            " token_count = ?, session_id = coalesce(?, session_id), updated_at = ?,"
+            " last_accessed = ?, memory_tier = 'ACTIVE' WHERE id = ? RETURNING *",
+            (
+                draft.content,
+                json.dumps(draft.metadata, ensure_ascii=False),
+                draft.content_hash,
+                draft.token_count,
+                draft.session_id,
+                stamp,
+                stamp,
+                existing.id,
+            ),
+        )
+        assert updated is not None
+        return AddOutcome(memory=updated, status="updated", previous_content=existing.content)
+
+    async def hand_out(self, project: str, ids: Sequence[int], at: datetime) -> list[Memory]:
+        """Record an access on each row and return them as updated; see the port."""
+        if not ids:
+            return []
+        async with self._write("recording access"):
+            rows = await self._fetch_memories(
+                "UPDATE context_snapshots SET last_accessed = ?, access_count = access_count + 1,"
+                f" memory_tier = 'ACTIVE' WHERE project = ? AND id IN ({_placeholders(ids)})"
+                " RETURNING *",
+                (encode_time(at), project, *ids),
+            )
+        by_id = {m.id: m for m in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    async def delete(self, project: str, ids: Sequence[int]) -> int:
+        """Delete rows of a project by id."""
+        if not ids:
+            return 0
+        async with self._write("delete") as db:
+            cur = await db.execute(
+                f"DELETE FROM context_snapshots WHERE project = ? AND id IN ({_placeholders(ids)})",
+                (project, *ids),
+            )
+            return cur.rowcount
+
+    async def delete_layer(self, project: str, layer: Layer | None) -> int:
+        """Delete a layer of a project, or all of it."""
+        async with self._write("clear") as db:
+            if layer is None:
+                cur = await db.execute(
+                    "DELETE FROM context_snapshots WHERE project = ?", (project,)
+                )
+            else:
+                cur = await db.execute(
+                    "DELETE FROM context_snapshots WHERE project = ? AND layer = ?",
+                    (project, layer.value),
+                )
+            return cur.rowcount
+
+    async def trim_session(
+        self, project: str, layer: Layer, session_id: str | None, *, keep: int
+    ) -> int:
+        """Delete all but the newest `keep` rows of a project+layer+session."""
+        async with self._write("trim") as db:
+            cur = await db.execute(
+                "DELETE FROM context_snapshots WHERE id IN ("
+                " SELECT id FROM context_snapshots"
+                " WHERE project = ? AND layer = ? AND session_id IS ?"
+                " ORDER BY created_at DESC, id DESC LIMIT -1 OFFSET ?)",
+                (project, layer.value, session_id, keep),
+            )
+            return cur.rowcount
+
+    async def replace_with(
+        self, project: str, ids: Sequence[int], draft: MemoryDraft | None, now: datetime
+    ) -> Memory | None:
+        """Delete `ids` and add `draft` atomically."""
+        async with self._write("compact") as db:
+            if ids:
+                await db.execute(
+                    "DELETE FROM context_snapshots"
+                    f" WHERE project = ? AND id IN ({_placeholders(ids)})",
+                    (project, *ids),
+                )
+            if draft is None:
+                return None
+            return (await self._add_in_transaction(db, draft, now)).memory
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def get(self, project: str, memory_id: int) -> Memory | None:
+        """One row by id."""
+        async with self._read("get"):
+            return await self._one(
+                "SELECT * FROM context_snapshots WHERE project = ? AND id = ?",
+                (project, memory_id),
+            )
+
+    async def get_by_key(self, project: str, layer: Layer, key: str) -> Memory | None:
+        """One keyed row."""
+        async with self._read("get by key"):
+            return await self._one(
+                "SELECT * FROM context_snapshots WHERE project = ? AND layer = ? AND key = ?",
+                (project, layer.value, key),
+            )
+
+    async def list_layer(
+        self, project: str, layer: Layer, session_id: str | None, *, newest_first: bool
+    ) -> list[Memory]:
+        """All rows of a layer, optionally of one session, in creation order."""
+        order = "DESC" if newest_first else "ASC"
+        where = "project = ? AND layer = ?"
+        params: list[Any] = [project, layer.value]
+        if session_id is not None:
+            where += " AND session_id = ?"
+            params.append(session_id)
+        async with self._read("list layer"):
+            return await self._fetch_memories(
+                f"SELECT * FROM context_snapshots WHERE {where}"
+                f" ORDER BY created_at {order}, id {order}",
+                params,
+            )
+
+    async def search_text(self, query: TextQuery) -> list[TextMatch]:
+        """Keyword candidates by BM25."""
+        where = ["context_snapshots_fts MATCH :fts", "s.project = :project"]
+        params: dict[str, Any] = {"fts": query.fts, "project": query.project, "limit": query.limit}
+        if query.layer is not None:
+            where.append("s.layer = :layer")
+            params["layer"] = query.layer.value
+        if query.session_id is not None:
+            where.append("s.session_id = :session_id")
+            params["session_id"] = query.session_id
+        if query.since is not None:
+            where.append("s.created_at >= :since")
+            params["since"] = encode_time(query.since)
+        if query.until is not None:
+            where.append("s.created_at < :until")
+            params["until"] = encode_time(query.until)
+        sql = (
+            "SELECT s.*, bm25(context_snapshots_fts) AS bm25 FROM context_snapshots_fts"
+            " JOIN context_snapshots AS s ON s.id = context_snapshots_fts.rowid"
+            f" WHERE {' AND '.join(where)} ORDER BY bm25, s.id DESC LIMIT :limit"
+        )
+        async with self._read("keyword search"):
+            rows = await self._fetch(sql, params)
+        return [TextMatch(memory=row_to_memory(r), bm25=float(r["bm25"])) for r in rows]
+
+    async def search_keys(
+        self, project: str, layer: Layer, fts: str, *, limit: int
+    ) -> list[Memory]:
+        """Keyed rows whose key matches `fts`."""
+        async with self._read("key search"):
+            return await self._fetch_memories(
+                "SELECT s.* FROM context_snapshots_fts"
+                " JOIN context_snapshots AS s ON s.id = context_snapshots_fts.rowid"
+                " WHERE context_snapshots_fts MATCH ? AND s.project = ? AND s.layer = ?"
+                " AND s.key IS NOT NULL ORDER BY bm25(context_snapshots_fts), s.id DESC LIMIT ?",
+                (f"key : ({fts})", project, layer.value, limit),
+            )
+
+    async def list_recent(self, project: str, layer: Layer | None, *, limit: int) -> list[Memory]:
+        """Most recently used or created first."""
+        where = "project = ?"
+        params: list[Any] = [project]
+        if layer is not None:
+            where += " AND layer = ?"
+            params.append(layer.value)
+        async with self._read("load context"):
+            return await self._fetch_memories(
+                f"SELECT * FROM context_snapshots WHERE {where}"
+                f" ORDER BY {_REFERENCE} DESC, id DESC LIMIT ?",
+                [*params, limit],
+            )
+
+    # -- maintenance ----------------------------------------------------------------------
+
+    async def recalculate_tiers(self, cutoffs: TierCutoffs, project: str | None) -> int:
+        """One set-based UPDATE over the project (or all rows)."""
+        async with self._write("tier recalculation") as db:
+            return await self._recalculate(db, cutoffs, project)
+
+    async def _recalculate(
+        self, db: aiosqlite.Connection, cutoffs: TierCutoffs, project: str | None
+    ) -> int:
+        params: dict[str, Any] = _cutoff_params(cutoffs)
+        scope = ""
+        if project is not None:
+            scope = " AND project = :project"
+            params["project"] = project
+        cur = await db.execute(
+            f"UPDATE context_snapshots SET memory_tier = {_LIVE_TIER}"
+            f" WHERE memory_tier IS NOT {_LIVE_TIER}{scope}",
+            params,
+        )
+        return cur.rowcount
+
+    async def prune_expired(
+        self, cutoffs: TierCutoffs, project: str | None, *, limit: int | None, dry_run: bool
+    ) -> PruneOutcome:
+        """Delete (or list, when dry_run) EXPIRED rows, oldest first."""
+        params: dict[str, Any] = {
+            **_cutoff_params(cutoffs),
+            "limit": -1 if limit is None else limit,
+        }
+        scope = ""
+        if project is not None:
+            scope = " AND project = :project"
+            params["project"] = project
+        # The live condition guards the delete even if the stored tier were stale.
+        candidates = (
+            "SELECT id FROM context_snapshots"
+            f" WHERE {_REFERENCE} <= :archived_after{scope}"
+            f" ORDER BY {_REFERENCE}, id LIMIT :limit"
+        )
+        if dry_run:
+            async with self._read("prune (dry run)"):
+                rows = await self._fetch(candidates, params)
+            return PruneOutcome(ids=[int(r[0]) for r in rows], dry_run=True)
+        async with self._write("prune") as db:
+            await self._recalculate(db, cutoffs, project)
+            rows = await self._fetch(
+                "DELETE FROM context_snapshots WHERE memory_tier = 'EXPIRED'"
+                f" AND id IN ({candidates}) RETURNING id",
+                params,
+            )
+        return PruneOutcome(ids=sorted(int(r[0]) for r in rows), dry_run=False)
+
+    async def stats(self, project: str, cutoffs: TierCutoffs) -> StoreStats:
+        """Live tier and layer counts, sizes and dates."""
+        params: dict[str, Any] = {**_cutoff_params(cutoffs), "project": project}
+        async with self._read("stats") as db:
+            await db.execute("BEGIN")  # one snapshot for both statements
+            try:
+                rows = await self._fetch(
+                    f"SELECT {_LIVE_TIER} AS tier, layer, count(*) AS n,"
+                    " sum(length(CAST(content AS BLOB))) AS bytes,"
+                    " min(created_at) AS oldest, max(created_at) AS newest,"
+                    f" sum(memory_tier IS NOT {_LIVE_TIER}) AS stale"
+                    " FROM context_snapshots WHERE project = :project GROUP BY tier, layer",
+                    params,
+                )
+                size = await self._fetch(
+                    "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
+                )
+            finally:
+                await db.execute("COMMIT")
+        by_tier = dict.fromkeys(Tier, 0)
+        by_layer = dict.fromkeys(Layer, 0)
+        oldest: str | None = None
+        newest: str | None = None
+        content_bytes = stale = 0
+        for r in rows:
+            by_tier[Tier(r["tier"])] += r["n"]
+            if r["layer"] in _KNOWN_LAYERS:
+                by_layer[Layer(r["layer"])] += r["n"]
+            content_bytes += r["bytes"] or 0
+            stale += r["stale"] or 0
+            oldest = r["oldest"] if oldest is None else min(oldest, r["oldest"])
+            newest = r["newest"] if newest is None else max(newest, r["newest"])
+        return StoreStats(
+            project=project,
+            total=sum(by_tier.values()),
+            by_tier=by_tier,
+            by_layer=by_layer,
+            content_bytes=content_bytes,
+            database_bytes=int(size[0][0]),
+            oldest=decode_time(oldest) if oldest else None,
+            newest=decode_time(newest) if newest else None,
+            stale_tiers=stale,
+        )
+
+    async def projects(self) -> list[str]:
+        """Projects holding rows."""
+        async with self._read("list projects"):
+            rows = await self._fetch("SELECT DISTINCT project FROM context_snapshots ORDER BY 1")
+        return [str(r[0]) for r in rows]

@@ -1,0 +1,86 @@
+"""build_server(settings) -> MCPServer: the MCP composition root."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+import structlog
+import uvicorn
+from mcp.server import MCPServer
+
+from memory_core.ports import Clock
+from server import scheduler as maintenance_scheduler
+from server.app_context import AppContext
+from server.container import open_container
+from server.settings import Settings
+from server.tools import admin, memories
+
+__all__ = ["INSTRUCTIONS", "build_server", "serve_http", "serve_stdio"]
+
+log = structlog.get_logger(__name__)
+
+VERSION = "0.1.0"
+
+INSTRUCTIONS = """\
+memstrata is your long-term memory, kept across conversations.
+- At the start of a task, call `load_context` to see what was used recently.
+- Before answering from memory, call `search` (words) or `recall` (a fact's exact key).
+- When you learn something durable, store it: `learn` for facts (key -> value), `append` with
+  layer "procedural" for "when X, do Y" rules, "episodic" for events, "working" for scratch.
+- Memories age from ACTIVE to RECENT, ARCHIVED and EXPIRED when unused; only EXPIRED ones are
+  ever pruned. Tools take an optional `project` to keep unrelated work apart.
+"""
+
+
+def build_server(settings: Settings, *, clock: Clock | None = None) -> MCPServer[AppContext]:
+    """Build the MCP server; the store opens (and the scheduler starts) in its lifespan."""
+
+    @asynccontextmanager
+    async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
+        async with open_container(settings, clock) as container:
+            scheduler = maintenance_scheduler.build_scheduler(container)
+            if scheduler is not None:
+                scheduler.start()  # needs the running loop, so it starts here and not earlier
+                log.info("scheduler.started", jobs=[j.id for j in scheduler.get_jobs()])
+            try:
+                yield AppContext(container=container, scheduler=scheduler)
+            finally:
+                if scheduler is not None:
+                    scheduler.shutdown(wait=False)
+                    log.info("scheduler.stopped")
+
+    mcp: MCPServer[AppContext] = MCPServer(
+        "memstrata",
+        title="memstrata memory",
+        version=VERSION,
+        instructions=INSTRUCTIONS,
+        lifespan=lifespan,
+    )
+    memories.register(mcp)
+    admin.register(mcp)
+    return mcp
+
+
+def serve_stdio(settings: Settings) -> None:
+    """Serve over stdio (Claude Desktop, Claude Code); stdout carries only MCP messages."""
+    from server.logging import configure_logging
+
+    mcp = build_server(settings)
+    configure_logging(settings.log_level, settings.log_format)  # after MCPServer's own setup
+    log.info("server.starting", transport="stdio", db=str(settings.db))
+    mcp.run("stdio")
+
+
+async def serve_http(settings: Settings, host: str, port: int) -> None:
+    """Serve streamable HTTP at http://host:port/mcp under our own uvicorn (logs stay JSON)."""
+    from server.logging import configure_logging
+
+    mcp = build_server(settings)
+    configure_logging(settings.log_level, settings.log_format)
+    app = mcp.streamable_http_app(host=host)  # DNS-rebinding protection is on for loopback
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
+    log.info(
+        "server.starting", transport="http", url=f"http://{host}:{port}/mcp", db=str(settings.db)
+    )
+    await uvicorn.Server(config).serve()

@@ -1,0 +1,138 @@
+"""The `memstrata` command: serve, migrate, maintain and inspect from a terminal."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+from collections.abc import Sequence
+
+from pydantic import ValidationError
+
+from memory_core.errors import MemoryCoreError
+from memory_core.services import maintenance
+from server.container import open_container
+from server.settings import Settings
+
+__all__ = ["main"]
+
+EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="memstrata",
+        description="Long-term memory for AI clients (an MCP server on one SQLite file). "
+        "Configuration comes from MEMSTRATA_* environment variables.",
+    )
+    sub = parser.add_subparsers(dest="command")
+    serve = sub.add_parser("serve", help="run the MCP server (stdio unless --http)")
+    serve.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
+    serve.add_argument("--host", help="HTTP interface (default MEMSTRATA_HTTP_HOST, 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="HTTP port (default MEMSTRATA_HTTP_PORT, 8765)")
+    sub.add_parser("migrate", help="create or upgrade the database schema, then exit")
+    maintain = sub.add_parser("maintain", help="recalculate tiers and/or prune, then exit")
+    maintain.add_argument("--recalculate", action="store_true", help="recalculate tiers")
+    maintain.add_argument("--prune", action="store_true", help="delete EXPIRED memories")
+    maintain.add_argument("--limit", type=int, help="prune at most this many")
+    maintain.add_argument("--dry-run", action="store_true", help="list what prune would delete")
+    maintain.add_argument("--project", help="only this project (default: all projects)")
+    stats = sub.add_parser("stats", help="counts per tier and layer of a project")
+    stats.add_argument("--project", help="the project (default MEMSTRATA_PROJECT)")
+    stats.add_argument("--json", action="store_true", help="machine-readable output")
+    return parser
+
+
+def _out(text: str) -> None:
+    sys.stdout.write(text + "\n")
+
+
+def _err(text: str) -> None:
+    sys.stderr.write(text + "\n")
+
+
+async def _migrate(settings: Settings) -> int:
+    async with open_container(settings):
+        pass
+    _err(f"database up to date: {settings.db}")
+    return EXIT_OK
+
+
+async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
+    if not (args.recalculate or args.prune):
+        _err("nothing to do: give --recalculate and/or --prune")
+        return EXIT_USAGE
+    result: dict[str, object] = {}
+    async with open_container(settings) as c:
+        if args.recalculate:
+            result["tiers_changed"] = await maintenance.recalculate_tiers(
+                c.repo, c.clock, settings.tiers, args.project
+            )
+        if args.prune:
+            outcome = await maintenance.prune_expired(
+                c.repo,
+                c.clock,
+                settings.tiers,
+                project=args.project,
+                limit=args.limit,
+                dry_run=args.dry_run,
+            )
+            result["pruned" if not args.dry_run else "would_prune"] = len(outcome.ids)
+    _out(json.dumps(result))
+    return EXIT_OK
+
+
+async def _stats(settings: Settings, args: argparse.Namespace) -> int:
+    async with open_container(settings) as c:
+        report = await maintenance.memory_stats(
+            c.repo, c.clock, settings.tiers, args.project or settings.project
+        )
+    if args.json:
+        _out(report.model_dump_json(indent=2))
+        return EXIT_OK
+    s = report.stats
+    _out(
+        f"project {s.project}: {s.total} memories, {s.content_bytes} bytes of text, "
+        f"database {s.database_bytes} bytes"
+    )
+    _out("  tiers:  " + "  ".join(f"{t.value} {n}" for t, n in s.by_tier.items()))
+    _out("  layers: " + "  ".join(f"{k.value} {n}" for k, n in s.by_layer.items()))
+    for note in report.health:
+        _out(f"  note: {note.message}")
+    return EXIT_OK
+
+
+def main(argv: Sequence[str] | None = None) -> None:
+    """Entry point of the `memstrata` console script and of `python -m server`."""
+    args = _parser().parse_args(argv)
+    try:
+        settings = Settings()
+    except ValidationError as exc:
+        _err(f"invalid MEMSTRATA_* configuration:\n{exc}")
+        sys.exit(EXIT_USAGE)
+    command = args.command or "serve"
+    try:
+        if command == "serve":
+            from server.app import serve_http, serve_stdio
+
+            if getattr(args, "http", False):
+                host = args.host or settings.http_host
+                port = args.port or settings.http_port
+                _err(f"memstrata: serving MCP at http://{host}:{port}/mcp (database {settings.db})")
+                asyncio.run(serve_http(settings, host, port))
+            else:
+                serve_stdio(settings)
+            code = EXIT_OK
+        elif command == "migrate":
+            code = asyncio.run(_migrate(settings))
+        elif command == "maintain":
+            code = asyncio.run(_maintain(settings, args))
+        else:
+            code = asyncio.run(_stats(settings, args))
+    except MemoryCoreError as exc:
+        _err(f"memstrata: {exc}")
+        code = EXIT_ERROR
+    except KeyboardInterrupt:
+        code = EXIT_OK
+    sys.exit(code)

@@ -1,0 +1,200 @@
+"""Tool results as they go on the wire (structured content), built from domain objects."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field, JsonValue
+
+from memory_core.domain.health import HealthNote
+from memory_core.domain.models import Layer, Memory, RankSignals, Tier
+
+__all__ = [
+    "AppendOut",
+    "ClearOut",
+    "CompactOut",
+    "ContextItemOut",
+    "ContextOut",
+    "ForgetOut",
+    "LearnOut",
+    "MemoryOut",
+    "PruneOut",
+    "RecalculateOut",
+    "RecallOut",
+    "RuleOut",
+    "SearchHitOut",
+    "SearchOut",
+    "StatsOut",
+]
+
+
+class MemoryOut(BaseModel):
+    """One memory as a client sees it."""
+
+    id: int
+    layer: Layer
+    key: str | None
+    content: str
+    metadata: dict[str, JsonValue]
+    session_id: str | None
+    tier: Tier
+    created_at: datetime
+    updated_at: datetime
+    last_accessed: datetime | None
+    access_count: int
+    token_count: int
+
+    @classmethod
+    def of(cls, m: Memory) -> MemoryOut:
+        """Project a domain Memory onto the wire shape."""
+        return cls(
+            id=m.id,
+            layer=m.layer,
+            key=m.key,
+            content=m.content,
+            metadata=m.metadata,
+            session_id=m.session_id,
+            tier=m.tier,
+            created_at=m.created_at,
+            updated_at=m.updated_at,
+            last_accessed=m.last_accessed,
+            access_count=m.access_count,
+            token_count=m.token_count,
+        )
+
+
+class AppendOut(BaseModel):
+    """Result of `append`."""
+
+    id: int = Field(description="The memory's id (the existing one for a duplicate).")
+    project: str
+    layer: Layer
+    status: Literal["created", "updated", "unchanged", "duplicate"]
+    key: str | None
+    previous_content: str | None = Field(
+        None, description="For an upsert that changed a keyed memory: what it said before."
+    )
+    trimmed: int = Field(0, description="Oldest working entries removed to respect the cap.")
+
+
+class LearnOut(BaseModel):
+    """Result of `learn`."""
+
+    id: int
+    key: str
+    status: Literal["created", "updated", "unchanged", "duplicate"]
+    previous_value: str | None = None
+
+
+class RuleOut(BaseModel):
+    """A procedural rule: when `condition`, do `action`."""
+
+    id: int
+    condition: str
+    action: str
+
+
+class RecallOut(BaseModel):
+    """Result of `recall`."""
+
+    key: str
+    found: bool
+    value: str | None
+    memory: MemoryOut | None
+    rules: list[RuleOut]
+    suggestions: list[str] = Field(description="Existing keys close to the one asked for.")
+    message: str
+
+
+class SearchHitOut(BaseModel):
+    """One search hit and why it ranked there."""
+
+    id: int
+    layer: Layer
+    key: str | None
+    content: str
+    metadata: dict[str, JsonValue]
+    session_id: str | None
+    created_at: datetime
+    tier: Tier = Field(description="Tier the hit had when ranked (it is ACTIVE now).")
+    score: float
+    signals: RankSignals
+
+
+class SearchOut(BaseModel):
+    """Result of `search`."""
+
+    query: str
+    count: int
+    hits: list[SearchHitOut]
+
+
+class ContextItemOut(MemoryOut):
+    """A memory from `load_context`, with the tier it had before being loaded."""
+
+    tier_before: Tier
+
+
+class ContextOut(BaseModel):
+    """Result of `load_context`."""
+
+    project: str
+    count: int
+    items: list[ContextItemOut]
+
+
+class StatsOut(BaseModel):
+    """Result of `get_memory_stats`."""
+
+    project: str
+    total: int
+    by_tier: dict[Tier, int]
+    by_layer: dict[Layer, int]
+    content_bytes: int = Field(description="Bytes of memory text in this project.")
+    database_bytes: int = Field(description="Size of the whole database file.")
+    oldest: datetime | None
+    newest: datetime | None
+    stale_tiers: int = Field(description="Rows whose stored tier is out of date.")
+    health: list[HealthNote]
+
+
+class RecalculateOut(BaseModel):
+    """Result of `recalculate_memory_tiers`."""
+
+    scope: str = Field(description="The project, or '*' for all projects.")
+    changed: int
+
+
+class PruneOut(BaseModel):
+    """Result of `prune_expired_contexts`."""
+
+    project: str
+    dry_run: bool
+    deleted: int = Field(description="Memories deleted (0 on a dry run).")
+    ids: list[int] = Field(description="Ids deleted, or that would be deleted on a dry run.")
+
+
+class CompactOut(BaseModel):
+    """Result of `compact`."""
+
+    layer: Layer
+    removed: int
+    kept: int
+    summary_id: int | None
+
+
+class ClearOut(BaseModel):
+    """Result of `clear`."""
+
+    project: str
+    layer: Layer | None
+    deleted: int
+
+
+class ForgetOut(BaseModel):
+    """Result of `forget`."""
+
+    id: int
+    deleted: bool
+    content: str

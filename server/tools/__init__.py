@@ -1,0 +1,1 @@
+"""MCP tools: each module exposes register(mcp), and each tool only translates."""

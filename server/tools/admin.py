@@ -1,0 +1,99 @@
+"""Tools that inspect and maintain the store."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from memory_core.services import maintenance
+from server.app_context import AppContext
+from server.errors import domain_errors_as_tool_errors
+from server.schemas import PruneOut, RecalculateOut, StatsOut
+
+__all__ = ["register"]
+
+
+def register(mcp: MCPServer[AppContext]) -> None:
+    """Register get_memory_stats, recalculate_memory_tiers and prune_expired_contexts."""
+
+    @mcp.tool(
+        title="Memory statistics",
+        annotations=ToolAnnotations(
+            read_only_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    async def get_memory_stats(
+        ctx: Context[AppContext],
+        project: Annotated[str | None, Field(description="Project; omit for the default.")] = None,
+    ) -> StatsOut:
+        """Count memories per tier and layer, with sizes, dates and health suggestions."""
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("get_memory_stats", ctx.request_id):
+            report = await maintenance.memory_stats(
+                app.repo, app.clock, app.settings.tiers, app.project(project)
+            )
+        return StatsOut(**report.stats.model_dump(), health=report.health)
+
+    @mcp.tool(
+        title="Recalculate memory tiers",
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=False,
+            idempotent_hint=True,
+            open_world_hint=False,
+        ),
+    )
+    async def recalculate_memory_tiers(
+        ctx: Context[AppContext],
+        project: Annotated[
+            str | None, Field(description=("Only this project; omit to recalculate every project."))
+        ] = None,
+    ) -> RecalculateOut:
+        """Re-derive every memory's tier (ACTIVE/RECENT/ARCHIVED/EXPIRED) from its last use."""
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("recalculate_memory_tiers", ctx.request_id):
+            changed = await maintenance.recalculate_tiers(
+                app.repo, app.clock, app.settings.tiers, project
+            )
+        return RecalculateOut(scope=project or "*", changed=changed)
+
+    @mcp.tool(
+        title="Prune expired memories",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    async def prune_expired_contexts(
+        ctx: Context[AppContext],
+        limit: Annotated[
+            int | None,
+            Field(
+                ge=1, description=("Delete at most this many (oldest first); omit for no limit.")
+            ),
+        ] = None,
+        dry_run: Annotated[
+            bool, Field(description=("List what would be deleted without deleting."))
+        ] = False,
+        project: Annotated[str | None, Field(description="Project; omit for the default.")] = None,
+    ) -> PruneOut:
+        """Delete memories unused for longer than the EXPIRED threshold (30 days by default).
+
+        Only EXPIRED memories are deleted; tiers are recomputed first, so anything used
+        recently is safe. Try dry_run=true first.
+        """
+        app = ctx.request_context.lifespan_context.container
+        name = app.project(project)
+        with domain_errors_as_tool_errors("prune_expired_contexts", ctx.request_id):
+            outcome = await maintenance.prune_expired(
+                app.repo, app.clock, app.settings.tiers, project=name, limit=limit, dry_run=dry_run
+            )
+        return PruneOut(
+            project=name,
+            dry_run=dry_run,
+            deleted=0 if dry_run else len(outcome.ids),
+            ids=outcome.ids,
+        )

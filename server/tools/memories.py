@@ -1,0 +1,326 @@
+"""Tools that write, find and remove memories."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Annotated, Literal
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+from pydantic import Field, JsonValue
+
+from memory_core.domain.models import Layer
+from memory_core.services.memories import SearchRequest
+from server.app_context import AppContext
+from server.errors import domain_errors_as_tool_errors
+from server.schemas import (
+    AppendOut,
+    ClearOut,
+    CompactOut,
+    ContextItemOut,
+    ContextOut,
+    ForgetOut,
+    LearnOut,
+    MemoryOut,
+    RecallOut,
+    RuleOut,
+    SearchHitOut,
+    SearchOut,
+)
+
+__all__ = ["register"]
+
+LayerName = Literal["working", "episodic", "semantic", "procedural"]
+Project = Annotated[
+    str | None,
+    Field(description="Project (memory scope) to use; omit for the server's default project."),
+]
+Limit = Annotated[int, Field(ge=1, le=100, description="How many results, 1-100.")]
+Metadata = Annotated[
+    dict[str, JsonValue] | None, Field(description="Optional JSON object stored with the memory.")
+]
+
+_WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_DESTROY = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
+
+
+def register(mcp: MCPServer[AppContext]) -> None:  # noqa: C901 - one closure per tool
+    """Register append, search, learn, recall, load_context, compact, clear and forget."""
+
+    @mcp.tool(title="Append a memory", annotations=_WRITE)
+    async def append(
+        layer: Annotated[
+            LayerName,
+            Field(
+                description=(
+                    "working: short-lived scratch (newest 50 per session kept); "
+                    "episodic: what happened; semantic: a fact under `key`; "
+                    "procedural: a rule, `key` = condition, `content` = action."
+                )
+            ),
+        ],
+        content: Annotated[str, Field(description="The text to remember.")],
+        ctx: Context[AppContext],
+        metadata: Metadata = None,
+        key: Annotated[
+            str | None,
+            Field(
+                description=(
+                    "Required for semantic (the fact's name) and procedural (the condition)."
+                )
+            ),
+        ] = None,
+        session_id: Annotated[str | None, Field(description="Conversation/session scope.")] = None,
+        project: Project = None,
+    ) -> AppendOut:
+        """Store a memory. Appending identical text again returns the existing id.
+
+        Use semantic for durable facts (upserted by key), procedural for "when X, do Y" rules,
+        episodic for events worth remembering, working for scratch notes of this session.
+        """
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("append", ctx.request_id):
+            result = await app.memories.append(
+                app.project(project),
+                Layer(layer),
+                content,
+                key=key,
+                metadata=metadata,
+                session_id=session_id,
+            )
+        m = result.outcome.memory
+        return AppendOut(
+            id=m.id,
+            project=m.project,
+            layer=m.layer,
+            status=result.outcome.status,
+            key=m.key,
+            previous_content=result.outcome.previous_content,
+            trimmed=result.trimmed,
+        )
+
+    @mcp.tool(title="Search memories", annotations=_READ)
+    async def search(
+        query: Annotated[str, Field(description="Words to look for (plain text; no syntax).")],
+        ctx: Context[AppContext],
+        layer: Annotated[LayerName | None, Field(description="Only this layer.")] = None,
+        limit: Limit = 10,
+        since: Annotated[
+            datetime | None,
+            Field(
+                description=(
+                    "Only memories created at or after this ISO-8601 time (UTC if no zone)."
+                )
+            ),
+        ] = None,
+        until: Annotated[
+            datetime | None, Field(description=("Only memories created before this ISO-8601 time."))
+        ] = None,
+        session_id: Annotated[str | None, Field(description="Only this session.")] = None,
+        project: Project = None,
+    ) -> SearchOut:
+        """Find memories matching the query, best first.
+
+        Ranked by keyword relevance (BM25) plus a boost for recently used memories; each hit
+        says why it ranked. Search before answering from memory.
+        """
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("search", ctx.request_id):
+            hits = await app.memories.search(
+                SearchRequest(
+                    project=app.project(project),
+                    query=query,
+                    layer=Layer(layer) if layer else None,
+                    session_id=session_id,
+                    since=since,
+                    until=until,
+                    limit=limit,
+                )
+            )
+        return SearchOut(
+            query=query,
+            count=len(hits),
+            hits=[
+                SearchHitOut(
+                    id=h.memory.id,
+                    layer=h.memory.layer,
+                    key=h.memory.key,
+                    content=h.memory.content,
+                    metadata=h.memory.metadata,
+                    session_id=h.memory.session_id,
+                    created_at=h.memory.created_at,
+                    tier=h.signals.tier,
+                    score=h.signals.score,
+                    signals=h.signals,
+                )
+                for h in hits
+            ],
+        )
+
+    @mcp.tool(title="Learn a fact", annotations=_WRITE)
+    async def learn(
+        key: Annotated[str, Field(description="The fact's name, e.g. 'user.preferred_language'.")],
+        value: Annotated[str, Field(description="What is true about it.")],
+        ctx: Context[AppContext],
+        metadata: Metadata = None,
+        project: Project = None,
+    ) -> LearnOut:
+        """Store semantic knowledge under a key, replacing any previous value of that key."""
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("learn", ctx.request_id):
+            outcome = await app.memories.learn(app.project(project), key, value, metadata=metadata)
+        return LearnOut(
+            id=outcome.memory.id,
+            key=outcome.memory.key or key,
+            status=outcome.status,
+            previous_value=outcome.previous_content,
+        )
+
+    @mcp.tool(title="Recall a fact", annotations=_READ)
+    async def recall(
+        key: Annotated[str, Field(description="The exact key given to `learn`, or a situation.")],
+        ctx: Context[AppContext],
+        project: Project = None,
+    ) -> RecallOut:
+        """Read the fact stored under a key, plus procedural rules whose condition matches it.
+
+        A missing key is not an error: `found` is false and `suggestions` lists close keys.
+        """
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("recall", ctx.request_id):
+            result = await app.memories.recall(app.project(project), key)
+        value = result.value
+        rules = [RuleOut(id=r.id, condition=r.key or "", action=r.content) for r in result.rules]
+        if value is not None:
+            message = f"Found {key!r}."
+        elif rules:
+            message = f"No fact under {key!r}, but {len(rules)} procedural rule(s) apply."
+        elif result.suggestions:
+            message = f"No fact under {key!r}; close keys: {', '.join(result.suggestions)}."
+        else:
+            message = f"No fact under {key!r}. Use `search` to look by words, or `learn` it."
+        return RecallOut(
+            key=result.key,
+            found=value is not None,
+            value=value.content if value else None,
+            memory=MemoryOut.of(value) if value else None,
+            rules=rules,
+            suggestions=result.suggestions,
+            message=message,
+        )
+
+    @mcp.tool(title="Load recent context", annotations=_READ)
+    async def load_context(
+        ctx: Context[AppContext],
+        limit: Limit = 10,
+        layer: Annotated[LayerName | None, Field(description="Only this layer.")] = None,
+        project: Project = None,
+    ) -> ContextOut:
+        """Load the memories used most recently: ACTIVE first, then RECENT, ARCHIVED, EXPIRED.
+
+        Call this at the start of a task to pick up where earlier work left off.
+        """
+        app = ctx.request_context.lifespan_context.container
+        name = app.project(project)
+        with domain_errors_as_tool_errors("load_context", ctx.request_id):
+            items = await app.memories.load_context(
+                name, layer=Layer(layer) if layer else None, limit=limit
+            )
+        return ContextOut(
+            project=name,
+            count=len(items),
+            items=[
+                ContextItemOut(**MemoryOut.of(i.memory).model_dump(), tier_before=i.tier_before)
+                for i in items
+            ],
+        )
+
+    @mcp.tool(
+        title="Compact a layer",
+        annotations=ToolAnnotations(
+            read_only_hint=False,
+            destructive_hint=True,
+            idempotent_hint=False,
+            open_world_hint=False,
+        ),
+    )
+    async def compact(
+        layer: Annotated[LayerName, Field(description="The layer to compact.")],
+        ctx: Context[AppContext],
+        keep_last: Annotated[
+            int,
+            Field(ge=0, le=10_000, description=("How many newest entries to keep as they are.")),
+        ] = 10,
+        summarize_older: Annotated[
+            bool,
+            Field(
+                description=(
+                    "Replace older working/episodic entries by one summary entry (else drop them)."
+                )
+            ),
+        ] = True,
+        session_id: Annotated[str | None, Field(description="Only this session.")] = None,
+        project: Project = None,
+    ) -> CompactOut:
+        """Shrink a layer to its newest entries, summarising the older ones.
+
+        semantic is never compacted (each key is current knowledge); procedural keeps its
+        newest `keep_last` rules.
+        """
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("compact", ctx.request_id):
+            result = await app.memories.compact(
+                app.project(project),
+                Layer(layer),
+                keep_last=keep_last,
+                summarize_older=summarize_older,
+                session_id=session_id,
+            )
+        return CompactOut(
+            layer=Layer(layer),
+            removed=result.removed,
+            kept=result.kept,
+            summary_id=result.summary.id if result.summary else None,
+        )
+
+    @mcp.tool(title="Clear memories", annotations=_DESTROY)
+    async def clear(
+        ctx: Context[AppContext],
+        confirm: Annotated[
+            bool,
+            Field(
+                description=("Must be true: this permanently deletes memories. Ask the user first.")
+            ),
+        ] = False,
+        layer: Annotated[
+            LayerName | None,
+            Field(description=("Only this layer; omit to clear every layer of the project.")),
+        ] = None,
+        project: Project = None,
+    ) -> ClearOut:
+        """Permanently delete every memory of a layer, or of the whole project."""
+        app = ctx.request_context.lifespan_context.container
+        name = app.project(project)
+        with domain_errors_as_tool_errors("clear", ctx.request_id):
+            deleted = await app.memories.clear(
+                name, Layer(layer) if layer else None, confirm=confirm
+            )
+        return ClearOut(project=name, layer=Layer(layer) if layer else None, deleted=deleted)
+
+    @mcp.tool(title="Forget a memory", annotations=_DESTROY)
+    async def forget(
+        id: Annotated[int, Field(description="The memory's id, as returned by other tools.")],
+        ctx: Context[AppContext],
+        project: Project = None,
+    ) -> ForgetOut:
+        """Permanently delete one memory by id (for example one that turned out wrong)."""
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("forget", ctx.request_id):
+            memory = await app.memories.forget(app.project(project), id)
+        return ForgetOut(id=memory.id, deleted=True, content=memory.content)
