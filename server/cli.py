@@ -13,6 +13,7 @@ from pydantic import ValidationError
 from memory_core.errors import MemoryCoreError
 from memory_core.services import maintenance
 from server.container import open_container
+from server.logging import configure_logging
 from server.settings import Settings
 
 __all__ = ["main"]
@@ -112,6 +113,8 @@ def main(argv: Sequence[str] | None = None) -> None:
         _err(f"invalid MEMSTRATA_* configuration:\n{exc}")
         sys.exit(EXIT_USAGE)
     command = args.command or "serve"
+    if command != "serve":  # serve configures logging itself, after the MCP server exists
+        configure_logging(settings.log_level, settings.log_format)
     try:
         if command == "serve":
             from server.app import serve_http, serve_stdio

@@ -31,7 +31,8 @@ def configure_logging(level: str = "INFO", fmt: Literal["json", "console"] = "js
         ],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
-        cache_logger_on_first_use=True,
+        # Not cached: loggers stay reconfigurable (tests capture them; the CLI reconfigures).
+        cache_logger_on_first_use=False,
     )
     renderer: structlog.typing.Processor = (
         structlog.processors.JSONRenderer()

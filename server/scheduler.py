@@ -22,9 +22,53 @@ RECALCULATE_JOB = "recalculate_tiers"
 PRUNE_JOB = "prune_expired"
 
 
+_DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
+
+
+def _standard_day_of_week(field: str) -> str:
+    """Translate a crontab day-of-week field (0 or 7 = Sunday) into day names.
+
+    APScheduler 3 numbers days from Monday = 0, so `CronTrigger.from_crontab("0 0 * * 0")` fires
+    on Mondays. Spelling the days out keeps the crontab meaning every user expects.
+    """
+    if field == "*" or any(c.isalpha() for c in field):
+        return field
+    days: list[int] = []
+    for part in field.split(","):
+        span, _, step_text = part.partition("/")
+        step = int(step_text) if step_text else 1
+        if span == "*":
+            first, last = 0, 6
+        elif "-" in span:
+            first_text, last_text = span.split("-", 1)
+            first, last = int(first_text), int(last_text)
+        else:
+            first = int(span)
+            last = 6 if step_text else first
+        if not (0 <= first <= 7 and 0 <= last <= 7 and first <= last and step >= 1):
+            raise ValueError(f"invalid day-of-week field {field!r} (use 0-7, 0 and 7 = Sunday)")
+        days.extend(d % 7 for d in range(first, last + 1, step))
+    return ",".join(_DAY_NAMES[d] for d in sorted(set(days)))
+
+
 def parse_cron(expression: str) -> Any:
-    """A UTC CronTrigger from a five-field crontab expression (ValueError if malformed)."""
-    return CronTrigger.from_crontab(expression, timezone="UTC")
+    """A UTC CronTrigger from a five-field crontab expression, with crontab's day numbering.
+
+    Raises:
+        ValueError: The expression is malformed.
+    """
+    fields = expression.split()
+    if len(fields) != 5:
+        raise ValueError(f"Wrong number of fields; got {len(fields)}, expected 5")
+    minute, hour, day, month, day_of_week = fields
+    return CronTrigger(
+        minute=minute,
+        hour=hour,
+        day=day,
+        month=month,
+        day_of_week=_standard_day_of_week(day_of_week),
+        timezone="UTC",
+    )
 
 
 async def recalculate_job(container: Container) -> int:

@@ -1,0 +1,98 @@
+"""The fixture chain mirrors the layers: settings -> db -> repo -> service -> server -> client."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from pathlib import Path
+
+import aiosqlite
+import pytest
+from mcp import Client
+
+from memory_core.config import Limits, RankingPolicy, TierPolicy
+from memory_core.ports import MemoryRepository
+from memory_core.services.memories import MemoryService
+from memory_core.storage.sqlite import (
+    SqliteMemoryRepository,
+    apply_migrations,
+    open_database,
+)
+from server.app import build_server
+from server.settings import ScheduleSettings, Settings
+from tests.fakes import FrozenClock
+
+
+def pytest_report_header() -> list[str]:
+    import sqlean
+    import sqlite_vec
+
+    conn = sqlean.connect(":memory:")
+    conn.enable_load_extension(True)
+    sqlite_vec.load(conn)
+    version, vec = conn.execute("select sqlite_version(), vec_version()").fetchone()
+    options = [r[0] for r in conn.execute("pragma compile_options")]
+    fts = [o for o in options if "FTS" in o]
+    conn.close()
+    return [f"sqlite {version} (sqlean), sqlite-vec {vec}, {' '.join(fts)}"]
+
+
+@pytest.fixture
+def settings(tmp_path: Path) -> Settings:
+    return Settings(
+        db=tmp_path / "memory.db",
+        project="test",
+        schedule=ScheduleSettings(enabled=False),
+    )
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    return FrozenClock()
+
+
+@pytest.fixture
+async def db(settings: Settings) -> AsyncIterator[aiosqlite.Connection]:
+    conn = await open_database(settings.db)
+    await apply_migrations(conn)
+    yield conn
+    await conn.close()
+
+
+@pytest.fixture(params=["sqlite"])
+def repo(request: pytest.FixtureRequest, db: aiosqlite.Connection) -> MemoryRepository:
+    # Contract tests run once per backend; a PostgreSQL backend adds its name here.
+    assert request.param == "sqlite"
+    return SqliteMemoryRepository(db)
+
+
+@pytest.fixture
+def limits() -> Limits:
+    return Limits(working_cap=5, max_content_chars=2_000)
+
+
+@pytest.fixture
+def service(repo: MemoryRepository, clock: FrozenClock, limits: Limits) -> MemoryService:
+    return MemoryService(
+        repo=repo, clock=clock, limits=limits, tiers=TierPolicy(), ranking=RankingPolicy()
+    )
+
+
+@pytest.fixture
+async def client(settings: Settings, clock: FrozenClock) -> AsyncIterator[Client]:
+    # pytest-asyncio runs a fixture's setup and teardown in different tasks, but the Client's
+    # anyio cancel scopes must exit in the task that entered them: host it in one task.
+    ready, done = asyncio.Event(), asyncio.Event()
+    box: dict[str, Client] = {}
+
+    async def host() -> None:
+        async with Client(build_server(settings, clock=clock)) as c:
+            box["client"] = c
+            ready.set()
+            await done.wait()
+
+    task = asyncio.create_task(host())
+    await asyncio.wait_for(ready.wait(), 10)
+    yield box["client"]
+    done.set()
+    await task

@@ -1,0 +1,128 @@
+import asyncio
+from collections.abc import AsyncIterator
+from datetime import UTC, datetime
+
+import pytest
+import time_machine
+from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED
+from structlog.testing import capture_logs
+
+from memory_core.domain.models import Layer
+from server.container import Container, open_container
+from server.scheduler import (
+    PRUNE_JOB,
+    RECALCULATE_JOB,
+    build_scheduler,
+    parse_cron,
+    prune_job,
+    recalculate_job,
+)
+from server.settings import ScheduleSettings, Settings
+from tests.fakes import FrozenClock
+
+
+@pytest.fixture
+async def container(settings: Settings, clock: FrozenClock) -> AsyncIterator[Container]:
+    enabled = settings.model_copy(update={"schedule": ScheduleSettings()})
+    async with open_container(enabled, clock) as c:
+        yield c
+
+
+async def test_jobs_run_directly(container: Container, clock: FrozenClock) -> None:
+    await container.memories.append("p", Layer.EPISODIC, "old")
+    clock.advance(days=31)
+    with capture_logs() as logs:
+        assert await recalculate_job(container) == 1
+        assert await prune_job(container) == 1
+    ran = [e for e in logs if e["event"] == "job.ran"]
+    assert [(e["job"], e.get("changed", e.get("deleted"))) for e in ran] == [
+        (RECALCULATE_JOB, 1),
+        (PRUNE_JOB, 1),
+    ]
+
+
+async def test_live_scheduler_runs_a_job_on_demand(container: Container) -> None:
+    scheduler = build_scheduler(container)
+    assert scheduler is not None
+    assert {j.id for j in scheduler.get_jobs()} == {RECALCULATE_JOB, PRUNE_JOB}
+    done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+    scheduler.add_listener(
+        lambda ev: done.set_result(ev.code), EVENT_JOB_EXECUTED | EVENT_JOB_ERROR
+    )
+    scheduler.start()
+    try:
+        scheduler.get_job(RECALCULATE_JOB).modify(next_run_time=datetime.now(UTC))
+        scheduler.wakeup()
+        assert await asyncio.wait_for(done, 5) == EVENT_JOB_EXECUTED
+    finally:
+        scheduler.shutdown(wait=False)
+
+
+async def test_daily_recalculation_fires_at_midnight_utc(container: Container) -> None:
+    fired = asyncio.Event()
+    with time_machine.travel(datetime(2026, 1, 2, 23, 59, 59, 700_000, tzinfo=UTC), tick=True):
+        scheduler = build_scheduler(container)
+        assert scheduler is not None
+        scheduler.add_listener(
+            lambda ev: fired.set() if ev.job_id == RECALCULATE_JOB else None, EVENT_JOB_EXECUTED
+        )
+        scheduler.start()
+        try:
+            await asyncio.wait_for(fired.wait(), 5)
+        finally:
+            scheduler.shutdown(wait=False)
+
+
+def test_default_schedules_are_daily_and_weekly() -> None:
+    s = ScheduleSettings()
+    after = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)  # a Thursday
+    daily = parse_cron(s.recalculate_cron or "").get_next_fire_time(None, after)
+    weekly = parse_cron(s.prune_cron or "").get_next_fire_time(None, after)
+    assert daily == datetime(2026, 1, 2, 0, 0, tzinfo=UTC)
+    assert weekly == datetime(2026, 1, 4, 0, 0, tzinfo=UTC)  # Sunday
+    assert s.prune_limit == 1000
+
+
+async def test_schedules_can_be_disabled(settings: Settings, clock: FrozenClock) -> None:
+    async with open_container(settings, clock) as c:  # the fixture disables the schedule
+        assert build_scheduler(c) is None
+    only_prune = settings.model_copy(
+        update={"schedule": ScheduleSettings(recalculate_cron="", prune_cron="0 3 * * *")}
+    )
+    async with open_container(only_prune, clock) as c:
+        scheduler = build_scheduler(c)
+        assert scheduler is not None
+        assert [j.id for j in scheduler.get_jobs()] == [PRUNE_JOB]
+    none = settings.model_copy(
+        update={"schedule": ScheduleSettings(recalculate_cron=None, prune_cron="")}
+    )
+    async with open_container(none, clock) as c:
+        assert build_scheduler(c) is None
+
+
+def test_a_malformed_cron_is_refused() -> None:
+    with pytest.raises(ValueError, match="Wrong number of fields"):
+        parse_cron("every day")
+
+
+@pytest.mark.parametrize(
+    ("field", "first_fire"),
+    [
+        ("0", datetime(2026, 1, 4, tzinfo=UTC)),  # Sunday
+        ("7", datetime(2026, 1, 4, tzinfo=UTC)),  # Sunday too
+        ("1-5", datetime(2026, 1, 2, tzinfo=UTC)),  # Friday is next
+        ("6", datetime(2026, 1, 3, tzinfo=UTC)),  # Saturday
+        ("*/3", datetime(2026, 1, 3, tzinfo=UTC)),  # sun, wed, sat
+        ("0,3", datetime(2026, 1, 4, tzinfo=UTC)),
+        ("mon", datetime(2026, 1, 5, tzinfo=UTC)),
+    ],
+)
+def test_day_of_week_follows_crontab_numbering(field: str, first_fire: datetime) -> None:
+    after = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)  # a Thursday
+    assert parse_cron(f"0 0 * * {field}").get_next_fire_time(None, after) == first_fire
+
+
+@pytest.mark.parametrize("field", ["8", "5-2", "1/0"])
+def test_bad_day_of_week_is_refused(field: str) -> None:
+    with pytest.raises(ValueError, match="day-of-week"):
+        parse_cron(f"0 0 * * {field}")

@@ -1,0 +1,92 @@
+import json
+import logging
+from pathlib import Path
+
+import pytest
+import structlog
+
+from server.cli import main
+from server.logging import configure_logging
+from server.settings import Settings, default_db_path
+
+
+def test_settings_come_from_memstrata_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("MEMSTRATA_DB", str(tmp_path / "x.db"))
+    monkeypatch.setenv("MEMSTRATA_TIERS__ACTIVE_HOURS", "2")
+    monkeypatch.setenv("MEMSTRATA_LIMITS__WORKING_CAP", "7")
+    monkeypatch.setenv("MEMSTRATA_SCHEDULE__PRUNE_CRON", "")
+    s = Settings()
+    assert s.db == tmp_path / "x.db"
+    assert s.tiers.active_hours == 2 and s.limits.working_cap == 7
+    assert not s.schedule.prune_cron
+
+
+def test_default_database_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.setenv("XDG_DATA_HOME", str(tmp_path))
+    assert default_db_path() == tmp_path / "memstrata" / "memory.db"
+    monkeypatch.delenv("XDG_DATA_HOME")
+    assert default_db_path() == Path.home() / ".local/share/memstrata/memory.db"
+
+
+def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
+    with pytest.raises(SystemExit) as info:
+        main(list(argv))
+    out, err = capsys.readouterr()
+    return int(info.value.code or 0), out, err
+
+
+@pytest.fixture
+def cli_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    db = tmp_path / "cli.db"
+    monkeypatch.setenv("MEMSTRATA_DB", str(db))
+    return db
+
+
+def test_cli_migrate_maintain_and_stats(cli_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    code, _, err = run_cli(capsys, "migrate")
+    assert code == 0 and "database up to date" in err and cli_env.exists()
+    code, out, _ = run_cli(capsys, "maintain", "--recalculate", "--prune", "--limit", "5")
+    assert code == 0 and json.loads(out) == {"tiers_changed": 0, "pruned": 0}
+    code, out, _ = run_cli(capsys, "maintain", "--prune", "--dry-run", "--project", "x")
+    assert json.loads(out) == {"would_prune": 0}
+    code, out, _ = run_cli(capsys, "stats", "--json")
+    assert code == 0 and json.loads(out)["stats"]["total"] == 0
+    code, out, _ = run_cli(capsys, "stats")
+    assert "project default: 0 memories" in out and "No memories yet" in out
+
+
+def test_cli_usage_errors_exit_2(
+    cli_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    code, _, err = run_cli(capsys, "maintain")
+    assert code == 2 and "--recalculate" in err
+    monkeypatch.setenv("MEMSTRATA_TIERS__ACTIVE_HOURS", "-1")
+    code, _, err = run_cli(capsys, "stats")
+    assert code == 2 and "invalid MEMSTRATA_* configuration" in err
+
+
+def test_cli_reports_domain_errors_without_traceback(
+    cli_env: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, _, err = run_cli(capsys, "stats", "--project", "bad name")
+    assert code == 1 and "\nmemstrata: project: must be" in err
+    assert "Traceback" not in err
+
+
+def test_json_logs_go_to_stderr_only(capsys: pytest.CaptureFixture[str]) -> None:
+    try:
+        configure_logging("INFO", "json")
+        structlog.get_logger("t").info("memory.stored", memory_id=3)
+        logging.getLogger("mcp").warning("from stdlib")
+        out, err = capsys.readouterr()
+        assert out == ""
+        lines = [json.loads(line) for line in err.splitlines()]
+        assert lines[0]["event"] == "memory.stored" and lines[0]["memory_id"] == 3
+        assert lines[0]["level"] == "info" and lines[0]["timestamp"].endswith("Z")
+        assert lines[1]["event"] == "from stdlib" and lines[1]["logger"] == "mcp"
+        configure_logging("INFO", "console")
+        structlog.get_logger("t").info("console.line")
+        assert "console.line" in capsys.readouterr().err
+    finally:
+        structlog.reset_defaults()
+        logging.getLogger().handlers.clear()

@@ -1,0 +1,170 @@
+"""Every tool through the in-memory MCP client, on a real SQLite file."""
+
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from memory_core.errors import StorageError
+from memory_core.services.memories import MemoryService
+from tests.fakes import FrozenClock
+
+TOOLS = {
+    "append",
+    "search",
+    "learn",
+    "recall",
+    "load_context",
+    "compact",
+    "clear",
+    "forget",
+    "get_memory_stats",
+    "recalculate_memory_tiers",
+    "prune_expired_contexts",
+}
+
+
+async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content
+    content: dict[str, Any] | None = result.structured_content
+    assert content is not None
+    return content
+
+
+async def error(client: Client, tool: str, **args: Any) -> str:
+    result = await client.call_tool(tool, args)
+    assert result.is_error
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert isinstance(text, str)
+    return text
+
+
+async def test_tools_are_listed_with_schemas_and_hints(client: Client) -> None:
+    tools = {t.name: t for t in (await client.list_tools()).tools}
+    assert set(tools) == TOOLS
+    for t in tools.values():
+        assert t.description and t.title and t.output_schema and t.annotations
+        assert t.annotations.open_world_hint is False
+        assert "project" in t.input_schema["properties"]
+    for name in ("search", "recall", "load_context", "get_memory_stats"):
+        assert tools[name].annotations.read_only_hint is True  # type: ignore[union-attr]
+    for name in ("forget", "clear", "prune_expired_contexts", "compact"):
+        assert tools[name].annotations.destructive_hint is True  # type: ignore[union-attr]
+    layer = tools["append"].input_schema["properties"]["layer"]
+    assert layer["enum"] == ["working", "episodic", "semantic", "procedural"]
+
+
+async def test_append_search_and_handing_out(client: Client) -> None:
+    first = await call(client, "append", layer="episodic", content="Shipped the billing API")
+    again = await call(client, "append", layer="episodic", content="Shipped the billing API")
+    assert first["status"] == "created" and again["status"] == "duplicate"
+    assert again["id"] == first["id"]
+    found = await call(client, "search", query="billing")
+    assert found["count"] == 1
+    hit = found["hits"][0]
+    assert hit["id"] == first["id"] and hit["signals"]["bm25_rank"] == 1
+    assert hit["tier"] == "ACTIVE" and hit["score"] > 1
+    ctx = await call(client, "load_context", limit=5)
+    assert ctx["items"][0]["access_count"] == 2  # the search hit, then this load
+
+
+async def test_learn_recall_and_rules(client: Client) -> None:
+    assert (await call(client, "learn", key="user.editor", value="vim"))["status"] == "created"
+    updated = await call(client, "learn", key="user.editor", value="helix")
+    assert updated["previous_value"] == "vim"
+    got = await call(client, "recall", key="user.editor")
+    assert got["found"] and got["value"] == "helix" and got["memory"]["access_count"] == 1
+    await call(client, "append", layer="procedural", key="writing python", content="use ruff")
+    rules = await call(client, "recall", key="writing python tests")
+    assert rules["found"] is False and rules["rules"][0]["action"] == "use ruff"
+    missing = await call(client, "recall", key="editor")
+    assert missing["found"] is False and missing["suggestions"] == ["user.editor"]
+    assert "close keys" in missing["message"]
+
+
+async def test_projects_are_isolated(client: Client) -> None:
+    mine = await call(client, "append", layer="episodic", content="secret plan", project="a")
+    assert (await call(client, "search", query="secret", project="b"))["count"] == 0
+    assert (await call(client, "load_context", project="b"))["count"] == 0
+    assert "No memory with id" in await error(client, "forget", id=mine["id"], project="b")
+    assert (await call(client, "get_memory_stats", project="b"))["total"] == 0
+
+
+async def test_stats_recalculate_prune_compact_clear_forget(
+    client: Client, clock: FrozenClock
+) -> None:
+    for i in range(3):
+        await call(client, "append", layer="working", content=f"scratch {i}")
+    clock.advance(days=31)
+    keep = await call(client, "learn", key="fresh", value="fresh")
+    stats = await call(client, "get_memory_stats")
+    assert stats["by_tier"]["EXPIRED"] == 3 and stats["stale_tiers"] == 3
+    assert {n["code"] for n in stats["health"]} >= {"prune_suggested", "stale_tiers"}
+    assert (await call(client, "recalculate_memory_tiers"))["changed"] == 3
+    dry = await call(client, "prune_expired_contexts", dry_run=True, limit=2)
+    assert dry["deleted"] == 0 and len(dry["ids"]) == 2
+    pruned = await call(client, "prune_expired_contexts", limit=2)
+    assert pruned["ids"] == dry["ids"] and pruned["deleted"] == 2
+    for i in range(3):
+        await call(client, "append", layer="episodic", content=f"event {i}")
+    compacted = await call(client, "compact", layer="episodic", keep_last=1)
+    assert compacted["removed"] == 2 and compacted["summary_id"]
+    gone = await call(client, "forget", id=keep["id"])
+    assert gone == {"id": keep["id"], "deleted": True, "content": "fresh"}
+    cleared = await call(client, "clear", confirm=True)
+    assert cleared["deleted"] == 3  # 1 working left, 1 event kept, 1 summary
+    assert (await call(client, "get_memory_stats"))["total"] == 0
+
+
+@pytest.mark.parametrize(
+    ("tool", "args", "field"),
+    [
+        ("append", {"layer": "nope", "content": "x"}, "layer"),
+        ("append", {"layer": "working", "content": "   "}, "content"),
+        ("append", {"layer": "working", "content": "x" * 20_001}, "content"),
+        ("append", {"layer": "semantic", "content": "x"}, "key"),
+        ("append", {"layer": "working", "content": "x", "project": "bad name"}, "project"),
+        ("search", {"query": "x", "limit": 0}, "limit"),
+        ("search", {"query": "x", "limit": 101}, "limit"),
+        ("search", {"query": "x", "since": "last tuesday"}, "since"),
+        ("search", {"query": "*** --"}, "query"),
+        ("recall", {}, "key"),
+        ("load_context", {"limit": "ten"}, "limit"),
+        ("prune_expired_contexts", {"limit": -3}, "limit"),
+        ("clear", {}, "confirm"),
+    ],
+)
+async def test_bad_input_names_the_field_and_writes_nothing(
+    client: Client, tool: str, args: dict[str, Any], field: str
+) -> None:
+    await call(client, "learn", key="keep", value="me")
+    message = await error(client, tool, **args)
+    assert field in message
+    assert not any(leak in message for leak in ("SELECT", "sqlite", ".db", "/tmp", "Traceback"))
+    stats = await call(client, "get_memory_stats")
+    assert stats["total"] == 1
+    assert (await call(client, "recall", key="keep"))["value"] == "me"
+
+
+async def test_unexpected_errors_reach_the_model_without_details(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def boom(*_: object, **__: object) -> None:
+        raise RuntimeError("no such table: context_snapshots at /home/user/secret.db")
+
+    monkeypatch.setattr(MemoryService, "search", boom)
+    message = await error(client, "search", query="anything")
+    assert message.endswith("Internal error in `search`; details are in the server log.")
+    assert "secret.db" not in message and "context_snapshots" not in message
+
+
+async def test_storage_errors_say_nothing_was_changed(
+    client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def fail(*_: object, **__: object) -> None:
+        raise StorageError("add")
+
+    monkeypatch.setattr(MemoryService, "append", fail)
+    message = await error(client, "append", layer="working", content="x")
+    assert "failed during add; nothing was changed" in message

@@ -1,0 +1,44 @@
+import pytest
+
+from memory_core.config import TierPolicy
+from memory_core.domain.models import Layer
+from memory_core.errors import InvalidInputError
+from memory_core.services import maintenance
+from memory_core.services.memories import MemoryService
+from tests.fakes import FrozenClock
+
+POLICY = TierPolicy()
+
+
+async def test_recalculate_then_prune_a_month_later(
+    service: MemoryService, clock: FrozenClock
+) -> None:
+    repo = service.repo
+    for i in range(3):
+        await service.append("p", Layer.EPISODIC, f"e{i}")
+    await service.append("q", Layer.EPISODIC, "other project")
+    clock.advance(days=31)
+    keep = await service.append("p", Layer.EPISODIC, "new")
+    assert await maintenance.recalculate_tiers(repo, clock, POLICY, "p") == 3
+    assert await maintenance.recalculate_tiers(repo, clock, POLICY) == 1  # q's row
+    assert await maintenance.recalculate_tiers(repo, clock, POLICY) == 0
+    dry = await maintenance.prune_expired(repo, clock, POLICY, project="p", dry_run=True)
+    assert len(dry.ids) == 3
+    done = await maintenance.prune_expired(repo, clock, POLICY, project="p", limit=10)
+    assert done.ids == dry.ids
+    assert await repo.get("p", keep.outcome.memory.id) is not None
+    assert await repo.projects() == ["p", "q"]
+
+
+async def test_stats_report_suggests_pruning(service: MemoryService, clock: FrozenClock) -> None:
+    await service.append("p", Layer.EPISODIC, "old")
+    clock.advance(days=31)
+    report = await maintenance.memory_stats(service.repo, clock, POLICY, "p")
+    assert report.stats.total == 1
+    assert {n.code for n in report.health} >= {"prune_suggested", "inactive"}
+
+
+async def test_prune_limit_must_be_positive(service: MemoryService, clock: FrozenClock) -> None:
+    with pytest.raises(InvalidInputError) as info:
+        await maintenance.prune_expired(service.repo, clock, POLICY, project="p", limit=0)
+    assert info.value.field == "limit"

@@ -1,0 +1,56 @@
+import sqlean
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from memory_core.domain.fts_query import MAX_TERMS, to_fts5_query
+
+
+def _fts_table() -> sqlean.Connection:
+    conn = sqlean.connect(":memory:")
+    conn.execute(
+        "create virtual table t using fts5(content, key,"
+        " tokenize='porter unicode61 remove_diacritics 2')"
+    )
+    conn.executemany(
+        "insert into t(content, key) values (?, ?)",
+        [("Alice likes green tea", ""), ('a "quoted" NEAR(x y) -- drop table', "k*")],
+    )
+    return conn
+
+
+CONN = _fts_table()
+
+
+@settings(max_examples=500)
+@given(st.text())
+def test_any_text_is_a_valid_match_expression(text: str) -> None:
+    query = to_fts5_query(text)
+    if query is not None:
+        CONN.execute("select rowid from t where t match ?", (query,)).fetchall()
+
+
+@given(st.text(alphabet=st.sampled_from("\"*^():-+{}[]NEARORAND \\'\x00"), max_size=40))
+def test_fts_operator_soup_never_raises(text: str) -> None:
+    query = to_fts5_query(text)
+    if query is not None:
+        CONN.execute("select rowid from t where t match ?", (query,)).fetchall()
+
+
+def test_words_are_quoted_and_ored() -> None:
+    assert to_fts5_query('Alice AND "tea"') == '"alice" OR "and" OR "tea"'
+
+
+def test_text_without_words_gives_none() -> None:
+    assert to_fts5_query("  ?! 🎉 -- ") is None
+
+
+def test_query_finds_rows_with_any_word() -> None:
+    query = to_fts5_query("who likes coffee?")
+    assert query is not None
+    assert CONN.execute("select rowid from t where t match ?", (query,)).fetchall() == [(1,)]
+
+
+def test_terms_are_capped_and_deduplicated() -> None:
+    query = to_fts5_query(" ".join(f"w{i} w{i}" for i in range(100)))
+    assert query is not None
+    assert query.count(" OR ") == MAX_TERMS - 1

@@ -1,0 +1,69 @@
+from datetime import UTC, datetime, timedelta
+
+from memory_core.domain.compaction import summarize_entries
+from memory_core.domain.health import assess_health
+from memory_core.domain.models import Layer, Memory, StoreStats, Tier
+from memory_core.domain.rules import rule_applies
+from memory_core.domain.tokens import estimate_tokens
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+
+
+def entry(mid: int, text: str) -> Memory:
+    at = T0 + timedelta(minutes=mid)
+    return Memory(
+        id=mid,
+        project="p",
+        layer=Layer.WORKING,
+        key=None,
+        content=text,
+        metadata={},
+        session_id=None,
+        created_at=at,
+        updated_at=at,
+        last_accessed=None,
+        access_count=0,
+        tier=Tier.ACTIVE,
+        content_hash=str(mid),
+        token_count=1,
+    )
+
+
+def test_summary_lists_entries_oldest_first_and_fits_the_limit() -> None:
+    text = summarize_entries([entry(2, "second"), entry(1, "first  line\nwrapped")], max_chars=500)
+    assert text.splitlines()[0] == "[Summary of 2 entries]"
+    assert text.index("first line wrapped") < text.index("second")
+    assert len(summarize_entries([entry(i, "x" * 300) for i in range(50)], max_chars=200)) == 200
+
+
+def test_rule_applies_when_most_condition_words_are_present() -> None:
+    assert rule_applies("deploying to production", "deploy the api to production")
+    assert not rule_applies("deploying to production", "user.name")
+    assert rule_applies("?", "?")
+
+
+def test_estimate_tokens_is_about_four_chars_each() -> None:
+    assert estimate_tokens("") == 1
+    assert estimate_tokens("x" * 40) == 10
+
+
+def stats(**tiers: int) -> StoreStats:
+    by_tier = {t: tiers.get(t.value, 0) for t in Tier}
+    return StoreStats(
+        project="p",
+        total=sum(by_tier.values()),
+        by_tier=by_tier,
+        by_layer=dict.fromkeys(Layer, 0),
+        content_bytes=0,
+        database_bytes=0,
+        oldest=None,
+        newest=None,
+        stale_tiers=tiers.get("stale", 0),
+    )
+
+
+def test_health_suggests_pruning_and_flags_inactivity() -> None:
+    assert [n.code for n in assess_health(stats())] == ["empty"]
+    assert [n.code for n in assess_health(stats(ACTIVE=3))] == []
+    codes = [n.code for n in assess_health(stats(ARCHIVED=1, EXPIRED=4, stale=2))]
+    assert codes == ["prune_suggested", "inactive", "stale_tiers"]
