@@ -40,6 +40,12 @@ class RankingPolicy(BaseModel):
     recency_half_life_hours: float = Field(
         168.0, gt=0, description="Age at which the recency signal has halved."
     )
+    rrf_k: float = Field(60.0, gt=0, description="Reciprocal-rank fusion constant.")
+    keyword_weight: float = Field(1.0, ge=0, description="Weight of the BM25 list in fusion.")
+    vector_weight: float = Field(1.0, ge=0, description="Weight of the vector list in fusion.")
+    duplicate_similarity: float = Field(
+        0.95, gt=0, le=1, description="Cosine at or above which an append is a near-duplicate."
+    )
 
 
 class Limits(BaseModel):

@@ -6,6 +6,9 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
+import numpy as np
+import numpy.typing as npt
+
 from memory_core.domain.models import (
     AddOutcome,
     Layer,
@@ -16,9 +19,12 @@ from memory_core.domain.models import (
     TextMatch,
     TextQuery,
     TierCutoffs,
+    VectorMatch,
 )
 
-__all__ = ["Clock", "MemoryRepository"]
+__all__ = ["Clock", "Embedder", "EmbedderSource", "MemoryRepository", "VectorIndex"]
+
+Vector = npt.NDArray[np.float32]
 
 
 class Clock(Protocol):
@@ -46,6 +52,10 @@ class MemoryRepository(Protocol):
 
     async def get(self, project: str, memory_id: int) -> Memory | None:
         """One row by id, without touching its access fields."""
+        ...
+
+    async def get_many(self, project: str, ids: Sequence[int], query: TextQuery) -> list[Memory]:
+        """Rows by id that pass `query`'s filters (layer, session, time range), in id order."""
         ...
 
     async def get_by_key(self, project: str, layer: Layer, key: str) -> Memory | None:
@@ -120,4 +130,67 @@ class MemoryRepository(Protocol):
 
     async def projects(self) -> list[str]:
         """Every project that holds at least one row."""
+        ...
+
+
+class Embedder(Protocol):
+    """Turns texts into unit-length float32 vectors."""
+
+    model_id: str
+    dims: int
+
+    def embed(self, texts: Sequence[str]) -> Vector:
+        """Embed texts into an (n, dims) array; CPU-bound, so run it off the event loop."""
+        ...
+
+
+class EmbedderSource(Protocol):
+    """Where services get the embedder; it may still be loading."""
+
+    model_id: str
+    dims: int
+
+    def current(self) -> Embedder | None:
+        """The embedder if ready, else None (callers fall back to keyword search)."""
+        ...
+
+
+class VectorIndex(Protocol):
+    """Vectors of memories, scoped by project; kept apart from rows so backends can differ."""
+
+    async def ensure_model(self, model_id: str, dims: int) -> None:
+        """Record the model on first use; refuse a store written by another model.
+
+        Raises:
+            SchemaMismatchError: The store holds vectors of a different model or size.
+        """
+        ...
+
+    async def reset_model(self, model_id: str, dims: int) -> None:
+        """Drop every vector and record a new model (the first step of a reindex)."""
+        ...
+
+    async def vectors_by_hash(self, hashes: Sequence[str]) -> dict[str, Vector]:
+        """Stored vectors of any rows whose embedded text has these hashes."""
+        ...
+
+    async def put_vectors(self, items: Sequence[tuple[Memory, str, Vector]]) -> None:
+        """Store (replace) vectors as (row, hash of the text embedded, vector).
+
+        Rows deleted meanwhile are skipped.
+        """
+        ...
+
+    async def search_vectors(
+        self, project: str, vector: Vector, *, layer: Layer | None, limit: int
+    ) -> list[VectorMatch]:
+        """Nearest rows of a project by cosine distance, nearest first."""
+        ...
+
+    async def missing_vectors(self, *, limit: int) -> list[Memory]:
+        """Rows that have no vector yet (any project), oldest first."""
+        ...
+
+    async def vector_stats(self) -> tuple[int, int]:
+        """(rows with a vector, rows without one) across the store."""
         ...

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -9,10 +11,12 @@ import structlog
 import uvicorn
 from mcp.server import MCPServer
 
+from memory_core.embeddings import LazyEmbedder
+from memory_core.errors import MemoryCoreError
 from memory_core.ports import Clock
 from server import scheduler as maintenance_scheduler
 from server.app_context import AppContext
-from server.container import open_container
+from server.container import Container, open_container
 from server.settings import Settings
 from server.tools import admin, memories
 
@@ -25,7 +29,8 @@ VERSION = "0.1.0"
 INSTRUCTIONS = """\
 memstrata is your long-term memory, kept across conversations.
 - At the start of a task, call `load_context` to see what was used recently.
-- Before answering from memory, call `search` (words) or `recall` (a fact's exact key).
+- Before answering from memory, call `search` (it matches meaning as well as words) or
+  `recall` (a fact's exact key).
 - When you learn something durable, store it: `learn` for facts (key -> value), `append` with
   layer "procedural" for "when X, do Y" rules, "episodic" for events, "working" for scratch.
 - Memories age from ACTIVE to RECENT, ARCHIVED and EXPIRED when unused; only EXPIRED ones are
@@ -33,12 +38,31 @@ memstrata is your long-term memory, kept across conversations.
 """
 
 
-def build_server(settings: Settings, *, clock: Clock | None = None) -> MCPServer[AppContext]:
+async def _index_when_ready(container: Container) -> None:
+    """Wait for the model, then embed every memory written before it was ready."""
+    if container.embedder is None or container.indexer is None:
+        return
+    try:
+        embedder = await container.embedder.wait()
+        await container.indexer.backfill(embedder)
+    except MemoryCoreError as exc:
+        # The server keeps serving keyword search; search results say semantic is unavailable.
+        log.error("vectors.backfill_failed", error=str(exc))
+
+
+def build_server(
+    settings: Settings, *, clock: Clock | None = None, embedder: LazyEmbedder | None = None
+) -> MCPServer[AppContext]:
     """Build the MCP server; the store opens (and the scheduler starts) in its lifespan."""
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
-        async with open_container(settings, clock) as container:
+        async with open_container(settings, clock, embedder=embedder) as container:
+            backfill: asyncio.Task[None] | None = None
+            if container.embedder is not None and settings.embedding_preload:
+                # A thread loads the model; `initialize` and `tools/list` do not wait for it.
+                container.embedder.start()
+                backfill = asyncio.create_task(_index_when_ready(container))
             scheduler = maintenance_scheduler.build_scheduler(container)
             if scheduler is not None:
                 scheduler.start()  # needs the running loop, so it starts here and not earlier
@@ -49,6 +73,10 @@ def build_server(settings: Settings, *, clock: Clock | None = None) -> MCPServer
                 if scheduler is not None:
                     scheduler.shutdown(wait=False)
                     log.info("scheduler.stopped")
+                if backfill is not None:
+                    backfill.cancel()
+                    with contextlib.suppress(asyncio.CancelledError):
+                        await backfill
 
     mcp: MCPServer[AppContext] = MCPServer(
         "memstrata",

@@ -9,9 +9,17 @@ from dataclasses import dataclass
 import structlog
 
 from memory_core.clock import SystemClock
+from memory_core.embeddings import LazyEmbedder, load_embedder
 from memory_core.ports import Clock, MemoryRepository
+from memory_core.services.indexing import Indexer
 from memory_core.services.memories import MemoryService
-from memory_core.storage.sqlite import SqliteMemoryRepository, apply_migrations, open_database
+from memory_core.storage.sqlite import (
+    SqliteMemoryRepository,
+    SqliteSession,
+    SqliteVectorIndex,
+    apply_migrations,
+    open_database,
+)
 from server.settings import Settings
 
 __all__ = ["Container", "open_container"]
@@ -27,6 +35,8 @@ class Container:
     repo: MemoryRepository
     clock: Clock
     memories: MemoryService
+    embedder: LazyEmbedder | None
+    indexer: Indexer | None
 
     def project(self, name: str | None) -> str:
         """The project a call is about: the one it names, else the configured default."""
@@ -35,13 +45,39 @@ class Container:
 
 @asynccontextmanager
 async def open_container(
-    settings: Settings, clock: Clock | None = None
+    settings: Settings,
+    clock: Clock | None = None,
+    *,
+    embedder: LazyEmbedder | None = None,
+    check_model: bool = True,
 ) -> AsyncIterator[Container]:
-    """Open the database (WAL, busy timeout, sqlite-vec), migrate it, build the services."""
+    """Open the database (WAL, busy timeout, sqlite-vec), migrate it, build the services.
+
+    Args:
+        settings: The configuration.
+        clock: Overrides the wall clock (tests).
+        embedder: Overrides the configured embedder (tests).
+        check_model: Refuse a store indexed by another model (off only for `reindex`).
+
+    Raises:
+        SchemaMismatchError: The store was indexed with another embedding model.
+    """
     db = await open_database(settings.db)
     try:
         applied = await apply_migrations(db)
-        repo = SqliteMemoryRepository(db)
+        session = SqliteSession(db)
+        repo = SqliteMemoryRepository(session)
+        spec = settings.embedding
+        if embedder is None and spec.kind != "none":
+            embedder = LazyEmbedder(
+                lambda: load_embedder(spec), model_id=spec.model_id, dims=spec.dims
+            )
+        indexer = None
+        if embedder is not None:
+            vectors = SqliteVectorIndex(session, exact_max=settings.vector_exact_max)
+            if check_model:
+                await vectors.ensure_model(embedder.model_id, embedder.dims)
+            indexer = Indexer(vectors=vectors, source=embedder)
         the_clock = clock or SystemClock()
         memories = MemoryService(
             repo=repo,
@@ -49,9 +85,22 @@ async def open_container(
             limits=settings.limits,
             tiers=settings.tiers,
             ranking=settings.ranking,
+            indexer=indexer,
         )
-        log.info("store.opened", db=str(settings.db), migrations_applied=applied)
-        yield Container(settings=settings, repo=repo, clock=the_clock, memories=memories)
+        log.info(
+            "store.opened",
+            db=str(settings.db),
+            migrations_applied=applied,
+            embedding_model=embedder.model_id if embedder else "none",
+        )
+        yield Container(
+            settings=settings,
+            repo=repo,
+            clock=the_clock,
+            memories=memories,
+            embedder=embedder,
+            indexer=indexer,
+        )
     finally:
         await db.close()
         log.info("store.closed")

@@ -76,6 +76,10 @@ class AppendOut(BaseModel):
         None, description="For an upsert that changed a keyed memory: what it said before."
     )
     trimmed: int = Field(0, description="Oldest working entries removed to respect the cap.")
+    similar_to: int | None = Field(
+        None, description="Id of an existing memory this one nearly duplicates (cosine >= 0.95)."
+    )
+    similarity: float | None = Field(None, description="Cosine similarity to `similar_to`.")
 
 
 class LearnOut(BaseModel):
@@ -126,7 +130,10 @@ class SearchOut(BaseModel):
     """Result of `search`."""
 
     query: str
+    mode: Literal["hybrid", "keyword", "semantic"] = Field(description="The mode actually used.")
     count: int
+    omitted: int = Field(0, description="Hits left out to fit `token_budget`.")
+    notes: list[str] = Field(default_factory=list, description="Anything the caller should know.")
     hits: list[SearchHitOut]
 
 
@@ -141,6 +148,7 @@ class ContextOut(BaseModel):
 
     project: str
     count: int
+    omitted: int = Field(0, description="Memories left out to fit `token_budget`.")
     items: list[ContextItemOut]
 
 

@@ -15,6 +15,7 @@ from memory_core.ports import MemoryRepository
 from memory_core.services.memories import MemoryService
 from memory_core.storage.sqlite import (
     SqliteMemoryRepository,
+    SqliteSession,
     apply_migrations,
     open_database,
 )
@@ -43,6 +44,7 @@ def settings(tmp_path: Path) -> Settings:
         db=tmp_path / "memory.db",
         project="test",
         schedule=ScheduleSettings(enabled=False),
+        embedding_model="none",  # keyword-only unless a test opts into an embedder
     )
 
 
@@ -63,7 +65,7 @@ async def db(settings: Settings) -> AsyncIterator[aiosqlite.Connection]:
 def repo(request: pytest.FixtureRequest, db: aiosqlite.Connection) -> MemoryRepository:
     # Contract tests run once per backend; a PostgreSQL backend adds its name here.
     assert request.param == "sqlite"
-    return SqliteMemoryRepository(db)
+    return SqliteMemoryRepository(SqliteSession(db))
 
 
 @pytest.fixture

@@ -16,14 +16,24 @@ __all__ = [
     "PruneOutcome",
     "RankSignals",
     "SearchHit",
+    "SearchMode",
     "StoreStats",
     "TextMatch",
     "TextQuery",
     "Tier",
     "TierCutoffs",
+    "VectorMatch",
 ]
 
 Metadata = dict[str, JsonValue]
+
+
+class SearchMode(StrEnum):
+    """Which retrieval lists a search fuses."""
+
+    HYBRID = "hybrid"
+    KEYWORD = "keyword"
+    SEMANTIC = "semantic"
 
 
 class Layer(StrEnum):
@@ -125,12 +135,21 @@ class TextMatch(_Frozen):
     bm25: float
 
 
+class VectorMatch(_Frozen):
+    """A vector neighbour: row id and cosine distance (0 identical, 2 opposite)."""
+
+    id: int
+    distance: float
+
+
 class RankSignals(_Frozen):
     """Why a hit ranked where it did."""
 
-    bm25_rank: int | None
-    bm25: float | None
-    text_score: float
+    bm25_rank: int | None = Field(description="Rank in the keyword (BM25) list, if matched.")
+    bm25: float | None = Field(description="FTS5 bm25() value (lower is better).")
+    vector_rank: int | None = Field(description="Rank in the vector list, if retrieved.")
+    vector_distance: float | None = Field(description="Cosine distance to the query.")
+    relevance: float = Field(description="Fused relevance, normalised so the best hit is 1.")
     tier: Tier
     tier_boost: float
     recency: float

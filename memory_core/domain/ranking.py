@@ -1,14 +1,28 @@
-"""Ranking: turn raw keyword matches into scored hits using the tier and recency signals."""
+"""Ranking: fuse keyword and vector candidates, then apply the tier and recency signals."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
+
+from pydantic import BaseModel, ConfigDict
 
 from memory_core.config import RankingPolicy
-from memory_core.domain.models import RankSignals, SearchHit, TextMatch, Tier, TierCutoffs
+from memory_core.domain.models import Memory, RankSignals, SearchHit, SearchMode, Tier, TierCutoffs
 from memory_core.domain.tiers import classify_tier
 
-__all__ = ["rank_text_matches", "recency_signal", "tier_boost"]
+__all__ = ["Candidate", "fuse_ranks", "rank_candidates", "recency_signal", "tier_boost"]
+
+
+class Candidate(BaseModel):
+    """A memory retrieved by one or both lists, with its place in each."""
+
+    model_config = ConfigDict(frozen=True)
+
+    memory: Memory
+    bm25_rank: int | None = None
+    bm25: float | None = None
+    vector_rank: int | None = None
+    vector_distance: float | None = None
 
 
 def tier_boost(tier: Tier, policy: RankingPolicy) -> float:
@@ -26,36 +40,91 @@ def recency_signal(age_hours: float, policy: RankingPolicy) -> float:
     return float(0.5 ** (max(age_hours, 0.0) / policy.recency_half_life_hours))
 
 
-def rank_text_matches(
-    matches: Sequence[TextMatch], cutoffs: TierCutoffs, policy: RankingPolicy
-) -> list[SearchHit]:
-    """Score keyword matches and return them best first.
+def fuse_ranks(
+    ranked: Mapping[str, Sequence[int]], weights: Mapping[str, float], k: float
+) -> dict[int, float]:
+    """Weighted reciprocal-rank fusion: sum over lists of weight / (k + rank).
 
-    The text score is BM25 divided by the best BM25 of this result set, so it lies in (0, 1] and
-    the tier boosts (+0.3 ACTIVE ... -0.2 EXPIRED) weigh the same whatever the query. The tier is
-    classified live from the reference time, so a stale stored tier cannot skew the ranking.
-    Ties keep the newer memory first.
+    Rank-based, so BM25 values and cosine distances need no common scale; an id found by both
+    lists outranks one found by a single list at a similar rank.
     """
-    # FTS5's bm25() is negative, more negative is better; flip it so bigger is better.
-    strengths = [max(-m.bm25, 0.0) for m in matches]
-    best = max(strengths, default=0.0)
+    fused: dict[int, float] = {}
+    for name, ids in ranked.items():
+        weight = weights.get(name, 1.0)
+        for rank, item in enumerate(ids, start=1):
+            fused[item] = fused.get(item, 0.0) + weight / (k + rank)
+    return fused
+
+
+def _relevance(
+    candidates: Sequence[Candidate], mode: SearchMode, policy: RankingPolicy
+) -> list[float]:
+    if mode is SearchMode.KEYWORD:
+        # FTS5's bm25() is negative, more negative is better; flip it so bigger is better.
+        raw = [max(-(c.bm25 or 0.0), 0.0) for c in candidates]
+    elif mode is SearchMode.SEMANTIC:
+        raw = [
+            max(1.0 - (c.vector_distance if c.vector_distance is not None else 1.0), 0.0)
+            for c in candidates
+        ]
+    else:
+        fused = fuse_ranks(
+            {
+                "keyword": [
+                    c.memory.id
+                    for c in sorted(
+                        (c for c in candidates if c.bm25_rank is not None),
+                        key=lambda c: c.bm25_rank or 0,
+                    )
+                ],
+                "vector": [
+                    c.memory.id
+                    for c in sorted(
+                        (c for c in candidates if c.vector_rank is not None),
+                        key=lambda c: c.vector_rank or 0,
+                    )
+                ],
+            },
+            {"keyword": policy.keyword_weight, "vector": policy.vector_weight},
+            policy.rrf_k,
+        )
+        raw = [fused.get(c.memory.id, 0.0) for c in candidates]
+    best = max(raw, default=0.0)
+    return [r / best if best > 0 else 1.0 for r in raw]
+
+
+def rank_candidates(
+    candidates: Sequence[Candidate],
+    mode: SearchMode,
+    cutoffs: TierCutoffs,
+    policy: RankingPolicy,
+) -> list[SearchHit]:
+    """Score candidates and return them best first.
+
+    Relevance (BM25, cosine similarity, or their rank fusion, per `mode`) is divided by the best
+    relevance of this result set, so it lies in (0, 1] and the tier boosts (+0.3 ACTIVE ...
+    -0.2 EXPIRED) weigh the same whatever the query. Tiers are classified live from the
+    reference time, so a stale stored tier cannot skew the ranking. Ties keep the newer memory
+    first.
+    """
     hits: list[SearchHit] = []
-    for rank, (match, strength) in enumerate(zip(matches, strengths, strict=True), start=1):
-        text_score = strength / best if best > 0 else 1.0
-        tier = classify_tier(match.memory.reference_time, cutoffs)
-        age_hours = (cutoffs.now - match.memory.reference_time).total_seconds() / 3600
+    for c, relevance in zip(candidates, _relevance(candidates, mode, policy), strict=True):
+        tier = classify_tier(c.memory.reference_time, cutoffs)
+        age_hours = (cutoffs.now - c.memory.reference_time).total_seconds() / 3600
         boost = tier_boost(tier, policy)
         recency = recency_signal(age_hours, policy)
-        score = text_score + boost + policy.recency_weight * recency
+        score = relevance + boost + policy.recency_weight * recency
         signals = RankSignals(
-            bm25_rank=rank,
-            bm25=match.bm25,
-            text_score=round(text_score, 6),
+            bm25_rank=c.bm25_rank,
+            bm25=c.bm25,
+            vector_rank=c.vector_rank,
+            vector_distance=None if c.vector_distance is None else round(c.vector_distance, 6),
+            relevance=round(relevance, 6),
             tier=tier,
             tier_boost=boost,
             recency=round(recency, 6),
             score=round(score, 6),
         )
-        hits.append(SearchHit(memory=match.memory, signals=signals))
+        hits.append(SearchHit(memory=c.memory, signals=signals))
     hits.sort(key=lambda h: (-h.signals.score, -h.memory.id))
     return hits

@@ -5,10 +5,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+import numpy as np
+import numpy.typing as npt
 import structlog
 from pydantic import BaseModel, ConfigDict, JsonValue
 
 from memory_core.config import Limits, RankingPolicy, TierPolicy
+from memory_core.domain.budget import fit_to_budget
 from memory_core.domain.compaction import summarize_entries
 from memory_core.domain.fts_query import to_fts5_query
 from memory_core.domain.inputs import (
@@ -27,10 +30,11 @@ from memory_core.domain.models import (
     Memory,
     MemoryDraft,
     SearchHit,
+    SearchMode,
     TextQuery,
     Tier,
 )
-from memory_core.domain.ranking import rank_text_matches
+from memory_core.domain.ranking import Candidate, rank_candidates
 from memory_core.domain.rules import rule_applies
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
 from memory_core.domain.tokens import estimate_tokens
@@ -41,14 +45,17 @@ from memory_core.errors import (
     MemoryNotFoundError,
 )
 from memory_core.ports import Clock, MemoryRepository
+from memory_core.services.indexing import Indexer, NearDuplicate
 
 __all__ = [
     "AppendResult",
     "CompactResult",
     "ContextItem",
+    "ContextResult",
     "MemoryService",
     "RecallResult",
     "SearchRequest",
+    "SearchResult",
 ]
 
 log = structlog.get_logger(__name__)
@@ -66,10 +73,29 @@ class _Frozen(BaseModel):
 
 
 class AppendResult(_Frozen):
-    """The outcome of an append, and how many old working entries it trimmed."""
+    """The outcome of an append, how many old working entries it trimmed, a near-duplicate."""
+
+    model_config = ConfigDict(frozen=True, arbitrary_types_allowed=True)
 
     outcome: AddOutcome
     trimmed: int = 0
+    near_duplicate: NearDuplicate | None = None
+
+
+class SearchResult(_Frozen):
+    """Hits best first, the mode actually used, and anything the caller should know."""
+
+    hits: list[SearchHit]
+    mode: SearchMode
+    omitted: int = 0
+    notes: list[str] = []
+
+
+class ContextResult(_Frozen):
+    """load_context's items and how many the token budget left out."""
+
+    items: list[ContextItem]
+    omitted: int = 0
 
 
 class RecallResult(_Frozen):
@@ -101,11 +127,13 @@ class SearchRequest(_Frozen):
 
     project: str
     query: str
+    mode: SearchMode = SearchMode.HYBRID
     layer: Layer | None = None
     session_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
     limit: int = 10
+    token_budget: int | None = None
 
 
 @dataclass(frozen=True)
@@ -117,6 +145,7 @@ class MemoryService:
     limits: Limits
     tiers: TierPolicy
     ranking: RankingPolicy
+    indexer: Indexer | None = None
 
     def _draft(
         self,
@@ -175,6 +204,11 @@ class MemoryService:
             project, layer, content, key=key, metadata=metadata, session_id=session_id
         )
         outcome = await self.repo.add(draft, self.clock.now())
+        near: NearDuplicate | None = None
+        if self.indexer is not None and outcome.status in ("created", "updated"):
+            near = await self.indexer.index_new(
+                outcome.memory, duplicate_similarity=self.ranking.duplicate_similarity
+            )
         trimmed = 0
         if layer is Layer.WORKING and outcome.status == "created":
             trimmed = await self.repo.trim_session(
@@ -187,7 +221,7 @@ class MemoryService:
             status=outcome.status,
             trimmed=trimmed,
         )
-        return AppendResult(outcome=outcome, trimmed=trimmed)
+        return AppendResult(outcome=outcome, trimmed=trimmed, near_duplicate=near)
 
     async def learn(
         self,
@@ -234,8 +268,12 @@ class MemoryService:
             suggestions=suggestions,
         )
 
-    async def search(self, request: SearchRequest) -> list[SearchHit]:
-        """Keyword search ranked by BM25, tier and recency; the hits are marked as accessed.
+    async def search(self, request: SearchRequest) -> SearchResult:
+        """Hybrid search: BM25 and vector candidates fused by rank, then tier and recency.
+
+        Trigger: the embedding model is not loaded yet (or is "none"). Why: a search must never
+        wait for it. Outcome: keyword search only, and a note in the result says so.
+        The hits handed out are marked as accessed.
 
         Raises:
             InvalidQueryError: The query holds no word to search for.
@@ -244,35 +282,96 @@ class MemoryService:
         project = check_project(request.project)
         limit = check_limit("limit", request.limit, self.limits)
         since, until = check_time_range(request.since, request.until)
-        fts = to_fts5_query(request.query)
-        if fts is None:
+        if request.token_budget is not None and request.token_budget < 1:
+            raise InvalidInputError("token_budget", "must be at least 1 when given")
+        query_text = check_text("query", request.query, max_chars=self.limits.max_content_chars)
+        fts = to_fts5_query(query_text)
+        mode, notes = request.mode, []
+        vector = None
+        if mode is not SearchMode.KEYWORD:
+            vector = await self.indexer.embed_query(query_text) if self.indexer else None
+            if vector is None:
+                notes.append(self._keyword_fallback_note())
+                mode = SearchMode.KEYWORD
+        if mode is SearchMode.KEYWORD and fts is None:
             raise InvalidQueryError("query", "needs at least one word of letters or digits")
         pool = min(max(limit * _CANDIDATES_PER_HIT, _MIN_CANDIDATES), _MAX_CANDIDATES)
-        matches = await self.repo.search_text(
-            TextQuery(
-                project=project,
-                fts=fts,
-                layer=request.layer,
-                session_id=check_session(request.session_id),
-                since=since,
-                until=until,
-                limit=pool,
-            )
+        filters = TextQuery(
+            project=project,
+            fts=fts or "",
+            layer=request.layer,
+            session_id=check_session(request.session_id),
+            since=since,
+            until=until,
+            limit=pool,
         )
+        candidates: dict[int, Candidate] = {}
+        if fts is not None and mode is not SearchMode.SEMANTIC:
+            for rank, match in enumerate(await self.repo.search_text(filters), start=1):
+                candidates[match.memory.id] = Candidate(
+                    memory=match.memory, bm25_rank=rank, bm25=match.bm25
+                )
+        if vector is not None and self.indexer is not None:
+            await self._add_vector_candidates(candidates, filters, vector, pool)
         now = self.clock.now()
-        ranked = rank_text_matches(matches, tier_cutoffs(now, self.tiers), self.ranking)[:limit]
+        ranked = rank_candidates(
+            list(candidates.values()), mode, tier_cutoffs(now, self.tiers), self.ranking
+        )[:limit]
+        ranked, omitted = fit_to_budget(
+            ranked, lambda h: h.memory.token_count, request.token_budget
+        )
         handed = {
             m.id: m for m in await self.repo.hand_out(project, [h.memory.id for h in ranked], now)
         }
-        return [
+        hits = [
             SearchHit(memory=handed[h.memory.id], signals=h.signals)
             for h in ranked
             if h.memory.id in handed
         ]
+        return SearchResult(hits=hits, mode=mode, omitted=omitted, notes=notes)
+
+    def _keyword_fallback_note(self) -> str:
+        if self.indexer is None:
+            return "Semantic search is off (no embedding model configured); used keyword search."
+        return "The embedding model is still loading; used keyword search for this query."
+
+    async def _add_vector_candidates(
+        self,
+        candidates: dict[int, Candidate],
+        filters: TextQuery,
+        vector: npt.NDArray[np.float32],
+        pool: int,
+    ) -> None:
+        assert self.indexer is not None
+        matches = await self.indexer.vectors.search_vectors(
+            filters.project, vector, layer=filters.layer, limit=pool
+        )
+        missing = [m.id for m in matches if m.id not in candidates]
+        rows = {m.id: m for m in await self.repo.get_many(filters.project, missing, filters)}
+        # Vector hits are ranked among those that pass the filters, like the keyword list.
+        rank = 0
+        for match in matches:
+            known = candidates.get(match.id)
+            memory = known.memory if known else rows.get(match.id)
+            if memory is None:
+                continue
+            rank += 1
+            candidates[match.id] = Candidate(
+                memory=memory,
+                bm25_rank=known.bm25_rank if known else None,
+                bm25=known.bm25 if known else None,
+                vector_rank=rank,
+                vector_distance=match.distance,
+            )
 
     async def load_context(
-        self, project: str, *, layer: Layer | None = None, limit: int = 10
-    ) -> list[ContextItem]:
+        self,
+        project: str,
+        *,
+        layer: Layer | None = None,
+        limit: int = 10,
+        token_budget: int | None = None,
+    ) -> ContextResult:
         """The most recently used memories: ACTIVE first, then RECENT, ARCHIVED, EXPIRED.
 
         Ordering by reference time newest first is the same as ordering by live tier and then
@@ -282,10 +381,14 @@ class MemoryService:
         limit = check_limit("limit", limit, self.limits)
         now = self.clock.now()
         cutoffs = tier_cutoffs(now, self.tiers)
+        if token_budget is not None and token_budget < 1:
+            raise InvalidInputError("token_budget", "must be at least 1 when given")
         rows = await self.repo.list_recent(project, layer, limit=limit)
+        rows, omitted = fit_to_budget(rows, lambda m: m.token_count, token_budget)
         before = {m.id: classify_tier(m.reference_time, cutoffs) for m in rows}
         handed = await self.repo.hand_out(project, [m.id for m in rows], now)
-        return [ContextItem(memory=m, tier_before=before[m.id]) for m in handed]
+        items = [ContextItem(memory=m, tier_before=before[m.id]) for m in handed]
+        return ContextResult(items=items, omitted=omitted)
 
     async def forget(self, project: str, memory_id: int) -> Memory:
         """Delete one memory by id and return what it held.

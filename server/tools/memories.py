@@ -10,7 +10,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field, JsonValue
 
-from memory_core.domain.models import Layer
+from memory_core.domain.models import Layer, SearchMode
 from memory_core.services.memories import SearchRequest
 from server.app_context import AppContext
 from server.errors import domain_errors_as_tool_errors
@@ -37,6 +37,10 @@ Project = Annotated[
     Field(description="Project (memory scope) to use; omit for the server's default project."),
 ]
 Limit = Annotated[int, Field(ge=1, le=100, description="How many results, 1-100.")]
+TokenBudget = Annotated[
+    int | None,
+    Field(ge=1, description="Cut the answer to about this many tokens of memory text."),
+]
 Metadata = Annotated[
     dict[str, JsonValue] | None, Field(description="Optional JSON object stored with the memory.")
 ]
@@ -95,7 +99,10 @@ def register(mcp: MCPServer[AppContext]) -> None:  # noqa: C901 - one closure pe
                 session_id=session_id,
             )
         m = result.outcome.memory
+        near = result.near_duplicate
         return AppendOut(
+            similar_to=near.id if near else None,
+            similarity=near.similarity if near else None,
             id=m.id,
             project=m.project,
             layer=m.layer,
@@ -107,10 +114,18 @@ def register(mcp: MCPServer[AppContext]) -> None:  # noqa: C901 - one closure pe
 
     @mcp.tool(title="Search memories", annotations=_READ)
     async def search(
-        query: Annotated[str, Field(description="Words to look for (plain text; no syntax).")],
+        query: Annotated[str, Field(description="What to look for, in plain words or a question.")],
         ctx: Context[AppContext],
+        mode: Annotated[
+            Literal["hybrid", "keyword", "semantic"],
+            Field(
+                description="hybrid: meaning and words (best); keyword: words only; "
+                "semantic: meaning only."
+            ),
+        ] = "hybrid",
         layer: Annotated[LayerName | None, Field(description="Only this layer.")] = None,
         limit: Limit = 10,
+        token_budget: TokenBudget = None,
         since: Annotated[
             datetime | None,
             Field(
@@ -125,27 +140,32 @@ def register(mcp: MCPServer[AppContext]) -> None:  # noqa: C901 - one closure pe
         session_id: Annotated[str | None, Field(description="Only this session.")] = None,
         project: Project = None,
     ) -> SearchOut:
-        """Find memories matching the query, best first.
+        """Find memories by meaning and by words, best first.
 
-        Ranked by keyword relevance (BM25) plus a boost for recently used memories; each hit
-        says why it ranked. Search before answering from memory.
+        Fuses keyword (BM25) and embedding similarity by rank, then favours recently used
+        memories; each hit says why it ranked. Search before answering from memory.
         """
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("search", ctx.request_id):
-            hits = await app.memories.search(
+            result = await app.memories.search(
                 SearchRequest(
                     project=app.project(project),
                     query=query,
+                    mode=SearchMode(mode),
                     layer=Layer(layer) if layer else None,
                     session_id=session_id,
                     since=since,
                     until=until,
                     limit=limit,
+                    token_budget=token_budget,
                 )
             )
         return SearchOut(
             query=query,
-            count=len(hits),
+            mode=result.mode.value,
+            count=len(result.hits),
+            omitted=result.omitted,
+            notes=result.notes,
             hits=[
                 SearchHitOut(
                     id=h.memory.id,
@@ -159,7 +179,7 @@ def register(mcp: MCPServer[AppContext]) -> None:  # noqa: C901 - one closure pe
                     score=h.signals.score,
                     signals=h.signals,
                 )
-                for h in hits
+                for h in result.hits
             ],
         )
 
@@ -220,6 +240,7 @@ def register(mcp: MCPServer[AppContext]) -> None:  # noqa: C901 - one closure pe
         ctx: Context[AppContext],
         limit: Limit = 10,
         layer: Annotated[LayerName | None, Field(description="Only this layer.")] = None,
+        token_budget: TokenBudget = None,
         project: Project = None,
     ) -> ContextOut:
         """Load the memories used most recently: ACTIVE first, then RECENT, ARCHIVED, EXPIRED.
@@ -229,15 +250,16 @@ def register(mcp: MCPServer[AppContext]) -> None:  # noqa: C901 - one closure pe
         app = ctx.request_context.lifespan_context.container
         name = app.project(project)
         with domain_errors_as_tool_errors("load_context", ctx.request_id):
-            items = await app.memories.load_context(
-                name, layer=Layer(layer) if layer else None, limit=limit
+            result = await app.memories.load_context(
+                name, layer=Layer(layer) if layer else None, limit=limit, token_budget=token_budget
             )
         return ContextOut(
             project=name,
-            count=len(items),
+            count=len(result.items),
+            omitted=result.omitted,
             items=[
                 ContextItemOut(**MemoryOut.of(i.memory).model_dump(), tier_before=i.tier_before)
-                for i in items
+                for i in result.items
             ],
         )
 

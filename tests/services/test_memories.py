@@ -59,7 +59,7 @@ async def test_search_hands_out_only_the_returned_hits(service: MemoryService) -
         (await service.append("p", Layer.EPISODIC, f"tea note {i}")).outcome.memory.id
         for i in range(5)
     ]
-    hits = await service.search(SearchRequest(project="p", query="tea", limit=2))
+    hits = (await service.search(SearchRequest(project="p", query="tea", limit=2))).hits
     assert len(hits) == 2
     assert all(h.memory.access_count == 1 for h in hits)
     untouched = set(ids) - {h.memory.id for h in hits}
@@ -74,7 +74,7 @@ async def test_search_prefers_recently_used_memories(
     old = (await service.append("p", Layer.EPISODIC, "the deploy failed")).outcome.memory
     clock.advance(days=40)
     new = (await service.append("p", Layer.EPISODIC, "the deploy failed again")).outcome.memory
-    hits = await service.search(SearchRequest(project="p", query="deploy failed"))
+    hits = (await service.search(SearchRequest(project="p", query="deploy failed"))).hits
     assert [h.memory.id for h in hits] == [new.id, old.id]
     assert hits[1].signals.tier is Tier.EXPIRED
 
@@ -85,9 +85,9 @@ async def test_search_time_range_filters_on_creation(
     await service.append("p", Layer.EPISODIC, "january tea")
     cut = clock.advance(days=31)
     await service.append("p", Layer.EPISODIC, "february tea")
-    hits = await service.search(SearchRequest(project="p", query="tea", since=cut))
+    hits = (await service.search(SearchRequest(project="p", query="tea", since=cut))).hits
     assert [h.memory.content for h in hits] == ["february tea"]
-    hits = await service.search(SearchRequest(project="p", query="tea", until=cut))
+    hits = (await service.search(SearchRequest(project="p", query="tea", until=cut))).hits
     assert [h.memory.content for h in hits] == ["january tea"]
 
 
@@ -118,7 +118,7 @@ async def test_load_context_orders_by_tier_then_recency(
     clock.advance(hours=2)
     c = (await service.append("p", Layer.EPISODIC, "c")).outcome.memory
     clock.advance(minutes=30)
-    items = await service.load_context("p", limit=10)
+    items = (await service.load_context("p", limit=10)).items
     assert [i.memory.id for i in items] == [c.id, b.id, a.id]
     assert [i.tier_before for i in items] == [Tier.ACTIVE, Tier.RECENT, Tier.ARCHIVED]
     assert all(i.memory.tier is Tier.ACTIVE and i.memory.access_count == 1 for i in items)

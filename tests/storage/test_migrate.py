@@ -11,7 +11,7 @@ async def test_migrations_apply_once_and_rerun_is_a_noop(tmp_path: Path) -> None
     db = await open_database(tmp_path / "m.db")
     try:
         assert await schema_version(db) == 0
-        assert await apply_migrations(db) == ["0001_initial"]
+        assert await apply_migrations(db) == ["0001_initial", "0002_embeddings"]
         assert await apply_migrations(db) == []
         assert await schema_version(db) == len(load_migrations())
         async with db.execute("pragma journal_mode") as cur:
@@ -30,7 +30,10 @@ async def test_two_connections_racing_to_migrate_both_succeed(tmp_path: Path) ->
     a, b = await open_database(tmp_path / "r.db"), await open_database(tmp_path / "r.db")
     try:
         results = await asyncio.gather(apply_migrations(a), apply_migrations(b))
-        assert sorted(name for names in results for name in names) == ["0001_initial"]
+        assert sorted(name for names in results for name in names) == [
+            "0001_initial",
+            "0002_embeddings",
+        ]
     finally:
         await a.close()
         await b.close()

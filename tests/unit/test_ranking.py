@@ -4,13 +4,23 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory_core.config import RankingPolicy, TierPolicy
-from memory_core.domain.models import Layer, Memory, TextMatch, Tier
-from memory_core.domain.ranking import rank_text_matches, recency_signal
+from memory_core.domain.models import Layer, Memory, SearchMode, Tier
+from memory_core.domain.ranking import Candidate, fuse_ranks, rank_candidates, recency_signal
 from memory_core.domain.tiers import tier_cutoffs
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 CUTS = tier_cutoffs(NOW, TierPolicy())
 POLICY = RankingPolicy()
+
+
+def rank_keyword(candidates: list[Candidate], cuts: object, policy: RankingPolicy):
+    ranked = sorted(candidates, key=lambda c: c.bm25 or 0.0)
+    return rank_candidates(
+        [c.model_copy(update={"bm25_rank": i}) for i, c in enumerate(ranked, start=1)],
+        SearchMode.KEYWORD,
+        cuts,  # type: ignore[arg-type]
+        policy,
+    )
 
 
 def memory(mid: int, age: timedelta) -> Memory:
@@ -33,24 +43,24 @@ def memory(mid: int, age: timedelta) -> Memory:
     )
 
 
-def test_text_score_is_normalised_to_best_match() -> None:
-    hits = rank_text_matches(
+def test_relevance_is_normalised_to_best_match() -> None:
+    hits = rank_keyword(
         [
-            TextMatch(memory=memory(1, timedelta(days=3)), bm25=-4.0),
-            TextMatch(memory=memory(2, timedelta(days=3)), bm25=-2.0),
+            Candidate(memory=memory(1, timedelta(days=3)), bm25_rank=None, bm25=-4.0),
+            Candidate(memory=memory(2, timedelta(days=3)), bm25_rank=None, bm25=-2.0),
         ],
         CUTS,
         POLICY,
     )
-    assert [h.signals.text_score for h in hits] == [1.0, 0.5]
+    assert [h.signals.relevance for h in hits] == [1.0, 0.5]
     assert hits[0].signals.bm25_rank == 1
 
 
 def test_tier_boost_lifts_an_active_weaker_match_over_an_expired_stronger_one() -> None:
-    hits = rank_text_matches(
+    hits = rank_keyword(
         [
-            TextMatch(memory=memory(1, timedelta(days=60)), bm25=-5.0),
-            TextMatch(memory=memory(2, timedelta(minutes=5)), bm25=-3.0),
+            Candidate(memory=memory(1, timedelta(days=60)), bm25_rank=None, bm25=-5.0),
+            Candidate(memory=memory(2, timedelta(minutes=5)), bm25_rank=None, bm25=-3.0),
         ],
         CUTS,
         POLICY,
@@ -62,7 +72,7 @@ def test_tier_boost_lifts_an_active_weaker_match_over_an_expired_stronger_one() 
 
 def test_tier_is_classified_live_not_from_the_stored_column() -> None:
     stale = memory(1, timedelta(days=45)).model_copy(update={"tier": Tier.ACTIVE})
-    (hit,) = rank_text_matches([TextMatch(memory=stale, bm25=-1.0)], CUTS, POLICY)
+    (hit,) = rank_keyword([Candidate(memory=stale, bm25_rank=None, bm25=-1.0)], CUTS, POLICY)
     assert hit.signals.tier is Tier.EXPIRED
 
 
@@ -74,10 +84,62 @@ def test_recency_halves_per_half_life() -> None:
 @given(st.lists(st.tuples(st.floats(-50, 0), st.integers(0, 90 * 24 * 3600)), max_size=40))
 def test_every_match_ranked_once_in_non_increasing_score(rows: list[tuple[float, int]]) -> None:
     matches = [
-        TextMatch(memory=memory(i, timedelta(seconds=age)), bm25=bm25)
+        Candidate(memory=memory(i, timedelta(seconds=age)), bm25_rank=None, bm25=bm25)
         for i, (bm25, age) in enumerate(rows)
     ]
-    hits = rank_text_matches(matches, CUTS, POLICY)
+    hits = rank_keyword(matches, CUTS, POLICY)
     assert sorted(h.memory.id for h in hits) == list(range(len(rows)))
     scores = [h.signals.score for h in hits]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_fusion_rewards_agreement_between_lists() -> None:
+    fused = fuse_ranks({"keyword": [1, 2, 3], "vector": [3, 4, 1]}, {}, k=60)
+    assert max(fused, key=fused.__getitem__) in (1, 3)
+    assert fused[1] > fused[2] and fused[3] > fused[4]
+
+
+def test_fusion_weights_shift_the_balance() -> None:
+    fused = fuse_ranks({"keyword": [1], "vector": [2]}, {"keyword": 1.0, "vector": 2.0}, k=60)
+    assert fused[2] == 2 * fused[1]
+
+
+@given(
+    st.lists(st.integers(0, 30), unique=True, max_size=20),
+    st.lists(st.integers(0, 30), unique=True, max_size=20),
+)
+def test_fusion_returns_every_id_once(keyword: list[int], vector: list[int]) -> None:
+    fused = fuse_ranks({"keyword": keyword, "vector": vector}, {}, k=60)
+    assert set(fused) == set(keyword) | set(vector)
+
+
+@given(st.lists(st.tuples(st.integers(1, 50), st.floats(0, 2)), max_size=30))
+def test_hybrid_ranking_is_a_permutation_in_score_order(rows: list[tuple[int, float]]) -> None:
+    candidates = [
+        Candidate(
+            memory=memory(i, timedelta(hours=i)),
+            bm25_rank=i + 1 if i % 2 else None,
+            bm25=-1.0,
+            vector_rank=rank,
+            vector_distance=dist,
+        )
+        for i, (rank, dist) in enumerate(rows)
+    ]
+    hits = rank_candidates(candidates, SearchMode.HYBRID, CUTS, POLICY)
+    assert sorted(h.memory.id for h in hits) == list(range(len(rows)))
+    scores = [h.signals.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    assert all(0 <= h.signals.relevance <= 1 for h in hits)
+
+
+def test_semantic_relevance_is_similarity_relative_to_the_best() -> None:
+    hits = rank_candidates(
+        [
+            Candidate(memory=memory(1, timedelta(days=3)), vector_rank=1, vector_distance=0.2),
+            Candidate(memory=memory(2, timedelta(days=3)), vector_rank=2, vector_distance=0.6),
+        ],
+        SearchMode.SEMANTIC,
+        CUTS,
+        POLICY,
+    )
+    assert [h.signals.relevance for h in hits] == [1.0, 0.5]

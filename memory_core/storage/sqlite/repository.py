@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-import asyncio
 import json
-from collections.abc import AsyncIterator, Sequence
-from contextlib import asynccontextmanager
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
 import aiosqlite
-import anyio
 
 from memory_core.domain.models import (
     AddOutcome,
@@ -24,9 +21,8 @@ from memory_core.domain.models import (
     Tier,
     TierCutoffs,
 )
-from memory_core.errors import StorageError
-from memory_core.storage.sqlite.connection import DriverError
 from memory_core.storage.sqlite.rows import decode_time, encode_time, row_to_memory
+from memory_core.storage.sqlite.session import SqliteSession
 
 __all__ = ["SqliteMemoryRepository"]
 
@@ -59,68 +55,40 @@ def _cutoff_params(cutoffs: TierCutoffs) -> dict[str, str]:
     }
 
 
+def _filters(query: TextQuery) -> tuple[str, dict[str, Any]]:
+    """SQL conditions (on alias `s`) and parameters for a query's optional filters."""
+    where: list[str] = []
+    params: dict[str, Any] = {}
+    if query.layer is not None:
+        where.append("s.layer = :layer")
+        params["layer"] = query.layer.value
+    if query.session_id is not None:
+        where.append("s.session_id = :session_id")
+        params["session_id"] = query.session_id
+    if query.since is not None:
+        where.append("s.created_at >= :since")
+        params["since"] = encode_time(query.since)
+    if query.until is not None:
+        where.append("s.created_at < :until")
+        params["until"] = encode_time(query.until)
+    return "".join(f" AND {w}" for w in where), params
+
+
 def _placeholders(ids: Sequence[int]) -> str:
     return ", ".join("?" for _ in ids)
 
 
 class SqliteMemoryRepository:
-    """Rows of context_snapshots in SQLite, FTS5 for keyword search.
+    """Rows of context_snapshots in SQLite, FTS5 for keyword search (see SqliteSession)."""
 
-    One aiosqlite connection runs one statement at a time, and a transaction spans several
-    awaits, so an asyncio lock keeps concurrent tool calls from interleaving inside another's
-    transaction. Writes take the database write lock up front (BEGIN IMMEDIATE), which makes
-    check-then-write sequences safe against other processes sharing the file.
-    """
-
-    def __init__(self, db: aiosqlite.Connection) -> None:
-        self._db = db
-        self._lock = asyncio.Lock()
-
-    # -- plumbing -------------------------------------------------------------------------
-
-    @asynccontextmanager
-    async def _read(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:
-        async with self._lock:
-            try:
-                yield self._db
-            except DriverError as exc:
-                raise StorageError(operation) from exc
-
-    @asynccontextmanager
-    async def _write(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:
-        async with self._lock:
-            try:
-                await self._db.execute("BEGIN IMMEDIATE")
-                yield self._db
-                await self._db.execute("COMMIT")
-            except BaseException as exc:
-                # Shielded: a cancelled request must still roll back, or the shared connection
-                # would stay inside a half-done transaction for the next caller.
-                with anyio.CancelScope(shield=True):
-                    if self._db.in_transaction:
-                        await self._db.execute("ROLLBACK")
-                if isinstance(exc, DriverError):
-                    raise StorageError(operation) from exc
-                raise
-
-    async def _fetch(self, sql: str, params: Sequence[Any] | dict[str, Any] = ()) -> list[Any]:
-        async with self._db.execute(sql, params) as cur:
-            return list(await cur.fetchall())
-
-    async def _fetch_memories(
-        self, sql: str, params: Sequence[Any] | dict[str, Any] = ()
-    ) -> list[Memory]:
-        return [row_to_memory(row) for row in await self._fetch(sql, params)]
-
-    async def _one(self, sql: str, params: Sequence[Any] | dict[str, Any]) -> Memory | None:
-        rows = await self._fetch_memories(sql, params)
-        return rows[0] if rows else None
+    def __init__(self, session: SqliteSession) -> None:
+        self._session = session
 
     # -- writes ---------------------------------------------------------------------------
 
     async def add(self, draft: MemoryDraft, now: datetime) -> AddOutcome:
         """Insert or upsert a draft; see MemoryRepository.add."""
-        async with self._write("add") as db:
+        async with self._session.write("add") as db:
             return await self._add_in_transaction(db, draft, now)
 
     async def _add_in_transaction(
@@ -128,12 +96,12 @@ class SqliteMemoryRepository:
     ) -> AddOutcome:
         stamp = encode_time(now)
         if draft.key is not None:
-            existing = await self._one(
+            existing = await self._session.one(
                 "SELECT * FROM context_snapshots WHERE project = ? AND layer = ? AND key = ?",
                 (draft.project, draft.layer.value, draft.key),
             )
         else:
-            existing = await self._one(
+            existing = await self._session.one(
                 "SELECT * FROM context_snapshots WHERE project = ? AND layer = ?"
                 " AND content_hash = ? AND key IS NULL",
                 (draft.project, draft.layer.value, draft.content_hash),
@@ -150,7 +118,7 @@ class SqliteMemoryRepository:
                 "content_hash": draft.content_hash,
                 "token_count": draft.token_count,
             }
-            created = await self._one(_INSERT, params)
+            created = await self._session.one(_INSERT, params)
             assert created is not None
             return AddOutcome(memory=created, status="created")
         unchanged = existing.content_hash == draft.content_hash and (
@@ -159,7 +127,7 @@ class SqliteMemoryRepository:
         if unchanged:
             # Restating a memory is evidence it still matters: refresh its reference time so
             # it is not aged out, without counting it as a read.
-            refreshed = await self._one(
+            refreshed = await self._session.one(
                 "UPDATE context_snapshots SET last_accessed = ?, memory_tier = 'ACTIVE'"
                 " WHERE id = ? RETURNING *",
                 (stamp, existing.id),
@@ -167,7 +135,7 @@ class SqliteMemoryRepository:
             assert refreshed is not None
             status = "unchanged" if draft.key is not None else "duplicate"
             return AddOutcome(memory=refreshed, status=status)
-        updated = await self._one(
+        updated = await self._session.one(
             "UPDATE context_snapshots SET content = ?, metadata = ?, content_hash = ?,"
             " token_count = ?, session_id = coalesce(?, session_id), updated_at = ?,"
             " last_accessed = ?, memory_tier = 'ACTIVE' WHERE id = ? RETURNING *",
@@ -189,8 +157,8 @@ class SqliteMemoryRepository:
         """Record an access on each row and return them as updated; see the port."""
         if not ids:
             return []
-        async with self._write("recording access"):
-            rows = await self._fetch_memories(
+        async with self._session.write("recording access"):
+            rows = await self._session.fetch_memories(
                 "UPDATE context_snapshots SET last_accessed = ?, access_count = access_count + 1,"
                 f" memory_tier = 'ACTIVE' WHERE project = ? AND id IN ({_placeholders(ids)})"
                 " RETURNING *",
@@ -203,7 +171,7 @@ class SqliteMemoryRepository:
         """Delete rows of a project by id."""
         if not ids:
             return 0
-        async with self._write("delete") as db:
+        async with self._session.write("delete") as db:
             cur = await db.execute(
                 f"DELETE FROM context_snapshots WHERE project = ? AND id IN ({_placeholders(ids)})",
                 (project, *ids),
@@ -212,7 +180,7 @@ class SqliteMemoryRepository:
 
     async def delete_layer(self, project: str, layer: Layer | None) -> int:
         """Delete a layer of a project, or all of it."""
-        async with self._write("clear") as db:
+        async with self._session.write("clear") as db:
             if layer is None:
                 cur = await db.execute(
                     "DELETE FROM context_snapshots WHERE project = ?", (project,)
@@ -228,7 +196,7 @@ class SqliteMemoryRepository:
         self, project: str, layer: Layer, session_id: str | None, *, keep: int
     ) -> int:
         """Delete all but the newest `keep` rows of a project+layer+session."""
-        async with self._write("trim") as db:
+        async with self._session.write("trim") as db:
             cur = await db.execute(
                 "DELETE FROM context_snapshots WHERE id IN ("
                 " SELECT id FROM context_snapshots"
@@ -242,7 +210,7 @@ class SqliteMemoryRepository:
         self, project: str, ids: Sequence[int], draft: MemoryDraft | None, now: datetime
     ) -> Memory | None:
         """Delete `ids` and add `draft` atomically."""
-        async with self._write("compact") as db:
+        async with self._session.write("compact") as db:
             if ids:
                 await db.execute(
                     "DELETE FROM context_snapshots"
@@ -257,16 +225,28 @@ class SqliteMemoryRepository:
 
     async def get(self, project: str, memory_id: int) -> Memory | None:
         """One row by id."""
-        async with self._read("get"):
-            return await self._one(
+        async with self._session.read("get"):
+            return await self._session.one(
                 "SELECT * FROM context_snapshots WHERE project = ? AND id = ?",
                 (project, memory_id),
             )
 
+    async def get_many(self, project: str, ids: Sequence[int], query: TextQuery) -> list[Memory]:
+        """Rows by id that pass the query's filters."""
+        if not ids:
+            return []
+        where, params = _filters(query)
+        async with self._session.read("get many"):
+            return await self._session.fetch_memories(
+                f"SELECT s.* FROM context_snapshots AS s WHERE s.project = :project"
+                f" AND s.id IN ({', '.join(str(int(i)) for i in ids)}){where} ORDER BY s.id",
+                {**params, "project": project},
+            )
+
     async def get_by_key(self, project: str, layer: Layer, key: str) -> Memory | None:
         """One keyed row."""
-        async with self._read("get by key"):
-            return await self._one(
+        async with self._session.read("get by key"):
+            return await self._session.one(
                 "SELECT * FROM context_snapshots WHERE project = ? AND layer = ? AND key = ?",
                 (project, layer.value, key),
             )
@@ -281,8 +261,8 @@ class SqliteMemoryRepository:
         if session_id is not None:
             where += " AND session_id = ?"
             params.append(session_id)
-        async with self._read("list layer"):
-            return await self._fetch_memories(
+        async with self._session.read("list layer"):
+            return await self._session.fetch_memories(
                 f"SELECT * FROM context_snapshots WHERE {where}"
                 f" ORDER BY created_at {order}, id {order}",
                 params,
@@ -290,35 +270,24 @@ class SqliteMemoryRepository:
 
     async def search_text(self, query: TextQuery) -> list[TextMatch]:
         """Keyword candidates by BM25."""
-        where = ["context_snapshots_fts MATCH :fts", "s.project = :project"]
-        params: dict[str, Any] = {"fts": query.fts, "project": query.project, "limit": query.limit}
-        if query.layer is not None:
-            where.append("s.layer = :layer")
-            params["layer"] = query.layer.value
-        if query.session_id is not None:
-            where.append("s.session_id = :session_id")
-            params["session_id"] = query.session_id
-        if query.since is not None:
-            where.append("s.created_at >= :since")
-            params["since"] = encode_time(query.since)
-        if query.until is not None:
-            where.append("s.created_at < :until")
-            params["until"] = encode_time(query.until)
+        where, params = _filters(query)
         sql = (
             "SELECT s.*, bm25(context_snapshots_fts) AS bm25 FROM context_snapshots_fts"
             " JOIN context_snapshots AS s ON s.id = context_snapshots_fts.rowid"
-            f" WHERE {' AND '.join(where)} ORDER BY bm25, s.id DESC LIMIT :limit"
+            " WHERE context_snapshots_fts MATCH :fts AND s.project = :project"
+            f"{where} ORDER BY bm25, s.id DESC LIMIT :limit"
         )
-        async with self._read("keyword search"):
-            rows = await self._fetch(sql, params)
+        params.update(fts=query.fts, project=query.project, limit=query.limit)
+        async with self._session.read("keyword search"):
+            rows = await self._session.fetch(sql, params)
         return [TextMatch(memory=row_to_memory(r), bm25=float(r["bm25"])) for r in rows]
 
     async def search_keys(
         self, project: str, layer: Layer, fts: str, *, limit: int
     ) -> list[Memory]:
         """Keyed rows whose key matches `fts`."""
-        async with self._read("key search"):
-            return await self._fetch_memories(
+        async with self._session.read("key search"):
+            return await self._session.fetch_memories(
                 "SELECT s.* FROM context_snapshots_fts"
                 " JOIN context_snapshots AS s ON s.id = context_snapshots_fts.rowid"
                 " WHERE context_snapshots_fts MATCH ? AND s.project = ? AND s.layer = ?"
@@ -333,8 +302,8 @@ class SqliteMemoryRepository:
         if layer is not None:
             where += " AND layer = ?"
             params.append(layer.value)
-        async with self._read("load context"):
-            return await self._fetch_memories(
+        async with self._session.read("load context"):
+            return await self._session.fetch_memories(
                 f"SELECT * FROM context_snapshots WHERE {where}"
                 f" ORDER BY {_REFERENCE} DESC, id DESC LIMIT ?",
                 [*params, limit],
@@ -344,7 +313,7 @@ class SqliteMemoryRepository:
 
     async def recalculate_tiers(self, cutoffs: TierCutoffs, project: str | None) -> int:
         """One set-based UPDATE over the project (or all rows)."""
-        async with self._write("tier recalculation") as db:
+        async with self._session.write("tier recalculation") as db:
             return await self._recalculate(db, cutoffs, project)
 
     async def _recalculate(
@@ -381,12 +350,12 @@ class SqliteMemoryRepository:
             f" ORDER BY {_REFERENCE}, id LIMIT :limit"
         )
         if dry_run:
-            async with self._read("prune (dry run)"):
-                rows = await self._fetch(candidates, params)
+            async with self._session.read("prune (dry run)"):
+                rows = await self._session.fetch(candidates, params)
             return PruneOutcome(ids=[int(r[0]) for r in rows], dry_run=True)
-        async with self._write("prune") as db:
+        async with self._session.write("prune") as db:
             await self._recalculate(db, cutoffs, project)
-            rows = await self._fetch(
+            rows = await self._session.fetch(
                 "DELETE FROM context_snapshots WHERE memory_tier = 'EXPIRED'"
                 f" AND id IN ({candidates}) RETURNING id",
                 params,
@@ -396,10 +365,10 @@ class SqliteMemoryRepository:
     async def stats(self, project: str, cutoffs: TierCutoffs) -> StoreStats:
         """Live tier and layer counts, sizes and dates."""
         params: dict[str, Any] = {**_cutoff_params(cutoffs), "project": project}
-        async with self._read("stats") as db:
+        async with self._session.read("stats") as db:
             await db.execute("BEGIN")  # one snapshot for both statements
             try:
-                rows = await self._fetch(
+                rows = await self._session.fetch(
                     f"SELECT {_LIVE_TIER} AS tier, layer, count(*) AS n,"
                     " sum(length(CAST(content AS BLOB))) AS bytes,"
                     " min(created_at) AS oldest, max(created_at) AS newest,"
@@ -407,7 +376,7 @@ class SqliteMemoryRepository:
                     " FROM context_snapshots WHERE project = :project GROUP BY tier, layer",
                     params,
                 )
-                size = await self._fetch(
+                size = await self._session.fetch(
                     "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
                 )
             finally:
@@ -439,6 +408,8 @@ class SqliteMemoryRepository:
 
     async def projects(self) -> list[str]:
         """Projects holding rows."""
-        async with self._read("list projects"):
-            rows = await self._fetch("SELECT DISTINCT project FROM context_snapshots ORDER BY 1")
+        async with self._session.read("list projects"):
+            rows = await self._session.fetch(
+                "SELECT DISTINCT project FROM context_snapshots ORDER BY 1"
+            )
         return [str(r[0]) for r in rows]

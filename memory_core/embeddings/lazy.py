@@ -1,0 +1,82 @@
+"""Load an embedder in the background so the server answers at once."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import anyio
+import structlog
+
+from memory_core.errors import EmbeddingUnavailableError
+from memory_core.ports import Embedder
+
+__all__ = ["LazyEmbedder"]
+
+log = structlog.get_logger(__name__)
+
+
+class LazyEmbedder:
+    """Holds a factory and, once it has run in a background thread, its embedder.
+
+    `current()` never blocks: before the model is ready it returns None, and callers fall back
+    to keyword search. A load failure is kept and reported; it is not retried.
+    """
+
+    def __init__(self, factory: Callable[[], Embedder], *, model_id: str, dims: int) -> None:
+        self.model_id = model_id
+        self.dims = dims
+        self._factory = factory
+        self._embedder: Embedder | None = None
+        self._error: BaseException | None = None
+        self._started = False
+        self._lock = threading.Lock()
+        self._done = threading.Event()
+
+    @property
+    def ready(self) -> bool:
+        """True once the model has loaded."""
+        return self._embedder is not None
+
+    @property
+    def failure(self) -> str | None:
+        """Why loading failed, if it did."""
+        return None if self._error is None else str(self._error)
+
+    def start(self) -> None:
+        """Begin loading in a daemon thread (idempotent)."""
+        with self._lock:
+            if self._started:
+                return
+            self._started = True
+        threading.Thread(target=self._load, name="embedder-load", daemon=True).start()
+
+    def _load(self) -> None:
+        try:
+            embedder = self._factory()
+            self._embedder = embedder
+            log.info("embedder.ready", model=self.model_id)
+        except Exception as exc:
+            self._error = exc
+            log.error("embedder.failed", model=self.model_id, error=str(exc))
+        finally:
+            self._done.set()
+
+    def current(self) -> Embedder | None:
+        """The embedder if it is ready, else None (and loading is started)."""
+        self.start()
+        return self._embedder
+
+    async def wait(self, max_wait: float | None = None) -> Embedder:
+        """Start loading if needed and wait until the embedder is ready.
+
+        Raises:
+            EmbeddingUnavailableError: Loading failed or did not finish in `max_wait` seconds.
+        """
+        self.start()
+        finished = await anyio.to_thread.run_sync(self._done.wait, max_wait)
+        if self._embedder is not None:
+            return self._embedder
+        if not finished:
+            raise EmbeddingUnavailableError(f"the model is still loading after {max_wait} s")
+        raise EmbeddingUnavailableError(self.failure or "the model failed to load")

