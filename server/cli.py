@@ -39,6 +39,10 @@ def _parser() -> argparse.ArgumentParser:
     maintain.add_argument("--limit", type=int, help="prune at most this many")
     maintain.add_argument("--dry-run", action="store_true", help="list what prune would delete")
     maintain.add_argument("--project", help="only this project (default: all projects)")
+    reindex = sub.add_parser(
+        "reindex", help="re-embed every memory with the configured model (after changing it)"
+    )
+    reindex.add_argument("--batch-size", type=int, default=64, help="texts per model call")
     stats = sub.add_parser("stats", help="counts per tier and layer of a project")
     stats.add_argument("--project", help="the project (default MEMSTRATA_PROJECT)")
     stats.add_argument("--json", action="store_true", help="machine-readable output")
@@ -81,6 +85,43 @@ async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
             )
             result["pruned" if not args.dry_run else "would_prune"] = len(outcome.ids)
     _out(json.dumps(result))
+    return EXIT_OK
+
+
+class _Progress:
+    """A one-line progress bar on stderr (plain lines when stderr is not a terminal)."""
+
+    def __init__(self, label: str) -> None:
+        self._label = label
+        self._tty = sys.stderr.isatty()
+        self._last = -1
+
+    def __call__(self, done: int, total: int) -> None:
+        percent = 100 * done // max(total, 1)
+        if self._tty:
+            filled = percent // 5
+            bar = "#" * filled + "." * (20 - filled)
+            sys.stderr.write(f"\r{self._label} [{bar}] {done}/{total} {percent}%")
+            if done >= total:
+                sys.stderr.write("\n")
+        elif percent // 10 != self._last // 10 or done >= total:
+            _err(f"{self._label}: {done}/{total} ({percent}%)")
+        self._last = percent
+
+
+async def _reindex(settings: Settings, args: argparse.Namespace) -> int:
+    if settings.embedding.kind == "none":
+        _err("MEMSTRATA_EMBEDDING_MODEL is 'none': there is no model to index with")
+        return EXIT_USAGE
+    async with open_container(settings, check_model=False) as c:
+        assert c.embedder is not None
+        assert c.indexer is not None
+        embedder = await c.embedder.wait()
+        await c.indexer.vectors.reset_model(embedder.model_id, embedder.dims)
+        count = await c.indexer.backfill(
+            embedder, batch_size=args.batch_size, progress=_Progress("reindex")
+        )
+    _out(json.dumps({"model": settings.embedding.model_id, "embedded": count}))
     return EXIT_OK
 
 
@@ -131,6 +172,8 @@ def main(argv: Sequence[str] | None = None) -> None:
             code = asyncio.run(_migrate(settings))
         elif command == "maintain":
             code = asyncio.run(_maintain(settings, args))
+        elif command == "reindex":
+            code = asyncio.run(_reindex(settings, args))
         else:
             code = asyncio.run(_stats(settings, args))
     except MemoryCoreError as exc:

@@ -1,8 +1,16 @@
-"""Test doubles: a clock the test moves by hand."""
+"""Test doubles: a clock the test moves by hand, a deterministic embedder."""
 
 from __future__ import annotations
 
+import hashlib
+import re
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
+
+import numpy as np
+import numpy.typing as npt
+
+from memory_core.embeddings import LazyEmbedder
 
 START = datetime(2026, 1, 15, 12, 0, 0, tzinfo=UTC)
 
@@ -22,3 +30,37 @@ class FrozenClock:
 
     def set(self, now: datetime) -> None:
         self._now = now
+
+
+class FakeEmbedder:
+    """Deterministic bag-of-words vectors: texts sharing words are close, others far apart.
+
+    Each lowercased word adds a fixed pseudo-random unit vector (seeded by its hash), so the
+    geometry is stable across runs and processes, and `calls` counts model invocations.
+    """
+
+    model_id = "fake-bow-32"
+    dims = 32
+
+    def __init__(self) -> None:
+        self.calls: list[list[str]] = []
+
+    def embed(self, texts: Sequence[str]) -> npt.NDArray[np.float32]:
+        self.calls.append(list(texts))
+        out = np.zeros((len(texts), self.dims), dtype=np.float32)
+        for i, text in enumerate(texts):
+            for word in re.findall(r"\w+", text.lower()):
+                seed = int.from_bytes(hashlib.sha256(word.encode()).digest()[:8], "little")
+                out[i] += np.random.default_rng(seed).standard_normal(self.dims).astype(np.float32)
+            norm = float(np.linalg.norm(out[i]))
+            out[i] = out[i] / norm if norm else np.eye(self.dims, dtype=np.float32)[0]
+        return out
+
+
+def ready_fake() -> tuple[LazyEmbedder, FakeEmbedder]:
+    """A LazyEmbedder whose FakeEmbedder is already loaded."""
+    fake = FakeEmbedder()
+    lazy = LazyEmbedder(lambda: fake, model_id=fake.model_id, dims=fake.dims)
+    lazy.start()
+    assert lazy._done.wait(5)
+    return lazy, fake

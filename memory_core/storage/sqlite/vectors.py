@@ -79,13 +79,15 @@ class SqliteVectorIndex:
     async def reset_model(self, model_id: str, dims: int) -> None:
         """Drop every vector and record a new model."""
         async with self._session.write("resetting the vector index") as db:
-            await db.executescript(
-                "DROP TRIGGER IF EXISTS context_vectors_ad;"
-                "DROP TRIGGER IF EXISTS context_vectors_au;"
-                "DROP TABLE IF EXISTS context_vectors;"
-                "DROP TABLE IF EXISTS context_vectors_bit;"
-                "DELETE FROM context_embeddings;"
-            )
+            # One statement at a time: executescript would commit the transaction first.
+            for statement in (
+                "DROP TRIGGER IF EXISTS context_vectors_ad",
+                "DROP TRIGGER IF EXISTS context_vectors_au",
+                "DROP TABLE IF EXISTS context_vectors",
+                "DROP TABLE IF EXISTS context_vectors_bit",
+                "DELETE FROM context_embeddings",
+            ):
+                await db.execute(statement)
             await db.executemany(
                 "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
                 [("embedding_model", model_id), ("embedding_dims", str(dims))],
@@ -94,7 +96,6 @@ class SqliteVectorIndex:
         self._counts.clear()
 
     async def _create_tables(self, db: Any, dims: int) -> None:
-        # executescript would commit the surrounding transaction; plain execute keeps it whole.
         for statement in (
             "CREATE VIRTUAL TABLE IF NOT EXISTS context_vectors USING vec0("
             " id INTEGER PRIMARY KEY, project TEXT PARTITION KEY, layer TEXT,"

@@ -1,0 +1,85 @@
+"""Helpers for the end-to-end tests: the real `memstrata` console script in a subprocess."""
+
+from __future__ import annotations
+
+import os
+import socket
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client, StdioServerParameters
+from mcp.client.stdio import stdio_client
+
+PROJECT = "e2e"
+
+TOOL_NAMES = frozenset(
+    {
+        "append",
+        "search",
+        "learn",
+        "recall",
+        "load_context",
+        "compact",
+        "clear",
+        "forget",
+        "get_memory_stats",
+        "recalculate_memory_tiers",
+        "prune_expired_contexts",
+    }
+)
+READ_ONLY_TOOLS = frozenset({"search", "recall", "load_context", "get_memory_stats"})
+DESTRUCTIVE_TOOLS = frozenset({"forget", "clear", "prune_expired_contexts", "compact"})
+
+
+def memstrata_exe() -> Path:
+    """The installed console script, next to the interpreter running the tests."""
+    exe = Path(sys.executable).parent / "memstrata"
+    assert exe.exists(), f"{exe} is missing; install the project (make dev)"
+    return exe
+
+
+def server_env(db: Path, project: str = PROJECT) -> dict[str, str]:
+    """A minimal environment: only the database, the default project, PATH and HOME."""
+    env = {"MEMSTRATA_DB": str(db), "MEMSTRATA_PROJECT": project}
+    for name in ("PATH", "HOME"):
+        if name in os.environ:
+            env[name] = os.environ[name]
+    return env
+
+
+def free_port() -> int:
+    """A TCP port nobody listens on right now (the OS picks it)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def ok(result: Any) -> dict[str, Any]:
+    """The structured content of a successful tool result."""
+    assert not result.is_error, f"tool failed: {result.content}"
+    assert result.structured_content is not None
+    return dict(result.structured_content)
+
+
+def error_text(result: Any) -> str:
+    """The text of a failed tool result."""
+    assert result.is_error, f"expected an error, got {result.structured_content}"
+    return " ".join(getattr(block, "text", "") for block in result.content)
+
+
+@pytest.fixture
+def db_path(tmp_path: Path) -> Path:
+    return tmp_path / "memory.db"
+
+
+@asynccontextmanager
+async def stdio_server(db: Path, stderr_log: Path) -> AsyncIterator[Client]:
+    """`memstrata serve` over stdio via the SDK client; the server's stderr goes to a file."""
+    params = StdioServerParameters(command=str(memstrata_exe()), args=["serve"], env=server_env(db))
+    with stderr_log.open("a", encoding="utf-8") as errlog:
+        async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=30) as client:
+            yield client

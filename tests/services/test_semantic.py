@@ -1,0 +1,142 @@
+"""Search by meaning through the service, with the deterministic fake embedder."""
+
+import threading
+
+import aiosqlite
+import pytest
+
+from memory_core.config import Limits, RankingPolicy, TierPolicy
+from memory_core.domain.models import Layer, SearchMode
+from memory_core.embeddings import LazyEmbedder
+from memory_core.ports import MemoryRepository
+from memory_core.services.indexing import Indexer
+from memory_core.services.memories import MemoryService, SearchRequest
+from memory_core.storage.sqlite import SqliteSession, SqliteVectorIndex
+from tests.fakes import FakeEmbedder, FrozenClock, ready_fake
+
+
+async def make_service(
+    db: aiosqlite.Connection, repo: MemoryRepository, clock: FrozenClock, lazy: LazyEmbedder
+) -> MemoryService:
+    vectors = SqliteVectorIndex(SqliteSession(db))
+    await vectors.ensure_model(lazy.model_id, lazy.dims)
+    return MemoryService(
+        repo=repo,
+        clock=clock,
+        limits=Limits(),
+        tiers=TierPolicy(),
+        ranking=RankingPolicy(),
+        indexer=Indexer(vectors=vectors, source=lazy),
+    )
+
+
+@pytest.fixture
+async def semantic(
+    db: aiosqlite.Connection, repo: MemoryRepository, clock: FrozenClock
+) -> tuple[MemoryService, FakeEmbedder]:
+    lazy, fake = ready_fake()
+    return await make_service(db, repo, clock, lazy), fake
+
+
+async def test_semantic_search_finds_by_vector(
+    semantic: tuple[MemoryService, FakeEmbedder],
+) -> None:
+    service, _ = semantic
+    await service.append("p", Layer.EPISODIC, "green tea in the morning")
+    await service.append("p", Layer.EPISODIC, "quarterly budget review")
+    result = await service.search(SearchRequest(project="p", query="tea", mode=SearchMode.SEMANTIC))
+    assert result.mode is SearchMode.SEMANTIC and result.notes == []
+    assert result.hits[0].memory.content == "green tea in the morning"
+    assert result.hits[0].signals.vector_rank == 1 and result.hits[0].signals.bm25_rank is None
+
+
+async def test_hybrid_reports_both_ranks(semantic: tuple[MemoryService, FakeEmbedder]) -> None:
+    service, _ = semantic
+    await service.append("p", Layer.EPISODIC, "green tea in the morning")
+    await service.append("p", Layer.EPISODIC, "tea")
+    result = await service.search(SearchRequest(project="p", query="green tea morning"))
+    top = result.hits[0]
+    assert result.mode is SearchMode.HYBRID
+    assert top.memory.content == "green tea in the morning"
+    assert top.signals.bm25_rank == 1 and top.signals.vector_rank == 1
+    assert top.signals.relevance == 1.0
+
+
+async def test_identical_text_is_embedded_once(
+    semantic: tuple[MemoryService, FakeEmbedder],
+) -> None:
+    service, fake = semantic
+    await service.append("p", Layer.EPISODIC, "same words")
+    await service.append("q", Layer.EPISODIC, "same words")  # another project, same text
+    embedded = [t for call in fake.calls for t in call]
+    assert embedded.count("same words") == 1
+
+
+async def test_near_duplicates_are_flagged(semantic: tuple[MemoryService, FakeEmbedder]) -> None:
+    service, _ = semantic
+    first = await service.append("p", Layer.EPISODIC, "Alice likes green tea")
+    again = await service.append("p", Layer.EPISODIC, "alice likes GREEN tea!")
+    other = await service.append("p", Layer.EPISODIC, "Bob fixed the build")
+    assert again.near_duplicate is not None and again.near_duplicate.id == first.outcome.memory.id
+    assert again.near_duplicate.similarity >= 0.95
+    assert other.near_duplicate is None
+    elsewhere = await service.append("p", Layer.WORKING, "Alice likes green tea.")
+    assert elsewhere.near_duplicate is None  # only the same layer counts
+
+
+async def test_token_budget_cuts_and_counts(semantic: tuple[MemoryService, FakeEmbedder]) -> None:
+    service, _ = semantic
+    for i in range(4):
+        await service.append("p", Layer.EPISODIC, f"tea note {i} " + "x" * 36)  # 11 tokens each
+    result = await service.search(SearchRequest(project="p", query="tea", token_budget=25))
+    assert len(result.hits) == 2 and result.omitted == 2
+    ctx = await service.load_context("p", token_budget=12)
+    assert len(ctx.items) == 1 and ctx.omitted == 3
+
+
+async def test_search_before_the_model_is_ready_uses_keywords(
+    db: aiosqlite.Connection, repo: MemoryRepository, clock: FrozenClock
+) -> None:
+    release = threading.Event()
+    fake = FakeEmbedder()
+
+    def slow_factory() -> FakeEmbedder:
+        release.wait(10)
+        return fake
+
+    lazy = LazyEmbedder(slow_factory, model_id=fake.model_id, dims=fake.dims)
+    service = await make_service(db, repo, clock, lazy)
+    stored = await service.append("p", Layer.EPISODIC, "written while loading")
+    assert stored.near_duplicate is None
+    result = await service.search(SearchRequest(project="p", query="loading"))
+    assert result.mode is SearchMode.KEYWORD
+    assert "still loading" in result.notes[0]
+    assert [h.memory.content for h in result.hits] == ["written while loading"]
+    release.set()
+    embedder = await lazy.wait(5)
+    assert service.indexer is not None
+    assert await service.indexer.backfill(embedder) == 1
+    semantic = await service.search(
+        SearchRequest(project="p", query="loading", mode=SearchMode.SEMANTIC)
+    )
+    assert semantic.mode is SearchMode.SEMANTIC and len(semantic.hits) == 1
+
+
+async def test_without_an_embedder_search_says_so(service: MemoryService) -> None:
+    await service.append("p", Layer.EPISODIC, "plain words")
+    result = await service.search(SearchRequest(project="p", query="words"))
+    assert result.mode is SearchMode.KEYWORD and "off" in result.notes[0]
+
+
+async def test_a_failed_model_load_is_reported(
+    db: aiosqlite.Connection, repo: MemoryRepository, clock: FrozenClock
+) -> None:
+    from memory_core.errors import EmbeddingUnavailableError
+
+    def broken() -> FakeEmbedder:
+        raise EmbeddingUnavailableError("model file missing")
+
+    lazy = LazyEmbedder(broken, model_id="x", dims=32)
+    with pytest.raises(EmbeddingUnavailableError, match="model file missing"):
+        await lazy.wait(5)
+    assert lazy.failure == "model file missing" and not lazy.ready
