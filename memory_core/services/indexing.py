@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import anyio
 import numpy as np
@@ -34,12 +35,23 @@ class NearDuplicate:
     similarity: float
 
 
-@dataclass(frozen=True)
+_Pending = tuple[Memory, "asyncio.Future[npt.NDArray[np.float32]]"]
+
+
+@dataclass
 class Indexer:
-    """Keeps the vector index in step with the rows."""
+    """Keeps the vector index in step with the rows.
+
+    Concurrent appends are embedded together: the first one starts a drain task, and every
+    append that arrives while the model is busy joins the next batch. A lone append is embedded
+    at once, so batching adds no latency; under load one model call serves many appends.
+    """
 
     vectors: VectorIndex
     source: EmbedderSource
+    batch_size: int = BATCH_SIZE
+    _pending: list[_Pending] = field(default_factory=list, init=False, repr=False)
+    _drainer: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     async def embed_query(self, text: str) -> npt.NDArray[np.float32] | None:
         """The query's vector, or None while the model is not ready."""
@@ -79,7 +91,12 @@ class Indexer:
         embedder = self.source.current()
         if embedder is None:
             return None
-        (vector,) = await self.index([memory], embedder)
+        future: asyncio.Future[npt.NDArray[np.float32]] = asyncio.get_running_loop().create_future()
+        self._pending.append((memory, future))
+        if self._drainer is None or self._drainer.done():
+            # A task, not the caller: a cancelled append must not strand the others' batch.
+            self._drainer = asyncio.create_task(self._drain(embedder))
+        vector = await future
         neighbours: list[VectorMatch] = await self.vectors.search_vectors(
             memory.project, vector, layer=memory.layer, limit=2
         )
@@ -88,6 +105,21 @@ class Indexer:
             if n.id != memory.id and similarity >= duplicate_similarity:
                 return NearDuplicate(id=n.id, similarity=round(similarity, 4))
         return None
+
+    async def _drain(self, embedder: Embedder) -> None:
+        while self._pending:
+            batch = self._pending[: self.batch_size]
+            del self._pending[: self.batch_size]
+            try:
+                vectors = await self.index([m for m, _ in batch], embedder)
+            except Exception as exc:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            for (_, future), vector in zip(batch, vectors, strict=True):
+                if not future.done():
+                    future.set_result(vector)
 
     async def backfill(
         self,

@@ -140,3 +140,21 @@ async def test_a_failed_model_load_is_reported(
     with pytest.raises(EmbeddingUnavailableError, match="model file missing"):
         await lazy.wait(5)
     assert lazy.failure == "model file missing" and not lazy.ready
+
+
+async def test_concurrent_appends_share_model_calls(
+    semantic: tuple[MemoryService, FakeEmbedder],
+) -> None:
+    import asyncio
+
+    service, fake = semantic
+    results = await asyncio.gather(
+        *(service.append("p", Layer.EPISODIC, f"concurrent note {i}") for i in range(12))
+    )
+    assert len({r.outcome.memory.id for r in results}) == 12
+    assert sum(len(c) for c in fake.calls) == 12
+    assert len(fake.calls) < 12  # later arrivals joined a batch
+    hits = await service.search(
+        SearchRequest(project="p", query="concurrent note 7", mode=SearchMode.SEMANTIC)
+    )
+    assert hits.hits[0].memory.content == "concurrent note 7"

@@ -67,3 +67,19 @@ def test_health_suggests_pruning_and_flags_inactivity() -> None:
     assert [n.code for n in assess_health(stats(ACTIVE=3))] == []
     codes = [n.code for n in assess_health(stats(ARCHIVED=1, EXPIRED=4, stale=2))]
     assert codes == ["prune_suggested", "inactive", "stale_tiers"]
+
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+
+from memory_core.domain.budget import fit_to_budget  # noqa: E402
+
+
+@given(st.lists(st.integers(1, 50), max_size=30), st.one_of(st.none(), st.integers(1, 300)))
+def test_budget_keeps_the_longest_fitting_prefix(costs: list[int], budget: int | None) -> None:
+    kept, omitted = fit_to_budget(costs, lambda c: c, budget)
+    assert kept == costs[: len(kept)] and omitted == len(costs) - len(kept)
+    if budget is not None:
+        assert sum(kept) <= budget
+        if omitted:
+            assert sum(costs[: len(kept) + 1]) > budget

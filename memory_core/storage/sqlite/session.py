@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
 from typing import Any
@@ -19,6 +20,12 @@ __all__ = ["Params", "SqliteSession"]
 
 Params = Sequence[Any] | dict[str, Any]
 
+# One lock per connection, however many adapters wrap it: two locks on one connection would
+# let their transactions interleave ("cannot start a transaction within a transaction").
+_LOCKS: weakref.WeakKeyDictionary[aiosqlite.Connection, asyncio.Lock] = (
+    weakref.WeakKeyDictionary()
+)
+
 
 class SqliteSession:
     """Serialises use of one connection and wraps driver errors in StorageError.
@@ -31,7 +38,7 @@ class SqliteSession:
 
     def __init__(self, db: aiosqlite.Connection) -> None:
         self.db = db
-        self._lock = asyncio.Lock()
+        self._lock = _LOCKS.setdefault(db, asyncio.Lock())
 
     @asynccontextmanager
     async def read(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:

@@ -1,0 +1,1 @@
+"""Benchmarks (not tests): retrieval quality and speed, recorded in docs/benchmarks.md."""

@@ -1,0 +1,233 @@
+"""LoCoMo retrieval benchmark through memstrata's real storage and search code.
+
+Loads a LoCoMo split (../shared/bench/README.md format) into a fresh SQLite database, one
+project per conversation, runs every question through `MemoryService.search` scoped to its
+conversation, writes a results file in the scorer's format and prints the scorer's table plus
+index time and search latency.
+
+    python -m bench.locomo                       # dev split, defaults
+    python -m bench.locomo --data DIR --mode keyword --text plain
+
+The clock is frozen for the whole run, so every memory has the same tier and recency: the
+figures measure retrieval (BM25, vectors, fusion), not the tier signals. The data is licensed
+CC BY-NC 4.0 and is read in place, never copied into this repository.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections import defaultdict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from memory_core.config import Limits, RankingPolicy, TierPolicy
+from memory_core.domain.models import Layer, SearchMode
+from memory_core.embeddings import LazyEmbedder, load_embedder, parse_embedding_model
+from memory_core.services.indexing import Indexer
+from memory_core.services.memories import MemoryService, SearchRequest
+from memory_core.storage.sqlite import (
+    SqliteMemoryRepository,
+    SqliteSession,
+    SqliteVectorIndex,
+    apply_migrations,
+    open_database,
+)
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED = REPO.parent / "shared" / "bench"
+DEFAULT_DATA = SHARED / "locomo_dev"
+FIXED_NOW = datetime(2026, 1, 1, tzinfo=UTC)
+TEXT_FORMATS = ("plain", "speaker", "dated")
+
+
+class FixedClock:
+    """Every read and write happens at the same instant (see the module docstring)."""
+
+    def now(self) -> datetime:
+        return FIXED_NOW
+
+
+def render(
+    memory: dict[str, Any], fmt: str, caption: bool, previous: dict[str, Any] | None = None
+) -> str:
+    """The text stored for one dialog turn (optionally after the turn it answers)."""
+    text = memory["text"]
+    if caption and memory.get("image_caption"):
+        text = f"{text} [shares {memory['image_caption']}]"
+    if previous is not None:
+        text = f"{text} (replying to {previous['speaker']}: {previous['text']})"
+    if fmt == "plain":
+        return str(text)
+    if fmt == "speaker":
+        return f"{memory['speaker']}: {text}"
+    when = datetime.fromisoformat(memory["timestamp"])
+    return f"({when:%-d %B %Y}) {memory['speaker']}: {text}"
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    with path.open(encoding="utf-8") as fh:
+        return [json.loads(line) for line in fh if line.strip()]
+
+
+async def run(args: argparse.Namespace) -> dict[str, Any]:
+    memories = read_jsonl(args.data / "memories.jsonl")
+    queries = read_jsonl(args.data / "queries.jsonl")
+    workdir = Path(tempfile.mkdtemp(prefix="locomo-"))
+    db = await open_database(workdir / "locomo.db")
+    await apply_migrations(db)
+    session = SqliteSession(db)
+    repo = SqliteMemoryRepository(session)
+    indexer = None
+    spec = parse_embedding_model(args.model)
+    if spec.kind != "none":
+        lazy = LazyEmbedder(lambda: load_embedder(spec), model_id=spec.model_id, dims=spec.dims)
+        await lazy.wait()
+        vectors = SqliteVectorIndex(session)
+        await vectors.ensure_model(spec.model_id, spec.dims)
+        indexer = Indexer(vectors=vectors, source=lazy)
+    ranking = RankingPolicy(
+        keyword_weight=args.keyword_weight, vector_weight=args.vector_weight, rrf_k=args.rrf_k
+    )
+    loader = MemoryService(
+        repo=repo, clock=FixedClock(), limits=Limits(), tiers=TierPolicy(), ranking=ranking
+    )
+    service = MemoryService(
+        repo=repo,
+        clock=FixedClock(),
+        limits=Limits(),
+        tiers=TierPolicy(),
+        ranking=ranking,
+        indexer=indexer,
+    )
+
+    # Index: every turn through the append path, then the vectors through the batched backfill
+    # (the path a server takes for rows written while its model loads, and `reindex`).
+    # Identical text in one conversation is one memory, so an id may stand for several turns.
+    ids: dict[int, list[str]] = defaultdict(list)
+    started = time.perf_counter()
+    previous: dict[str, Any] | None = None
+    for m in memories:
+        same_session = previous is not None and (
+            previous["conversation_id"],
+            previous["session"],
+        ) == (m["conversation_id"], m["session"])
+        context = previous if args.context and same_session else None
+        previous = m
+        result = await loader.append(
+            m["conversation_id"],
+            Layer.EPISODIC,
+            render(m, args.text, args.caption, context),
+            metadata={"locomo_id": m["id"], "speaker": m["speaker"], "timestamp": m["timestamp"]},
+            session_id=f"{m['conversation_id']}:S{m['session']}",
+        )
+        ids[result.outcome.memory.id].append(m["id"])
+    if indexer is not None:
+        embedder = indexer.source.current()
+        assert embedder is not None
+        await indexer.backfill(embedder)
+    index_seconds = time.perf_counter() - started
+
+    latencies: list[float] = []
+    out = args.out
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with out.open("w", encoding="utf-8") as fh:
+        for q in queries:
+            t = time.perf_counter()
+            result = await service.search(
+                SearchRequest(
+                    project=q["conversation_id"],
+                    query=q["question"],
+                    mode=SearchMode(args.mode),
+                    limit=100,
+                )
+            )
+            latencies.append((time.perf_counter() - t) * 1000)
+            ranked = [lid for h in result.hits for lid in ids[h.memory.id]]
+            fh.write(json.dumps({"qid": q["qid"], "ranked_ids": ranked[:100]}) + "\n")
+    await db.close()
+    latencies.sort()
+    return {
+        "memories": len(memories),
+        "queries": len(queries),
+        "index_seconds": round(index_seconds, 2),
+        "index_per_second": round(len(memories) / index_seconds, 1),
+        "search_ms_p50": round(statistics.median(latencies), 2),
+        "search_ms_p95": round(latencies[int(0.95 * (len(latencies) - 1))], 2),
+        "search_ms_max": round(latencies[-1], 2),
+    }
+
+
+def main(argv: list[str] | None = None) -> None:
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--data", type=Path, default=DEFAULT_DATA, help="split directory")
+    parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "locomo.jsonl")
+    parser.add_argument("--mode", choices=[m.value for m in SearchMode], default="hybrid")
+    parser.add_argument("--model", default="all-MiniLM-L6-v2-int8", help="embedding model")
+    parser.add_argument("--text", choices=TEXT_FORMATS, default="speaker", help="indexed text")
+    parser.add_argument(
+        "--caption",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="append the shared image's caption",
+    )
+    parser.add_argument("--keyword-weight", type=float, default=RankingPolicy().keyword_weight)
+    parser.add_argument("--vector-weight", type=float, default=RankingPolicy().vector_weight)
+    parser.add_argument("--rrf-k", type=float, default=RankingPolicy().rrf_k)
+    parser.add_argument(
+        "--context",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="index each turn with the turn it replies to",
+    )
+    parser.add_argument("--json", type=Path, help="write timings and metrics as JSON here")
+    args = parser.parse_args(argv)
+    timings = asyncio.run(run(args))
+    scorer = SHARED / "score.py"
+    metrics_path = args.out.with_suffix(".metrics.json")
+    table = subprocess.run(
+        [
+            sys.executable,
+            str(scorer),
+            str(args.data / "queries.jsonl"),
+            str(args.out),
+            "--memories",
+            str(args.data / "memories.jsonl"),
+            "--json",
+            str(metrics_path),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
+    print(table.stdout, end="")
+    if table.stderr.strip():
+        print(table.stderr.strip(), file=sys.stderr)
+    settings = {k: (str(v) if isinstance(v, Path) else v) for k, v in vars(args).items()}
+    print(json.dumps({"settings": settings, **timings}))
+    if args.json:
+        args.json.write_text(
+            json.dumps(
+                {
+                    "settings": settings,
+                    **timings,
+                    "metrics": json.loads(metrics_path.read_text()),
+                },
+                indent=2,
+            )
+        )
+
+
+if __name__ == "__main__":
+    main()
