@@ -69,7 +69,10 @@ class MiniLMOnnxEmbedder:
                         f"{path.name} does not match the pinned sha256; reinstall memstrata"
                     )
         tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
-        tokenizer.enable_truncation(max_length=MAX_TOKENS)  # padding is done per batch
+        tokenizer.enable_truncation(max_length=MAX_TOKENS)
+        # The shipped tokenizer.json pads every text to 128 tokens; embed() pads per batch
+        # instead, and mean pooling must only ever see real tokens.
+        tokenizer.no_padding()
         options = ort.SessionOptions()
         options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
         options.log_severity_level = 3
@@ -98,7 +101,7 @@ class MiniLMOnnxEmbedder:
             for row, i in enumerate(chunk):
                 n = len(encoded[i].ids)
                 ids[row, :n] = encoded[i].ids
-                mask[row, :n] = 1
+                mask[row, :n] = encoded[i].attention_mask
             out[chunk] = self._pool(ids, mask)
         return out
 

@@ -22,9 +22,7 @@ Params = Sequence[Any] | dict[str, Any]
 
 # One lock per connection, however many adapters wrap it: two locks on one connection would
 # let their transactions interleave ("cannot start a transaction within a transaction").
-_LOCKS: weakref.WeakKeyDictionary[aiosqlite.Connection, asyncio.Lock] = (
-    weakref.WeakKeyDictionary()
-)
+_LOCKS: weakref.WeakKeyDictionary[aiosqlite.Connection, asyncio.Lock] = weakref.WeakKeyDictionary()
 
 
 class SqliteSession:
