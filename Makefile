@@ -38,6 +38,8 @@ lint: dev
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/lint-imports
+	$(BIN)/hadolint Dockerfile
+	$(BIN)/python docs/gen_tools.py --check
 
 typecheck: dev
 	$(BIN)/mypy
@@ -45,11 +47,14 @@ typecheck: dev
 unit: dev
 	$(BIN)/pytest -m "not e2e"
 
+e2e: dev inspector
+	MEMSTRATA_INSPECTOR=$(abspath $(INSPECTOR)) $(BIN)/pytest -m e2e
+
 test: dev inspector lint typecheck
 	MEMSTRATA_INSPECTOR=$(abspath $(INSPECTOR)) $(BIN)/pytest --cov --cov-report=term
 
 bench: dev
-	$(BIN)/python -m bench.locomo
+	$(BIN)/python -m bench.locomo --json bench/results/locomo_dev.json
 
 clean:
 	rm -rf $(VENV) .inspector .pytest_cache .mypy_cache .ruff_cache .coverage

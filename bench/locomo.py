@@ -144,7 +144,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     with out.open("w", encoding="utf-8") as fh:
         for q in queries:
             t = time.perf_counter()
-            result = await service.search(
+            found = await service.search(
                 SearchRequest(
                     project=q["conversation_id"],
                     query=q["question"],
@@ -153,7 +153,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 )
             )
             latencies.append((time.perf_counter() - t) * 1000)
-            ranked = [lid for h in result.hits for lid in ids[h.memory.id]]
+            ranked = [lid for h in found.hits for lid in ids[h.memory.id]]
             fh.write(json.dumps({"qid": q["qid"], "ranked_ids": ranked[:100]}) + "\n")
     await db.close()
     latencies.sort()

@@ -154,6 +154,11 @@ class EmbedderSource(Protocol):
         """The embedder if ready, else None (callers fall back to keyword search)."""
         ...
 
+    @property
+    def failure(self) -> str | None:
+        """Why loading failed, if it did (None while loading or once ready)."""
+        ...
+
 
 class VectorIndex(Protocol):
     """Vectors of memories, scoped by project; kept apart from rows so backends can differ."""

@@ -77,6 +77,8 @@ def build_server(
                     backfill.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await backfill
+                if container.embedder is not None:
+                    await container.embedder.settle(max_wait=10)
 
     mcp: MCPServer[AppContext] = MCPServer(
         "memstrata",
@@ -85,8 +87,8 @@ def build_server(
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
     )
-    memories.register(mcp)
-    admin.register(mcp)
+    memories.register(mcp, settings)
+    admin.register(mcp, settings)
     return mcp
 
 

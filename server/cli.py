@@ -9,6 +9,7 @@ import sys
 from collections.abc import Sequence
 
 from pydantic import ValidationError
+from pydantic_settings import SettingsError
 
 from memory_core.errors import MemoryCoreError
 from memory_core.services import maintenance
@@ -150,7 +151,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = _parser().parse_args(argv)
     try:
         settings = Settings()
-    except ValidationError as exc:
+    except (ValidationError, SettingsError) as exc:
         _err(f"invalid MEMSTRATA_* configuration:\n{exc}")
         sys.exit(EXIT_USAGE)
     command = args.command or "serve"

@@ -77,7 +77,9 @@ class AppendOut(BaseModel):
     )
     trimmed: int = Field(0, description="Oldest working entries removed to respect the cap.")
     similar_to: int | None = Field(
-        None, description="Id of an existing memory this one nearly duplicates (cosine >= 0.95)."
+        None,
+        description="Id of an existing memory in the same layer that this one nearly "
+        "duplicates (cosine similarity at or above the configured threshold, 0.95 by default).",
     )
     similarity: float | None = Field(None, description="Cosine similarity to `similar_to`.")
 

@@ -22,6 +22,14 @@ def default_db_path() -> Path:
     return Path(base) / "memstrata" / "memory.db"
 
 
+def _valid_cron(value: str | None) -> str | None:
+    if value:
+        from server.scheduler import parse_cron  # deferred: scheduler imports settings
+
+        parse_cron(value)  # raises ValueError with the reason
+    return value
+
+
 class ScheduleSettings(BaseModel):
     """Background maintenance (APScheduler cron expressions, UTC)."""
 
@@ -35,6 +43,11 @@ class ScheduleSettings(BaseModel):
         "0 0 * * 0", description="When to prune EXPIRED memories; empty disables the job."
     )
     prune_limit: int = Field(1000, ge=1, description="Most memories one scheduled prune deletes.")
+
+    @field_validator("recalculate_cron", "prune_cron")
+    @classmethod
+    def _cron(cls, value: str | None) -> str | None:
+        return _valid_cron(value)
 
 
 class Settings(BaseSettings):

@@ -62,6 +62,16 @@ class LazyEmbedder:
         finally:
             self._done.set()
 
+    async def settle(self, max_wait: float) -> None:
+        """Wait (bounded) for a load in progress to end, so the process can exit cleanly.
+
+        Trigger: shutdown while the model loads. Why: onnxruntime aborts the process
+        ("terminate called without an active exception") if the interpreter exits under a
+        thread still building a session. Outcome: shutdown waits up to `max_wait` seconds.
+        """
+        if self._started and not self._done.is_set():
+            await anyio.to_thread.run_sync(self._done.wait, max_wait)
+
     def current(self) -> Embedder | None:
         """The embedder if it is ready, else None (and loading is started)."""
         self.start()

@@ -333,6 +333,12 @@ class MemoryService:
     def _keyword_fallback_note(self) -> str:
         if self.indexer is None:
             return "Semantic search is off (no embedding model configured); used keyword search."
+        if self.indexer.source.failure is not None:
+            # The reason stays in the server log: it may name files the model should not see.
+            return (
+                "Semantic search is unavailable: the embedding model failed to load (details "
+                "are in the server log); used keyword search."
+            )
         return "The embedding model is still loading; used keyword search for this query."
 
     async def _add_vector_candidates(

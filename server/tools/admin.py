@@ -1,7 +1,5 @@
 """Tools that inspect and maintain the store."""
 
-from __future__ import annotations
-
 from typing import Annotated
 
 from mcp.server import MCPServer
@@ -13,14 +11,17 @@ from memory_core.services import maintenance
 from server.app_context import AppContext
 from server.errors import domain_errors_as_tool_errors
 from server.schemas import PruneOut, RecalculateOut, StatsOut
+from server.settings import Settings
+from server.tools import tool
 
 __all__ = ["register"]
 
 
-def register(mcp: MCPServer[AppContext]) -> None:
+def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
     """Register get_memory_stats, recalculate_memory_tiers and prune_expired_contexts."""
 
-    @mcp.tool(
+    @tool(
+        mcp,
         title="Memory statistics",
         annotations=ToolAnnotations(
             read_only_hint=True, idempotent_hint=True, open_world_hint=False
@@ -38,7 +39,8 @@ def register(mcp: MCPServer[AppContext]) -> None:
             )
         return StatsOut(**report.stats.model_dump(), health=report.health)
 
-    @mcp.tool(
+    @tool(
+        mcp,
         title="Recalculate memory tiers",
         annotations=ToolAnnotations(
             read_only_hint=False,
@@ -61,7 +63,8 @@ def register(mcp: MCPServer[AppContext]) -> None:
             )
         return RecalculateOut(scope=project or "*", changed=changed)
 
-    @mcp.tool(
+    @tool(
+        mcp,
         title="Prune expired memories",
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False

@@ -1,7 +1,7 @@
 """Tools that write, find and remove memories."""
 
-from __future__ import annotations
-
+# No `from __future__ import annotations`: the argument limits below come from settings at
+# registration time, so the annotations must be evaluated objects, not strings.
 from datetime import datetime
 from typing import Annotated, Literal
 
@@ -28,6 +28,8 @@ from server.schemas import (
     SearchHitOut,
     SearchOut,
 )
+from server.settings import Settings
+from server.tools import tool
 
 __all__ = ["register"]
 
@@ -36,7 +38,6 @@ Project = Annotated[
     str | None,
     Field(description="Project (memory scope) to use; omit for the server's default project."),
 ]
-Limit = Annotated[int, Field(ge=1, le=100, description="How many results, 1-100.")]
 TokenBudget = Annotated[
     int | None,
     Field(ge=1, description="Cut the answer to about this many tokens of memory text."),
@@ -48,22 +49,30 @@ Metadata = Annotated[
 _WRITE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
+# Reads record the access (last_accessed, access_count, tier) the way a file system records
+# atime: bookkeeping the client never sees as a change, so reads stay read-only for clients
+# that auto-approve read-only tools.
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
 _DESTROY = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
 
 
-def register(mcp: MCPServer[AppContext]) -> None:  # noqa: C901 - one closure per tool
+def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C901 - one closure per tool
     """Register append, search, learn, recall, load_context, compact, clear and forget."""
+    max_limit = settings.limits.max_limit
+    Limit = Annotated[
+        int, Field(ge=1, le=max_limit, description=f"How many results, 1-{max_limit}.")
+    ]
+    working_cap = settings.limits.working_cap
 
-    @mcp.tool(title="Append a memory", annotations=_WRITE)
+    @tool(mcp, title="Append a memory", annotations=_WRITE)
     async def append(
         layer: Annotated[
             LayerName,
             Field(
                 description=(
-                    "working: short-lived scratch (newest 50 per session kept); "
+                    f"working: short-lived scratch (newest {working_cap} per session kept); "
                     "episodic: what happened; semantic: a fact under `key`; "
                     "procedural: a rule, `key` = condition, `content` = action."
                 )
@@ -84,6 +93,8 @@ def register(mcp: MCPServer[AppContext]) -> None:  # noqa: C901 - one closure pe
         project: Project = None,
     ) -> AppendOut:
         """Store a memory. Appending identical text again returns the existing id.
+
+        A result with `similar_to` means a very similar memory already exists in this layer.
 
         Use semantic for durable facts (upserted by key), procedural for "when X, do Y" rules,
         episodic for events worth remembering, working for scratch notes of this session.
@@ -112,7 +123,7 @@ def register(mcp: MCPServer[AppContext]) -> None:  # noqa: C901 - one closure pe
             trimmed=result.trimmed,
         )
 
-    @mcp.tool(title="Search memories", annotations=_READ)
+    @tool(mcp, title="Search memories", annotations=_READ)
     async def search(
         query: Annotated[str, Field(description="What to look for, in plain words or a question.")],
         ctx: Context[AppContext],
@@ -183,7 +194,7 @@ def register(mcp: MCPServer[AppContext]) -> None:  # noqa: C901 - one closure pe
             ],
         )
 
-    @mcp.tool(title="Learn a fact", annotations=_WRITE)
+    @tool(mcp, title="Learn a fact", annotations=_WRITE)
     async def learn(
         key: Annotated[str, Field(description="The fact's name, e.g. 'user.preferred_language'.")],
         value: Annotated[str, Field(description="What is true about it.")],
@@ -202,7 +213,7 @@ def register(mcp: MCPServer[AppContext]) -> None:  # noqa: C901 - one closure pe
             previous_value=outcome.previous_content,
         )
 
-    @mcp.tool(title="Recall a fact", annotations=_READ)
+    @tool(mcp, title="Recall a fact", annotations=_READ)
     async def recall(
         key: Annotated[str, Field(description="The exact key given to `learn`, or a situation.")],
         ctx: Context[AppContext],
@@ -235,7 +246,7 @@ def register(mcp: MCPServer[AppContext]) -> None:  # noqa: C901 - one closure pe
             message=message,
         )
 
-    @mcp.tool(title="Load recent context", annotations=_READ)
+    @tool(mcp, title="Load recent context", annotations=_READ)
     async def load_context(
         ctx: Context[AppContext],
         limit: Limit = 10,
@@ -263,7 +274,8 @@ def register(mcp: MCPServer[AppContext]) -> None:  # noqa: C901 - one closure pe
             ],
         )
 
-    @mcp.tool(
+    @tool(
+        mcp,
         title="Compact a layer",
         annotations=ToolAnnotations(
             read_only_hint=False,
@@ -311,7 +323,7 @@ def register(mcp: MCPServer[AppContext]) -> None:  # noqa: C901 - one closure pe
             summary_id=result.summary.id if result.summary else None,
         )
 
-    @mcp.tool(title="Clear memories", annotations=_DESTROY)
+    @tool(mcp, title="Clear memories", annotations=_DESTROY)
     async def clear(
         ctx: Context[AppContext],
         confirm: Annotated[
@@ -335,7 +347,7 @@ def register(mcp: MCPServer[AppContext]) -> None:  # noqa: C901 - one closure pe
             )
         return ClearOut(project=name, layer=Layer(layer) if layer else None, deleted=deleted)
 
-    @mcp.tool(title="Forget a memory", annotations=_DESTROY)
+    @tool(mcp, title="Forget a memory", annotations=_DESTROY)
     async def forget(
         id: Annotated[int, Field(description="The memory's id, as returned by other tools.")],
         ctx: Context[AppContext],

@@ -50,7 +50,12 @@ async def test_tools_answer_while_the_model_loads_and_backfill_follows(
 ) -> None:
     release = threading.Event()
     fake = FakeEmbedder()
-    lazy = LazyEmbedder(lambda: release.wait(10) and fake, model_id=fake.model_id, dims=fake.dims)
+
+    def slow_factory() -> FakeEmbedder:
+        release.wait(10)
+        return fake
+
+    lazy = LazyEmbedder(slow_factory, model_id=fake.model_id, dims=fake.dims)
     async with hosted(settings, clock=clock, embedder=lazy)() as client:
         assert len((await client.list_tools()).tools) == 11
         await client.call_tool("append", {"layer": "episodic", "content": "before the model"})

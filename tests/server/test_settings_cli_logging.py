@@ -90,3 +90,25 @@ def test_json_logs_go_to_stderr_only(capsys: pytest.CaptureFixture[str]) -> None
     finally:
         structlog.reset_defaults()
         logging.getLogger().handlers.clear()
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "reason"),
+    [
+        ("MEMSTRATA_SCHEDULE__PRUNE_CRON", "every sunday", "Wrong number of fields"),
+        ("MEMSTRATA_SCHEDULE__RECALCULATE_CRON", "0 0 * * 9", "day-of-week"),
+        ("MEMSTRATA_TIERS", "{not json", "MEMSTRATA_"),
+    ],
+)
+def test_bad_configuration_exits_2_without_traceback(
+    cli_env: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    value: str,
+    reason: str,
+) -> None:
+    monkeypatch.setenv(name, value)
+    code, _, err = run_cli(capsys, "stats")
+    assert code == 2 and "invalid MEMSTRATA_* configuration" in err
+    assert reason in err and "Traceback" not in err

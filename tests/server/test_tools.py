@@ -5,8 +5,10 @@ from typing import Any
 import pytest
 from mcp import Client
 
+from memory_core.config import Limits
 from memory_core.errors import StorageError
 from memory_core.services.memories import MemoryService
+from server.settings import Settings
 from tests.fakes import FrozenClock
 
 TOOLS = {
@@ -168,3 +170,22 @@ async def test_storage_errors_say_nothing_was_changed(
     monkeypatch.setattr(MemoryService, "append", fail)
     message = await error(client, "append", layer="working", content="x")
     assert "failed during add; nothing was changed" in message
+
+
+async def test_descriptions_are_dedented_for_the_model(client: Client) -> None:
+    for t in (await client.list_tools()).tools:
+        assert t.description is not None
+        assert not any(line.startswith("    ") for line in t.description.splitlines()), t.name
+
+
+async def test_argument_limits_follow_settings(settings: Settings, clock: FrozenClock) -> None:
+    from server.app import build_server
+
+    custom = settings.model_copy(update={"limits": Limits(max_limit=250, working_cap=7)})
+    async with Client(build_server(custom, clock=clock)) as c:
+        tools = {t.name: t for t in (await c.list_tools()).tools}
+        assert tools["search"].input_schema["properties"]["limit"]["maximum"] == 250
+        assert (
+            "newest 7 per session"
+            in tools["append"].input_schema["properties"]["layer"]["description"]
+        )

@@ -140,6 +140,11 @@ async def test_a_failed_model_load_is_reported(
     with pytest.raises(EmbeddingUnavailableError, match="model file missing"):
         await lazy.wait(5)
     assert lazy.failure == "model file missing" and not lazy.ready
+    service = await make_service(db, repo, clock, lazy)
+    await service.append("p", Layer.EPISODIC, "still searchable")
+    result = await service.search(SearchRequest(project="p", query="searchable"))
+    assert result.mode is SearchMode.KEYWORD and len(result.hits) == 1
+    assert "failed to load" in result.notes[0] and "missing" not in result.notes[0]
 
 
 async def test_concurrent_appends_share_model_calls(
