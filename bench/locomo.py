@@ -59,14 +59,20 @@ class FixedClock:
 
 
 def render(
-    memory: dict[str, Any], fmt: str, caption: bool, previous: dict[str, Any] | None = None
+    memory: dict[str, Any],
+    fmt: str,
+    caption: bool,
+    previous: dict[str, Any] | None = None,
+    following: dict[str, Any] | None = None,
 ) -> str:
-    """The text stored for one dialog turn (optionally after the turn it answers)."""
+    """The text stored for one dialog turn, optionally with its neighbouring turns."""
     text = memory["text"]
     if caption and memory.get("image_caption"):
         text = f"{text} [shares {memory['image_caption']}]"
     if previous is not None:
         text = f"{text} (replying to {previous['speaker']}: {previous['text']})"
+    if following is not None:
+        text = f"{text} (answered by {following['speaker']}: {following['text']})"
     if fmt == "plain":
         return str(text)
     if fmt == "speaker":
@@ -97,7 +103,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         await vectors.ensure_model(spec.model_id, spec.dims)
         indexer = Indexer(vectors=vectors, source=lazy)
     ranking = RankingPolicy(
-        keyword_weight=args.keyword_weight, vector_weight=args.vector_weight, rrf_k=args.rrf_k
+        keyword_weight=args.keyword_weight,
+        vector_weight=args.vector_weight,
+        rrf_k=args.rrf_k,
+        keyword_stopwords=args.stopwords,
     )
     loader = MemoryService(
         repo=repo, clock=FixedClock(), limits=Limits(), tiers=TierPolicy(), ranking=ranking
@@ -116,18 +125,24 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     # Identical text in one conversation is one memory, so an id may stand for several turns.
     ids: dict[int, list[str]] = defaultdict(list)
     started = time.perf_counter()
-    previous: dict[str, Any] | None = None
-    for m in memories:
-        same_session = previous is not None and (
-            previous["conversation_id"],
-            previous["session"],
-        ) == (m["conversation_id"], m["session"])
-        context = previous if args.context and same_session else None
-        previous = m
+
+    def neighbour(index: int, offset: int) -> dict[str, Any] | None:
+        if not 0 <= index + offset < len(memories):
+            return None
+        here, other = memories[index], memories[index + offset]
+        same = (other["conversation_id"], other["session"]) == (
+            here["conversation_id"],
+            here["session"],
+        )
+        return other if same else None
+
+    for index, m in enumerate(memories):
+        previous = neighbour(index, -1) if args.context >= 1 else None
+        following = neighbour(index, +1) if args.context >= 2 else None
         result = await loader.append(
             m["conversation_id"],
             Layer.EPISODIC,
-            render(m, args.text, args.caption, context),
+            render(m, args.text, args.caption, previous, following),
             metadata={"locomo_id": m["id"], "speaker": m["speaker"], "timestamp": m["timestamp"]},
             session_id=f"{m['conversation_id']}:S{m['session']}",
         )
@@ -187,9 +202,16 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--rrf-k", type=float, default=RankingPolicy().rrf_k)
     parser.add_argument(
         "--context",
+        type=int,
+        choices=[0, 1, 2],
+        default=0,
+        help="index each turn with 1: the turn it replies to, 2: and the reply to it",
+    )
+    parser.add_argument(
+        "--stopwords",
         action=argparse.BooleanOptionalAction,
-        default=False,
-        help="index each turn with the turn it replies to",
+        default=True,
+        help="drop function words from the keyword query",
     )
     parser.add_argument("--json", type=Path, help="write timings and metrics as JSON here")
     args = parser.parse_args(argv)

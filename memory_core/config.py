@@ -41,8 +41,14 @@ class RankingPolicy(BaseModel):
         168.0, gt=0, description="Age at which the recency signal has halved."
     )
     rrf_k: float = Field(60.0, gt=0, description="Reciprocal-rank fusion constant.")
+    keyword_stopwords: bool = Field(
+        True, description="Drop English function words from keyword queries (kept if alone)."
+    )
     keyword_weight: float = Field(1.0, ge=0, description="Weight of the BM25 list in fusion.")
     vector_weight: float = Field(1.0, ge=0, description="Weight of the vector list in fusion.")
+    min_similarity: float = Field(
+        0.2, ge=-1, le=1, description="Vector hits below this cosine similarity are dropped."
+    )
     duplicate_similarity: float = Field(
         0.95, gt=0, le=1, description="Cosine at or above which an append is a near-duplicate."
     )

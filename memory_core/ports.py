@@ -105,9 +105,9 @@ class MemoryRepository(Protocol):
         ...
 
     async def replace_with(
-        self, project: str, ids: Sequence[int], draft: MemoryDraft | None, now: datetime
-    ) -> Memory | None:
-        """Delete `ids` and add `draft` (if any) in one transaction; returns the new row."""
+        self, project: str, ids: Sequence[int], drafts: Sequence[MemoryDraft], now: datetime
+    ) -> list[Memory]:
+        """Delete `ids` and add `drafts` in one transaction; returns the new rows."""
         ...
 
     async def recalculate_tiers(self, cutoffs: TierCutoffs, project: str | None) -> int:

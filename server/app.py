@@ -12,7 +12,6 @@ import uvicorn
 from mcp.server import MCPServer
 
 from memory_core.embeddings import LazyEmbedder
-from memory_core.errors import MemoryCoreError
 from memory_core.ports import Clock
 from server import scheduler as maintenance_scheduler
 from server.app_context import AppContext
@@ -39,15 +38,12 @@ memstrata is your long-term memory, kept across conversations.
 
 
 async def _index_when_ready(container: Container) -> None:
-    """Wait for the model, then embed every memory written before it was ready."""
+    """Once the model has loaded (now, or at first use), embed rows that have no vector yet."""
     if container.embedder is None or container.indexer is None:
         return
-    try:
-        embedder = await container.embedder.wait()
-        await container.indexer.backfill(embedder)
-    except MemoryCoreError as exc:
-        # The server keeps serving keyword search; search results say semantic is unavailable.
-        log.error("vectors.backfill_failed", error=str(exc))
+    if await container.embedder.until_ready() is not None:
+        container.indexer.schedule_backfill()
+    # A failed load is logged by the loader; search keeps working by keyword and says so.
 
 
 def build_server(
@@ -59,9 +55,10 @@ def build_server(
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
         async with open_container(settings, clock, embedder=embedder) as container:
             backfill: asyncio.Task[None] | None = None
-            if container.embedder is not None and settings.embedding_preload:
-                # A thread loads the model; `initialize` and `tools/list` do not wait for it.
-                container.embedder.start()
+            if container.embedder is not None:
+                if settings.embedding_preload:
+                    # A thread loads the model; `initialize` and `tools/list` do not wait.
+                    container.embedder.start()
                 backfill = asyncio.create_task(_index_when_ready(container))
             scheduler = maintenance_scheduler.build_scheduler(container)
             if scheduler is not None:

@@ -191,7 +191,7 @@ class CompactOut(BaseModel):
     layer: Layer
     removed: int
     kept: int
-    summary_id: int | None
+    summary_ids: list[int] = Field(description="Summary entries written, one per 50 removed.")
 
 
 class ClearOut(BaseModel):

@@ -4,14 +4,92 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_TERMS", "to_fts5_query"]
+__all__ = ["MAX_TERMS", "STOPWORDS", "to_fts5_query"]
 
 MAX_TERMS = 32
 # Word runs as unicode61 sees them; everything else (quotes, operators, emoji) separates words.
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
+# English function words and question words. In an OR query each one matches most rows, so it
+# adds noise to BM25 without adding evidence ("When did Caroline go to the group?").
+STOPWORDS = frozenset(
+    [
+        "a",
+        "about",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "can",
+        "could",
+        "did",
+        "do",
+        "does",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "he",
+        "her",
+        "hers",
+        "him",
+        "his",
+        "how",
+        "i",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "me",
+        "my",
+        "of",
+        "on",
+        "or",
+        "our",
+        "she",
+        "so",
+        "than",
+        "that",
+        "the",
+        "their",
+        "them",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "those",
+        "to",
+        "was",
+        "we",
+        "were",
+        "what",
+        "when",
+        "where",
+        "which",
+        "who",
+        "whom",
+        "whose",
+        "why",
+        "will",
+        "with",
+        "would",
+        "you",
+        "your",
+    ]
+)
 
 
-def to_fts5_query(text: str, *, max_terms: int = MAX_TERMS) -> str | None:
+def to_fts5_query(
+    text: str, *, max_terms: int = MAX_TERMS, drop_stopwords: bool = False
+) -> str | None:
     """Quote every word of `text` and OR them together.
 
     OR (not FTS5's implicit AND) because a natural-language question rarely repeats every word
@@ -20,6 +98,7 @@ def to_fts5_query(text: str, *, max_terms: int = MAX_TERMS) -> str | None:
     Args:
         text: Anything a client sent.
         max_terms: Distinct words kept, in order of first appearance.
+        drop_stopwords: Leave out STOPWORDS, unless nothing else would be left.
 
     Returns:
         The MATCH expression, or None when the text holds no searchable word.
@@ -31,5 +110,9 @@ def to_fts5_query(text: str, *, max_terms: int = MAX_TERMS) -> str | None:
             break
     if not seen:
         return None
+    if drop_stopwords:
+        content = [word for word in seen if word not in STOPWORDS]
+        if content:
+            seen = dict.fromkeys(content)
     # A word run holds no double quote, so wrapping it in quotes makes a literal FTS5 string.
     return " OR ".join(f'"{word}"' for word in seen)

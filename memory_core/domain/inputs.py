@@ -40,6 +40,14 @@ def check_project(project: str) -> str:
     return project
 
 
+def _is_utf8(text: str) -> bool:
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def check_text(field: str, value: str, *, max_chars: int) -> str:
     """Non-blank text of at most `max_chars` characters, stripped of outer white space."""
     text = value.strip()
@@ -47,6 +55,8 @@ def check_text(field: str, value: str, *, max_chars: int) -> str:
         raise InvalidInputError(field, "must not be empty")
     if "\x00" in text:
         raise InvalidInputError(field, "must not contain NUL characters")
+    if not _is_utf8(text):
+        raise InvalidInputError(field, "must be valid Unicode text (no lone surrogates)")
     if len(text) > max_chars:
         raise InvalidInputError(field, f"must be at most {max_chars} characters (got {len(text)})")
     return text
@@ -78,7 +88,10 @@ def check_metadata(metadata: dict[str, JsonValue] | None, limits: Limits) -> dic
     """A JSON object within the size and nesting limits."""
     if metadata is None:
         return {}
-    size = len(json.dumps(metadata, ensure_ascii=False).encode())
+    encoded = json.dumps(metadata, ensure_ascii=False)
+    if not _is_utf8(encoded):
+        raise InvalidInputError("metadata", "must be valid Unicode text (no lone surrogates)")
+    size = len(encoded.encode())
     if size > limits.max_metadata_bytes:
         raise InvalidInputError(
             "metadata", f"must be at most {limits.max_metadata_bytes} bytes as JSON (got {size})"
@@ -104,8 +117,14 @@ def check_time_range(
     since: datetime | None, until: datetime | None
 ) -> tuple[datetime | None, datetime | None]:
     """Normalise both ends to UTC and require since < until when both are given."""
-    since = _utc(since) if since else None
-    until = _utc(until) if until else None
+    try:
+        since = _utc(since) if since else None
+    except OverflowError:
+        raise InvalidInputError("since", "is outside the supported date range") from None
+    try:
+        until = _utc(until) if until else None
+    except OverflowError:
+        raise InvalidInputError("until", "is outside the supported date range") from None
     if since and until and since >= until:
         raise InvalidInputError("until", "must be later than since")
     return since, until

@@ -15,6 +15,8 @@ __all__ = ["LazyEmbedder"]
 
 log = structlog.get_logger(__name__)
 
+_POLL_S = 0.02
+
 
 class LazyEmbedder:
     """Holds a factory and, once it has run in a background thread, its embedder.
@@ -62,6 +64,11 @@ class LazyEmbedder:
         finally:
             self._done.set()
 
+    async def until_ready(self) -> Embedder | None:
+        """Wait, without starting a load, until one has finished; None if it failed."""
+        await self._wait_done(None)
+        return self._embedder
+
     async def settle(self, max_wait: float) -> None:
         """Wait (bounded) for a load in progress to end, so the process can exit cleanly.
 
@@ -69,8 +76,18 @@ class LazyEmbedder:
         ("terminate called without an active exception") if the interpreter exits under a
         thread still building a session. Outcome: shutdown waits up to `max_wait` seconds.
         """
-        if self._started and not self._done.is_set():
-            await anyio.to_thread.run_sync(self._done.wait, max_wait)
+        if self._started:
+            await self._wait_done(max_wait)
+
+    async def _wait_done(self, max_wait: float | None) -> bool:
+        # Polling, not a thread blocked in Event.wait: a cancelled waiter (shutdown) must
+        # return at once, and anyio cannot abandon a thread that never wakes up.
+        deadline = None if max_wait is None else anyio.current_time() + max_wait
+        while not self._done.is_set():
+            if deadline is not None and anyio.current_time() >= deadline:
+                return False
+            await anyio.sleep(_POLL_S)
+        return True
 
     def current(self) -> Embedder | None:
         """The embedder if it is ready, else None (and loading is started)."""
@@ -84,7 +101,7 @@ class LazyEmbedder:
             EmbeddingUnavailableError: Loading failed or did not finish in `max_wait` seconds.
         """
         self.start()
-        finished = await anyio.to_thread.run_sync(self._done.wait, max_wait)
+        finished = await self._wait_done(max_wait)
         if self._embedder is not None:
             return self._embedder
         if not finished:

@@ -52,6 +52,7 @@ class Indexer:
     batch_size: int = BATCH_SIZE
     _pending: list[_Pending] = field(default_factory=list, init=False, repr=False)
     _drainer: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    _backfiller: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
 
     async def embed_query(self, text: str) -> npt.NDArray[np.float32] | None:
         """The query's vector, or None while the model is not ready."""
@@ -121,6 +122,23 @@ class Indexer:
                 if not future.done():
                     future.set_result(vector)
 
+    def schedule_backfill(self) -> None:
+        """Embed, in the background, every row still without a vector (if the model is ready).
+
+        Called when the model becomes ready, after compaction, and after an indexing failure,
+        so a row that missed its vector gets one without a restart or `reindex`.
+        """
+        embedder = self.source.current()
+        if embedder is None or (self._backfiller is not None and not self._backfiller.done()):
+            return
+        self._backfiller = asyncio.create_task(self._backfill_quietly(embedder))
+
+    async def _backfill_quietly(self, embedder: Embedder) -> None:
+        try:
+            await self.backfill(embedder)
+        except Exception:
+            log.exception("vectors.backfill_failed")
+
     async def backfill(
         self,
         embedder: Embedder,
@@ -132,10 +150,14 @@ class Indexer:
         done = 0
         indexed, missing = await self.vectors.vector_stats()
         total = missing
+        previous: list[int] = []
         while True:
             rows = await self.vectors.missing_vectors(limit=batch_size)
-            if not rows:
+            if not rows or [m.id for m in rows] == previous:
+                # The same rows again means each was rewritten while being embedded; the
+                # next backfill (after those writes settle) picks them up.
                 break
+            previous = [m.id for m in rows]
             await self.index(rows, embedder)
             done += len(rows)
             if progress is not None:

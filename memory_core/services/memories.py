@@ -12,7 +12,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 
 from memory_core.config import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.budget import fit_to_budget
-from memory_core.domain.compaction import summarize_entries
+from memory_core.domain.compaction import chunk_entries, summarize_entries
 from memory_core.domain.fts_query import to_fts5_query
 from memory_core.domain.inputs import (
     check_key,
@@ -115,11 +115,11 @@ class ContextItem(_Frozen):
 
 
 class CompactResult(_Frozen):
-    """What a compaction removed and the summary that replaced it (if any)."""
+    """What a compaction removed and the summaries that replaced it (one per 50 entries)."""
 
     removed: int
     kept: int
-    summary: Memory | None
+    summaries: list[Memory]
 
 
 class SearchRequest(_Frozen):
@@ -206,9 +206,7 @@ class MemoryService:
         outcome = await self.repo.add(draft, self.clock.now())
         near: NearDuplicate | None = None
         if self.indexer is not None and outcome.status in ("created", "updated"):
-            near = await self.indexer.index_new(
-                outcome.memory, duplicate_similarity=self.ranking.duplicate_similarity
-            )
+            near = await self._index_committed(outcome.memory)
         trimmed = 0
         if layer is Layer.WORKING and outcome.status == "created":
             trimmed = await self.repo.trim_session(
@@ -285,7 +283,7 @@ class MemoryService:
         if request.token_budget is not None and request.token_budget < 1:
             raise InvalidInputError("token_budget", "must be at least 1 when given")
         query_text = check_text("query", request.query, max_chars=self.limits.max_content_chars)
-        fts = to_fts5_query(query_text)
+        fts = to_fts5_query(query_text, drop_stopwords=self.ranking.keyword_stopwords)
         mode, notes = request.mode, []
         vector = None
         if mode is not SearchMode.KEYWORD:
@@ -330,6 +328,24 @@ class MemoryService:
         ]
         return SearchResult(hits=hits, mode=mode, omitted=omitted, notes=notes)
 
+    async def _index_committed(self, memory: Memory) -> NearDuplicate | None:
+        """Index a row that is already committed; a failure must not undo or hide the write.
+
+        Trigger: embedding or storing the vector fails (model error, storage contention).
+        Why: the row is stored; reporting the append as failed would be false and invite a
+        retry. Outcome: the failure is logged and a background backfill gives the row its
+        vector later; until then keyword search finds it.
+        """
+        assert self.indexer is not None
+        try:
+            return await self.indexer.index_new(
+                memory, duplicate_similarity=self.ranking.duplicate_similarity
+            )
+        except Exception:
+            log.exception("vectors.index_failed", memory_id=memory.id)
+            self.indexer.schedule_backfill()
+            return None
+
     def _keyword_fallback_note(self) -> str:
         if self.indexer is None:
             return "Semantic search is off (no embedding model configured); used keyword search."
@@ -357,6 +373,10 @@ class MemoryService:
         # Vector hits are ranked among those that pass the filters, like the keyword list.
         rank = 0
         for match in matches:
+            if 1.0 - match.distance < self.ranking.min_similarity:
+                # Nearest neighbours always exist; below the floor they are noise, and handing
+                # them out would mark unrelated memories as used.
+                continue
             known = candidates.get(match.id)
             memory = known.memory if known else rows.get(match.id)
             if memory is None:
@@ -433,38 +453,43 @@ class MemoryService:
     ) -> CompactResult:
         """Shrink a layer to its newest `keep_last` entries.
 
-        working/episodic: older entries are replaced by one "[Summary of N entries]" entry
-        (or just dropped when `summarize_older` is false). semantic: a no-op, since every key
+        working/episodic: older entries are replaced by "[Summary of N entries]" entries, one
+        per 50 (or just dropped when `summarize_older` is false). semantic: a no-op, since every key
         is current knowledge. procedural: the newest `keep_last` rules are kept.
         """
         project = check_project(project)
         if keep_last < 0:
             raise InvalidInputError("keep_last", f"must be 0 or more (got {keep_last})")
         if layer is Layer.SEMANTIC:
-            return CompactResult(removed=0, kept=0, summary=None)
+            return CompactResult(removed=0, kept=0, summaries=[])
         rows = await self.repo.list_layer(
             project, layer, check_session(session_id), newest_first=True
         )
         older = rows[keep_last:]
         if not older:
-            return CompactResult(removed=0, kept=len(rows), summary=None)
-        draft = None
+            return CompactResult(removed=0, kept=len(rows), summaries=[])
+        drafts: list[MemoryDraft] = []
         if summarize_older and layer in (Layer.WORKING, Layer.EPISODIC):
-            text = summarize_entries(older, max_chars=self.limits.max_content_chars)
-            draft = self._draft(
-                project,
-                layer,
-                text,
-                key=None,
-                metadata={
-                    "compacted_ids": [m.id for m in older],
-                    "covers_from": min(m.created_at for m in older).isoformat(),
-                    "covers_until": max(m.created_at for m in older).isoformat(),
-                },
-                session_id=session_id,
-            )
-        summary = await self.repo.replace_with(
-            project, [m.id for m in older], draft, self.clock.now()
+            for chunk in chunk_entries(older):
+                text = summarize_entries(chunk, max_chars=self.limits.max_content_chars)
+                drafts.append(
+                    self._draft(
+                        project,
+                        layer,
+                        text,
+                        key=None,
+                        metadata={
+                            "compacted_ids": [m.id for m in chunk],
+                            "covers_from": chunk[0].created_at.isoformat(),
+                            "covers_until": chunk[-1].created_at.isoformat(),
+                        },
+                        session_id=session_id,
+                    )
+                )
+        summaries = await self.repo.replace_with(
+            project, [m.id for m in older], drafts, self.clock.now()
         )
+        if summaries and self.indexer is not None:
+            self.indexer.schedule_backfill()  # summaries are new rows without vectors
         log.info("memories.compacted", layer=layer.value, removed=len(older))
-        return CompactResult(removed=len(older), kept=len(rows) - len(older), summary=summary)
+        return CompactResult(removed=len(older), kept=len(rows) - len(older), summaries=summaries)

@@ -32,11 +32,16 @@ CREATE INDEX idx_snapshots_session
 
 -- Identity rules, enforced here so that concurrent writers (several stdio processes) cannot
 -- race past them: a key is unique per (project, layer); unkeyed content is unique per
--- (project, layer) by hash, which is how an identical append returns the existing id.
+-- (project, layer) by hash, which is how an identical append returns the existing id. The
+-- working layer is per session (capped per session), so there the session is part of it.
 CREATE UNIQUE INDEX ux_snapshots_key
     ON context_snapshots (project, layer, key) WHERE key IS NOT NULL;
 CREATE UNIQUE INDEX ux_snapshots_content
-    ON context_snapshots (project, layer, content_hash) WHERE key IS NULL;
+    ON context_snapshots (
+        project, layer,
+        CASE WHEN layer = 'working' THEN coalesce(session_id, '') ELSE '' END,
+        content_hash
+    ) WHERE key IS NULL;
 
 CREATE VIRTUAL TABLE context_snapshots_fts USING fts5(
     content,

@@ -75,7 +75,9 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
         limit: Annotated[
             int | None,
             Field(
-                ge=1, description=("Delete at most this many (oldest first); omit for no limit.")
+                ge=1,
+                le=2**63 - 1,
+                description=("Delete at most this many (oldest first); omit for no limit."),
             ),
         ] = None,
         dry_run: Annotated[

@@ -40,7 +40,7 @@ Project = Annotated[
 ]
 TokenBudget = Annotated[
     int | None,
-    Field(ge=1, description="Cut the answer to about this many tokens of memory text."),
+    Field(ge=1, le=10**9, description="Cut the answer to about this many tokens of memory text."),
 ]
 Metadata = Annotated[
     dict[str, JsonValue] | None, Field(description="Optional JSON object stored with the memory.")
@@ -320,7 +320,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
             layer=Layer(layer),
             removed=result.removed,
             kept=result.kept,
-            summary_id=result.summary.id if result.summary else None,
+            summary_ids=[m.id for m in result.summaries],
         )
 
     @tool(mcp, title="Clear memories", annotations=_DESTROY)
@@ -349,7 +349,10 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
 
     @tool(mcp, title="Forget a memory", annotations=_DESTROY)
     async def forget(
-        id: Annotated[int, Field(description="The memory's id, as returned by other tools.")],
+        id: Annotated[
+            int,
+            Field(ge=1, le=2**63 - 1, description="The memory's id, as returned by other tools."),
+        ],
         ctx: Context[AppContext],
         project: Project = None,
     ) -> ForgetOut:

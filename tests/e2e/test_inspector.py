@@ -171,7 +171,7 @@ def test_inspector_calls_every_tool(inspector: Inspector, tool: str):  # noqa: C
             assert out["layer"] == "episodic"
             assert out["removed"] == 0
             assert out["kept"] >= 1
-            assert out["summary_id"] is None
+            assert out["summary_ids"] == []
         case "forget":
             out = inspector.call(tool, id=ids["doomed"])
             assert out["deleted"] is True

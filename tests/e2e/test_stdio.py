@@ -173,17 +173,18 @@ async def test_every_tool_end_to_end(db_path: Path, tmp_path: Path):
         assert compacted["layer"] == "working"
         assert compacted["removed"] == 2
         assert compacted["kept"] == 1
-        assert compacted["summary_id"] is not None
+        assert len(compacted["summary_ids"]) == 1
         working = ok(await client.call_tool("load_context", {"layer": "working"}))
         assert working["count"] == 2
         contents = {item["id"]: item["content"] for item in working["items"]}
-        assert contents[compacted["summary_id"]].startswith("[Summary of 2 entries]")
+        assert contents[compacted["summary_ids"][0]].startswith("[Summary of 2 entries]")
 
         # forget one memory; it is gone, and forgetting it twice is an error
         forgotten = ok(await client.call_tool("forget", {"id": event_id}))
         assert forgotten == {"id": event_id, "deleted": True, "content": event}
         gone = ok(await client.call_tool("search", {"query": "billing staging"}))
-        assert gone["count"] == 0
+        # Hybrid search may still return other, related memories; never the forgotten one.
+        assert event_id not in [hit["id"] for hit in gone["hits"]]
         assert f"No memory with id {event_id}" in error_text(
             await client.call_tool("forget", {"id": event_id})
         )

@@ -162,3 +162,34 @@ def test_unknown_embedding_model_is_a_configuration_error(
     with pytest.raises(SystemExit) as info:
         main(["stats"])
     assert info.value.code == 2 and "'none' or 'st:<model>'" in capsys.readouterr().err
+
+
+async def test_without_preload_the_model_loads_at_first_use_then_backfills(
+    settings: Settings, clock: FrozenClock
+) -> None:
+    fake = FakeEmbedder()
+    lazy = LazyEmbedder(lambda: fake, model_id=fake.model_id, dims=fake.dims)
+    lazy_settings = settings.model_copy(update={"embedding_preload": False})
+    async with hosted(lazy_settings, clock=clock, embedder=lazy)() as client:
+        await client.call_tool("append", {"layer": "episodic", "content": "first note"})
+        assert fake.calls == [] or lazy.ready  # nothing loaded the model eagerly
+        first = (await client.call_tool("search", {"query": "note"})).structured_content
+        assert first is not None
+        for _ in range(100):  # the first search started the load; the backfill follows
+            if any("first note" in c for c in fake.calls):
+                break
+            await asyncio.sleep(0.02)
+        later = (
+            await client.call_tool("search", {"query": "note", "mode": "semantic"})
+        ).structured_content
+        assert later is not None and later["mode"] == "semantic" and later["count"] == 1
+
+
+async def test_shutdown_does_not_wait_for_a_model_nobody_asked_for(
+    settings: Settings, clock: FrozenClock
+) -> None:
+    lazy = LazyEmbedder(FakeEmbedder, model_id="fake-bow-32", dims=32)
+    lazy_settings = settings.model_copy(update={"embedding_preload": False})
+    async with asyncio.timeout(5), hosted(lazy_settings, clock=clock, embedder=lazy)() as c:
+        await c.list_tools()
+    assert not lazy.ready

@@ -111,7 +111,7 @@ async def test_stats_recalculate_prune_compact_clear_forget(
     for i in range(3):
         await call(client, "append", layer="episodic", content=f"event {i}")
     compacted = await call(client, "compact", layer="episodic", keep_last=1)
-    assert compacted["removed"] == 2 and compacted["summary_id"]
+    assert compacted["removed"] == 2 and len(compacted["summary_ids"]) == 1
     gone = await call(client, "forget", id=keep["id"])
     assert gone == {"id": keep["id"], "deleted": True, "content": "fresh"}
     cleared = await call(client, "clear", confirm=True)

@@ -141,9 +141,9 @@ async def test_compact_summarises_older_entries(service: MemoryService, clock: F
         clock.advance(minutes=1)
     result = await service.compact("p", Layer.EPISODIC, keep_last=2)
     assert (result.removed, result.kept) == (3, 2)
-    assert result.summary is not None
-    assert result.summary.content.startswith("[Summary of 3 entries]")
-    assert len(result.summary.metadata["compacted_ids"]) == 3  # type: ignore[arg-type]
+    (summary,) = result.summaries
+    assert summary.content.startswith("[Summary of 3 entries]")
+    assert len(summary.metadata["compacted_ids"]) == 3  # type: ignore[arg-type]
     rows = await service.repo.list_layer("p", Layer.EPISODIC, None, newest_first=False)
     assert len(rows) == 3
 
@@ -156,7 +156,7 @@ async def test_compact_semantic_is_a_noop_and_procedural_keeps_newest(
     for i in range(3):
         await service.append("p", Layer.PROCEDURAL, f"do {i}", key=f"when {i}")
     result = await service.compact("p", Layer.PROCEDURAL, keep_last=1)
-    assert result.removed == 2 and result.summary is None
+    assert result.removed == 2 and result.summaries == []
     rules = await repo.list_layer("p", Layer.PROCEDURAL, None, newest_first=True)
     assert [r.content for r in rules] == ["do 2"]
 

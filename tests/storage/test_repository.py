@@ -192,14 +192,31 @@ async def test_stats_counts_live_tiers_and_layers(repo: MemoryRepository) -> Non
     assert await repo.projects() == ["p", "q"]
 
 
-async def test_replace_with_is_atomic(repo: MemoryRepository) -> None:
+async def test_replace_with_swaps_rows_atomically(repo: MemoryRepository) -> None:
     a = (await repo.add(draft("a"), T0)).memory
     b = (await repo.add(draft("b"), T0)).memory
-    summary = await repo.replace_with("p", [a.id, b.id], draft("[Summary of 2 entries]"), T0)
-    assert summary is not None
-    assert [m.id for m in await repo.list_layer("p", Layer.EPISODIC, None, newest_first=False)] == [
-        summary.id
-    ]
+    new = await repo.replace_with(
+        "p", [a.id, b.id], [draft("[Summary 1]"), draft("[Summary 2]")], T0
+    )
+    remaining = await repo.list_layer("p", Layer.EPISODIC, None, newest_first=False)
+    assert [m.id for m in remaining] == [m.id for m in new]
+    assert [m.content for m in remaining] == ["[Summary 1]", "[Summary 2]"]
+
+
+async def test_replace_with_rolls_back_the_deletes_on_failure(
+    repo: MemoryRepository, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from memory_core.storage.sqlite.repository import SqliteMemoryRepository
+
+    a = (await repo.add(draft("a"), T0)).memory
+
+    async def broken(*_: object) -> None:
+        raise RuntimeError("disk full")
+
+    monkeypatch.setattr(SqliteMemoryRepository, "_add_in_transaction", broken)
+    with pytest.raises(RuntimeError):
+        await repo.replace_with("p", [a.id], [draft("[Summary]")], T0)
+    assert await repo.get("p", a.id) is not None
 
 
 async def test_delete_layer_and_whole_project(repo: MemoryRepository) -> None:

@@ -54,3 +54,11 @@ def test_terms_are_capped_and_deduplicated() -> None:
     query = to_fts5_query(" ".join(f"w{i} w{i}" for i in range(100)))
     assert query is not None
     assert query.count(" OR ") == MAX_TERMS - 1
+
+
+def test_stopwords_are_dropped_unless_nothing_else_is_left() -> None:
+    assert to_fts5_query("When did Caroline go to the group?", drop_stopwords=True) == (
+        '"caroline" OR "go" OR "group"'
+    )
+    assert to_fts5_query("who is it", drop_stopwords=True) == '"who" OR "is" OR "it"'
+    assert to_fts5_query("who is it") == '"who" OR "is" OR "it"'

@@ -101,10 +101,17 @@ class SqliteMemoryRepository:
                 (draft.project, draft.layer.value, draft.key),
             )
         else:
+            # Mirrors ux_snapshots_content: working-layer rows are unique per session.
             existing = await self._session.one(
-                "SELECT * FROM context_snapshots WHERE project = ? AND layer = ?"
-                " AND content_hash = ? AND key IS NULL",
-                (draft.project, draft.layer.value, draft.content_hash),
+                "SELECT * FROM context_snapshots WHERE project = :project AND layer = :layer"
+                " AND content_hash = :hash AND key IS NULL AND (layer != 'working'"
+                " OR coalesce(session_id, '') = coalesce(:session, ''))",
+                {
+                    "project": draft.project,
+                    "layer": draft.layer.value,
+                    "hash": draft.content_hash,
+                    "session": draft.session_id,
+                },
             )
         if existing is None:
             params = {
@@ -126,11 +133,13 @@ class SqliteMemoryRepository:
         )
         if unchanged:
             # Restating a memory is evidence it still matters: refresh its reference time so
-            # it is not aged out, without counting it as a read.
+            # it is not aged out, without counting it as a read. A duplicate's new metadata
+            # keys are merged in rather than dropped.
+            merged = {**existing.metadata, **draft.metadata}
             refreshed = await self._session.one(
-                "UPDATE context_snapshots SET last_accessed = ?, memory_tier = 'ACTIVE'"
-                " WHERE id = ? RETURNING *",
-                (stamp, existing.id),
+                "UPDATE context_snapshots SET last_accessed = ?, memory_tier = 'ACTIVE',"
+                " metadata = ? WHERE id = ? RETURNING *",
+                (stamp, json.dumps(merged, ensure_ascii=False), existing.id),
             )
             assert refreshed is not None
             status = "unchanged" if draft.key is not None else "duplicate"
@@ -207,9 +216,9 @@ class SqliteMemoryRepository:
             return cur.rowcount
 
     async def replace_with(
-        self, project: str, ids: Sequence[int], draft: MemoryDraft | None, now: datetime
-    ) -> Memory | None:
-        """Delete `ids` and add `draft` atomically."""
+        self, project: str, ids: Sequence[int], drafts: Sequence[MemoryDraft], now: datetime
+    ) -> list[Memory]:
+        """Delete `ids` and add `drafts` atomically."""
         async with self._session.write("compact") as db:
             if ids:
                 await db.execute(
@@ -217,9 +226,7 @@ class SqliteMemoryRepository:
                     f" WHERE project = ? AND id IN ({_placeholders(ids)})",
                     (project, *ids),
                 )
-            if draft is None:
-                return None
-            return (await self._add_in_transaction(db, draft, now)).memory
+            return [(await self._add_in_transaction(db, d, now)).memory for d in drafts]
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -365,22 +372,18 @@ class SqliteMemoryRepository:
     async def stats(self, project: str, cutoffs: TierCutoffs) -> StoreStats:
         """Live tier and layer counts, sizes and dates."""
         params: dict[str, Any] = {**_cutoff_params(cutoffs), "project": project}
-        async with self._session.read("stats") as db:
-            await db.execute("BEGIN")  # one snapshot for both statements
-            try:
-                rows = await self._session.fetch(
-                    f"SELECT {_LIVE_TIER} AS tier, layer, count(*) AS n,"
-                    " sum(length(CAST(content AS BLOB))) AS bytes,"
-                    " min(created_at) AS oldest, max(created_at) AS newest,"
-                    f" sum(memory_tier IS NOT {_LIVE_TIER}) AS stale"
-                    " FROM context_snapshots WHERE project = :project GROUP BY tier, layer",
-                    params,
-                )
-                size = await self._session.fetch(
-                    "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
-                )
-            finally:
-                await db.execute("COMMIT")
+        async with self._session.snapshot("stats"):
+            rows = await self._session.fetch(
+                f"SELECT {_LIVE_TIER} AS tier, layer, count(*) AS n,"
+                " sum(length(CAST(content AS BLOB))) AS bytes,"
+                " min(created_at) AS oldest, max(created_at) AS newest,"
+                f" sum(memory_tier IS NOT {_LIVE_TIER}) AS stale"
+                " FROM context_snapshots WHERE project = :project GROUP BY tier, layer",
+                params,
+            )
+            size = await self._session.fetch(
+                "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
+            )
         by_tier = dict.fromkeys(Tier, 0)
         by_layer = dict.fromkeys(Layer, 0)
         oldest: str | None = None

@@ -15,7 +15,8 @@ def encode_time(value: datetime) -> str:
     """Fixed-width ISO-8601 UTC, so that comparing the text compares the instants."""
     if value.tzinfo is None:
         value = value.replace(tzinfo=UTC)
-    return value.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    # isoformat zero-pads the year to four digits (strftime's %Y does not below 1000).
+    return value.astimezone(UTC).replace(tzinfo=None).isoformat(timespec="microseconds") + "Z"
 
 
 def decode_time(value: str) -> datetime:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -50,20 +51,36 @@ class SqliteSession:
     @asynccontextmanager
     async def write(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:
         """Run statements in one IMMEDIATE transaction, rolled back on any exception."""
-        async with self._lock:
-            try:
-                await self.db.execute("BEGIN IMMEDIATE")
-                yield self.db
-                await self.db.execute("COMMIT")
-            except BaseException as exc:
-                # Shielded: a cancelled request must still roll back, or the shared connection
-                # would stay inside a half-done transaction for the next caller.
-                with anyio.CancelScope(shield=True):
-                    if self.db.in_transaction:
-                        await self.db.execute("ROLLBACK")
-                if isinstance(exc, DriverError):
-                    raise StorageError(operation) from exc
-                raise
+        async with self._lock, self._transaction("BEGIN IMMEDIATE", operation):
+            yield self.db
+
+    @asynccontextmanager
+    async def snapshot(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:
+        """Run reads in one deferred transaction, so they all see the same data."""
+        async with self._lock, self._transaction("BEGIN", operation):
+            yield self.db
+
+    @asynccontextmanager
+    async def _transaction(self, begin: str, operation: str) -> AsyncIterator[None]:
+        try:
+            await self.db.execute(begin)
+            yield
+            await self.db.execute("COMMIT")
+        except BaseException as exc:
+            await self._rollback()
+            if isinstance(exc, DriverError):
+                raise StorageError(operation) from exc
+            raise
+
+    async def _rollback(self) -> None:
+        # Trigger: an error or a cancellation anywhere in the transaction, even while BEGIN waits
+        # on another process's lock or COMMIT is in flight. Why: aiosqlite still runs a
+        # statement whose caller was cancelled, so `in_transaction` may not be true *yet*; the
+        # worker runs statements in order, so a ROLLBACK queued now runs after it. Outcome: the
+        # shared connection never keeps an orphan transaction (and its write lock); "no
+        # transaction is active" just means there was nothing to undo.
+        with anyio.CancelScope(shield=True), contextlib.suppress(DriverError):
+            await self.db.execute("ROLLBACK")
 
     async def fetch(self, sql: str, params: Params = ()) -> list[Any]:
         """All rows of a statement (call inside `read` or `write`)."""

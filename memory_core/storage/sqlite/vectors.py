@@ -24,6 +24,7 @@ Vector = npt.NDArray[np.float32]
 EXACT_SEARCH_MAX = 20_000
 COARSE_FACTOR = 20
 COARSE_MIN = 200
+KNN_MAX = 4096  # sqlite-vec refuses a larger k
 _COUNT_TTL_S = 30.0
 
 
@@ -128,19 +129,31 @@ class SqliteVectorIndex:
         return {str(r[0]): _vector(r[1]) for r in rows}
 
     async def put_vectors(self, items: Sequence[tuple[Memory, str, Vector]]) -> None:
-        """Store vectors (with the hash of the text embedded) of rows that still exist."""
-        if not items:
+        """Store vectors of rows whose text is still the text that was embedded.
+
+        Trigger: a row deleted or rewritten while its old text was being embedded (a backfill
+        racing an upsert, two upserts in one batch). Why: writing that vector would leave the
+        row searchable under words it no longer holds, and nothing would ever re-embed it.
+        Outcome: such items are skipped; a rewritten row keeps (or later gets) the vector of
+        its current text. The last item wins when one id appears twice.
+        """
+        latest = {m.id: (m, h, v) for m, h, v in items}
+        if not latest:
             return
         async with self._session.write("storing vectors") as db:
-            ids = [m.id for m, _, _ in items]
-            marks = ", ".join("?" for _ in ids)
-            alive = {
-                int(r[0])
+            marks = ", ".join("?" for _ in latest)
+            current = {
+                int(r[0]): (str(r[1]), r[2])
                 for r in await self._session.fetch(
-                    f"SELECT id FROM context_snapshots WHERE id IN ({marks})", ids
+                    f"SELECT id, content_hash, key FROM context_snapshots WHERE id IN ({marks})",
+                    list(latest),
                 )
             }
-            rows = [(m, h, _blob(v)) for m, h, v in items if m.id in alive]
+            rows = [
+                (m, h, _blob(v))
+                for m, h, v in latest.values()
+                if current.get(m.id) == (m.content_hash, m.key)
+            ]
             await db.executemany(
                 "DELETE FROM context_embeddings WHERE id = ?", [(m.id,) for m, _, _ in rows]
             )
@@ -175,7 +188,7 @@ class SqliteVectorIndex:
         self, project: str, vector: Vector, *, layer: Layer | None, limit: int
     ) -> list[VectorMatch]:
         """Nearest rows of one project: exact for small projects, coarse + rescore for large."""
-        params: dict[str, Any] = {"q": _blob(vector), "project": project, "k": limit}
+        params: dict[str, Any] = {"q": _blob(vector), "project": project, "k": min(limit, KNN_MAX)}
         layer_filter = ""
         if layer is not None:
             layer_filter = " AND layer = :layer"
@@ -188,7 +201,7 @@ class SqliteVectorIndex:
                     params,
                 )
             else:
-                params["coarse"] = max(limit * COARSE_FACTOR, COARSE_MIN)
+                params["coarse"] = min(max(limit * COARSE_FACTOR, COARSE_MIN), KNN_MAX)
                 rows = await self._session.fetch(
                     "WITH coarse AS (SELECT id FROM context_vectors_bit"
                     " WHERE embedding MATCH vec_quantize_binary(:q) AND k = :coarse"
