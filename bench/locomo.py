@@ -89,8 +89,10 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
 async def run(args: argparse.Namespace) -> dict[str, Any]:
     memories = read_jsonl(args.data / "memories.jsonl")
     queries = read_jsonl(args.data / "queries.jsonl")
-    workdir = Path(tempfile.mkdtemp(prefix="locomo-"))
-    db = await open_database(workdir / "locomo.db")
+    db_path = args.db or Path(tempfile.mkdtemp(prefix="locomo-")) / "locomo.db"
+    id_map = db_path.with_suffix(".ids.json")
+    reuse = args.db is not None and id_map.exists()
+    db = await open_database(db_path)
     await apply_migrations(db)
     session = SqliteSession(db)
     repo = SqliteMemoryRepository(session)
@@ -107,6 +109,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         vector_weight=args.vector_weight,
         rrf_k=args.rrf_k,
         keyword_stopwords=args.stopwords,
+        min_similarity=args.min_similarity,
+        fusion=args.fusion,
     )
     loader = MemoryService(
         repo=repo, clock=FixedClock(), limits=Limits(), tiers=TierPolicy(), ranking=ranking
@@ -125,32 +129,42 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     # Identical text in one conversation is one memory, so an id may stand for several turns.
     ids: dict[int, list[str]] = defaultdict(list)
     started = time.perf_counter()
+    if reuse:
+        # Tuning ranking flags only: the store of an earlier run with the same text options.
+        ids.update({int(k): v for k, v in json.loads(id_map.read_text()).items()})
+    else:
 
-    def neighbour(index: int, offset: int) -> dict[str, Any] | None:
-        if not 0 <= index + offset < len(memories):
-            return None
-        here, other = memories[index], memories[index + offset]
-        same = (other["conversation_id"], other["session"]) == (
-            here["conversation_id"],
-            here["session"],
-        )
-        return other if same else None
+        def neighbour(index: int, offset: int) -> dict[str, Any] | None:
+            if not 0 <= index + offset < len(memories):
+                return None
+            here, other = memories[index], memories[index + offset]
+            same = (other["conversation_id"], other["session"]) == (
+                here["conversation_id"],
+                here["session"],
+            )
+            return other if same else None
 
-    for index, m in enumerate(memories):
-        previous = neighbour(index, -1) if args.context >= 1 else None
-        following = neighbour(index, +1) if args.context >= 2 else None
-        result = await loader.append(
-            m["conversation_id"],
-            Layer.EPISODIC,
-            render(m, args.text, args.caption, previous, following),
-            metadata={"locomo_id": m["id"], "speaker": m["speaker"], "timestamp": m["timestamp"]},
-            session_id=f"{m['conversation_id']}:S{m['session']}",
-        )
-        ids[result.outcome.memory.id].append(m["id"])
-    if indexer is not None:
-        embedder = indexer.source.current()
-        assert embedder is not None
-        await indexer.backfill(embedder)
+        for index, m in enumerate(memories):
+            previous = neighbour(index, -1) if args.context >= 1 else None
+            following = neighbour(index, +1) if args.context >= 2 else None
+            result = await loader.append(
+                m["conversation_id"],
+                Layer.EPISODIC,
+                render(m, args.text, args.caption, previous, following),
+                metadata={
+                    "locomo_id": m["id"],
+                    "speaker": m["speaker"],
+                    "timestamp": m["timestamp"],
+                },
+                session_id=f"{m['conversation_id']}:S{m['session']}",
+            )
+            ids[result.outcome.memory.id].append(m["id"])
+        if indexer is not None:
+            embedder = indexer.source.current()
+            assert embedder is not None
+            await indexer.backfill(embedder)
+        if args.db is not None:
+            id_map.write_text(json.dumps(ids))
     index_seconds = time.perf_counter() - started
 
     latencies: list[float] = []
@@ -190,7 +204,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--out", type=Path, default=REPO / "bench" / "results" / "locomo.jsonl")
     parser.add_argument("--mode", choices=[m.value for m in SearchMode], default="hybrid")
     parser.add_argument("--model", default="all-MiniLM-L6-v2-int8", help="embedding model")
-    parser.add_argument("--text", choices=TEXT_FORMATS, default="speaker", help="indexed text")
+    parser.add_argument("--text", choices=TEXT_FORMATS, default="dated", help="indexed text")
     parser.add_argument(
         "--caption",
         action=argparse.BooleanOptionalAction,
@@ -204,14 +218,19 @@ def main(argv: list[str] | None = None) -> None:
         "--context",
         type=int,
         choices=[0, 1, 2],
-        default=0,
-        help="index each turn with 1: the turn it replies to, 2: and the reply to it",
+        default=1,
+        help="index each turn with 0: nothing else, 1: the turn it replies to, 2: and its reply",
     )
     parser.add_argument(
         "--stopwords",
         action=argparse.BooleanOptionalAction,
         default=True,
         help="drop function words from the keyword query",
+    )
+    parser.add_argument("--fusion", choices=["rrf", "convex"], default=RankingPolicy().fusion)
+    parser.add_argument("--min-similarity", type=float, default=RankingPolicy().min_similarity)
+    parser.add_argument(
+        "--db", type=Path, help="keep the store here and reuse it on the next run (tuning)"
     )
     parser.add_argument("--json", type=Path, help="write timings and metrics as JSON here")
     args = parser.parse_args(argv)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 __all__ = ["Limits", "RankingPolicy", "TierPolicy"]
@@ -40,11 +42,18 @@ class RankingPolicy(BaseModel):
     recency_half_life_hours: float = Field(
         168.0, gt=0, description="Age at which the recency signal has halved."
     )
-    rrf_k: float = Field(60.0, gt=0, description="Reciprocal-rank fusion constant.")
+    fusion: Literal["rrf", "convex"] = Field(
+        "rrf",
+        description="How hybrid search combines its lists: reciprocal-rank fusion, or a convex "
+        "combination of min-max normalised BM25 and cosine scores.",
+    )
+    # Tuned on LoCoMo dev only (docs/benchmarks.md): a small k trusts each list's top ranks,
+    # and BM25 over speaker- and date-stamped turns is the stronger of the two lists there.
+    rrf_k: float = Field(10.0, gt=0, description="Reciprocal-rank fusion constant.")
     keyword_stopwords: bool = Field(
         True, description="Drop English function words from keyword queries (kept if alone)."
     )
-    keyword_weight: float = Field(1.0, ge=0, description="Weight of the BM25 list in fusion.")
+    keyword_weight: float = Field(1.5, ge=0, description="Weight of the BM25 list in fusion.")
     vector_weight: float = Field(1.0, ge=0, description="Weight of the vector list in fusion.")
     min_similarity: float = Field(
         0.2, ge=-1, le=1, description="Vector hits below this cosine similarity are dropped."

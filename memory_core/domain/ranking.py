@@ -56,6 +56,31 @@ def fuse_ranks(
     return fused
 
 
+def _min_max(values: Sequence[float | None]) -> list[float]:
+    present = [v for v in values if v is not None]
+    if not present:
+        return [0.0] * len(values)
+    low, high = min(present), max(present)
+    return [
+        0.0 if v is None else (1.0 if high == low else (v - low) / (high - low)) for v in values
+    ]
+
+
+def _convex(candidates: Sequence[Candidate], policy: RankingPolicy) -> list[float]:
+    """Score as a * BM25 + (1 - a) * cosine, each min-max normalised over this candidate set.
+
+    A candidate missing from one list scores 0 there; `a` is the keyword weight's share.
+    """
+    keyword = _min_max([None if c.bm25 is None else -c.bm25 for c in candidates])
+    vector = _min_max(
+        [None if c.vector_distance is None else 1.0 - c.vector_distance for c in candidates]
+    )
+    total = policy.keyword_weight + policy.vector_weight
+    alpha = policy.keyword_weight / total if total > 0 else 0.5
+    # A small floor keeps every candidate's relevance positive, so ties still order by signals.
+    return [alpha * k + (1 - alpha) * v + 1e-6 for k, v in zip(keyword, vector, strict=True)]
+
+
 def _relevance(
     candidates: Sequence[Candidate], mode: SearchMode, policy: RankingPolicy
 ) -> list[float]:
@@ -67,6 +92,8 @@ def _relevance(
             max(1.0 - (c.vector_distance if c.vector_distance is not None else 1.0), 0.0)
             for c in candidates
         ]
+    elif policy.fusion == "convex":
+        raw = _convex(candidates, policy)
     else:
         fused = fuse_ranks(
             {

@@ -143,3 +143,26 @@ def test_semantic_relevance_is_similarity_relative_to_the_best() -> None:
         POLICY,
     )
     assert [h.signals.relevance for h in hits] == [1.0, 0.5]
+
+
+def test_convex_fusion_blends_normalised_scores() -> None:
+    policy = RankingPolicy(fusion="convex", keyword_weight=1.0, vector_weight=1.0)
+    hits = rank_candidates(
+        [
+            Candidate(memory=memory(1, timedelta(days=3)), bm25_rank=1, bm25=-4.0),
+            Candidate(memory=memory(2, timedelta(days=3)), vector_rank=1, vector_distance=0.1),
+            Candidate(
+                memory=memory(3, timedelta(days=3)),
+                bm25_rank=2,
+                bm25=-2.0,
+                vector_rank=2,
+                vector_distance=0.3,
+            ),
+        ],
+        SearchMode.HYBRID,
+        CUTS,
+        policy,
+    )
+    # Min-max puts 3 (worst in both lists) at 0 in each; 1 and 2 top one list each.
+    assert {h.memory.id for h in hits[:2]} == {1, 2}
+    assert hits[2].memory.id == 3
