@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import numpy.typing as npt
 
+from memory_core.domain.models import Layer, Memory, Tier
 from memory_core.embeddings import LazyEmbedder
 
 START = datetime(2026, 1, 15, 12, 0, 0, tzinfo=UTC)
@@ -64,3 +66,41 @@ def ready_fake() -> tuple[LazyEmbedder, FakeEmbedder]:
     lazy.start()
     assert lazy._done.wait(5)
     return lazy, fake
+
+
+def blocked_fake() -> tuple[LazyEmbedder, FakeEmbedder, threading.Event]:
+    """A LazyEmbedder whose model 'loads' only once the returned event is set."""
+    release = threading.Event()
+    fake = FakeEmbedder()
+
+    def load() -> FakeEmbedder:
+        release.wait(10)
+        return fake
+
+    return LazyEmbedder(load, model_id=fake.model_id, dims=fake.dims), fake, release
+
+
+def make_memory(
+    mid: int,
+    created_at: datetime,
+    *,
+    content: str | None = None,
+    layer: Layer = Layer.EPISODIC,
+) -> Memory:
+    """A stored-looking Memory for pure domain tests (no database)."""
+    return Memory(
+        id=mid,
+        project="p",
+        layer=layer,
+        key=None,
+        content=content if content is not None else f"m{mid}",
+        metadata={},
+        session_id=None,
+        created_at=created_at,
+        updated_at=created_at,
+        last_accessed=None,
+        access_count=0,
+        tier=Tier.ACTIVE,
+        content_hash=str(mid),
+        token_count=1,
+    )

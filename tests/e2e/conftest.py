@@ -16,24 +16,6 @@ from mcp.client.stdio import stdio_client
 
 PROJECT = "e2e"
 
-TOOL_NAMES = frozenset(
-    {
-        "append",
-        "search",
-        "learn",
-        "recall",
-        "load_context",
-        "compact",
-        "clear",
-        "forget",
-        "get_memory_stats",
-        "recalculate_memory_tiers",
-        "prune_expired_contexts",
-    }
-)
-READ_ONLY_TOOLS = frozenset({"search", "recall", "load_context", "get_memory_stats"})
-DESTRUCTIVE_TOOLS = frozenset({"forget", "clear", "prune_expired_contexts", "compact"})
-
 
 def memstrata_exe() -> Path:
     """The installed console script, next to the interpreter running the tests."""

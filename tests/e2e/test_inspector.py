@@ -14,7 +14,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import DESTRUCTIVE_TOOLS, READ_ONLY_TOOLS, TOOL_NAMES, memstrata_exe
+from tests.catalog import DESTRUCTIVE_TOOLS, READ_ONLY_TOOLS, TOOL_NAMES
+from tests.e2e.conftest import memstrata_exe
 
 pytestmark = pytest.mark.e2e
 

@@ -12,11 +12,9 @@ from typing import IO, Any
 
 import pytest
 
+from tests.catalog import DESTRUCTIVE_TOOLS, READ_ONLY_TOOLS, TOOL_NAMES
 from tests.e2e.conftest import (
-    DESTRUCTIVE_TOOLS,
     PROJECT,
-    READ_ONLY_TOOLS,
-    TOOL_NAMES,
     error_text,
     memstrata_exe,
     ok,

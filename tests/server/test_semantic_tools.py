@@ -2,7 +2,6 @@
 
 import asyncio
 import json
-import threading
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -18,7 +17,7 @@ from server.app import build_server
 from server.cli import main
 from server.container import open_container
 from server.settings import ScheduleSettings, Settings
-from tests.fakes import FakeEmbedder, FrozenClock
+from tests.fakes import FakeEmbedder, FrozenClock, blocked_fake
 
 
 def hosted(settings: Settings, **kw: Any) -> Callable[[], Any]:
@@ -48,14 +47,7 @@ def hosted(settings: Settings, **kw: Any) -> Callable[[], Any]:
 async def test_tools_answer_while_the_model_loads_and_backfill_follows(
     settings: Settings, clock: FrozenClock
 ) -> None:
-    release = threading.Event()
-    fake = FakeEmbedder()
-
-    def slow_factory() -> FakeEmbedder:
-        release.wait(10)
-        return fake
-
-    lazy = LazyEmbedder(slow_factory, model_id=fake.model_id, dims=fake.dims)
+    lazy, fake, release = blocked_fake()
     async with hosted(settings, clock=clock, embedder=lazy)() as client:
         assert len((await client.list_tools()).tools) == 11
         await client.call_tool("append", {"layer": "episodic", "content": "before the model"})

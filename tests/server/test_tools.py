@@ -9,21 +9,8 @@ from memory_core.config import Limits
 from memory_core.errors import StorageError
 from memory_core.services.memories import MemoryService
 from server.settings import Settings
+from tests.catalog import DESTRUCTIVE_TOOLS, READ_ONLY_TOOLS, TOOL_NAMES
 from tests.fakes import FrozenClock
-
-TOOLS = {
-    "append",
-    "search",
-    "learn",
-    "recall",
-    "load_context",
-    "compact",
-    "clear",
-    "forget",
-    "get_memory_stats",
-    "recalculate_memory_tiers",
-    "prune_expired_contexts",
-}
 
 
 async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
@@ -44,14 +31,14 @@ async def error(client: Client, tool: str, **args: Any) -> str:
 
 async def test_tools_are_listed_with_schemas_and_hints(client: Client) -> None:
     tools = {t.name: t for t in (await client.list_tools()).tools}
-    assert set(tools) == TOOLS
+    assert set(tools) == TOOL_NAMES
     for t in tools.values():
         assert t.description and t.title and t.output_schema and t.annotations
         assert t.annotations.open_world_hint is False
         assert "project" in t.input_schema["properties"]
-    for name in ("search", "recall", "load_context", "get_memory_stats"):
+    for name in READ_ONLY_TOOLS:
         assert tools[name].annotations.read_only_hint is True  # type: ignore[union-attr]
-    for name in ("forget", "clear", "prune_expired_contexts", "compact"):
+    for name in DESTRUCTIVE_TOOLS:
         assert tools[name].annotations.destructive_hint is True  # type: ignore[union-attr]
     layer = tools["append"].input_schema["properties"]["layer"]
     assert layer["enum"] == ["working", "episodic", "semantic", "procedural"]

@@ -1,7 +1,5 @@
 """Search by meaning through the service, with the deterministic fake embedder."""
 
-import threading
-
 import aiosqlite
 import pytest
 
@@ -12,7 +10,7 @@ from memory_core.ports import MemoryRepository
 from memory_core.services.indexing import Indexer
 from memory_core.services.memories import MemoryService, SearchRequest
 from memory_core.storage.sqlite import SqliteSession, SqliteVectorIndex
-from tests.fakes import FakeEmbedder, FrozenClock, ready_fake
+from tests.fakes import FakeEmbedder, FrozenClock, blocked_fake, ready_fake
 
 
 async def make_service(
@@ -97,14 +95,7 @@ async def test_token_budget_cuts_and_counts(semantic: tuple[MemoryService, FakeE
 async def test_search_before_the_model_is_ready_uses_keywords(
     db: aiosqlite.Connection, repo: MemoryRepository, clock: FrozenClock
 ) -> None:
-    release = threading.Event()
-    fake = FakeEmbedder()
-
-    def slow_factory() -> FakeEmbedder:
-        release.wait(10)
-        return fake
-
-    lazy = LazyEmbedder(slow_factory, model_id=fake.model_id, dims=fake.dims)
+    lazy, _, release = blocked_fake()
     service = await make_service(db, repo, clock, lazy)
     stored = await service.append("p", Layer.EPISODIC, "written while loading")
     assert stored.near_duplicate is None

@@ -4,9 +4,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory_core.config import RankingPolicy, TierPolicy
-from memory_core.domain.models import Layer, Memory, SearchMode, Tier
+from memory_core.domain.models import Memory, SearchMode, Tier
 from memory_core.domain.ranking import Candidate, fuse_ranks, rank_candidates, recency_signal
 from memory_core.domain.tiers import tier_cutoffs
+from tests.fakes import make_memory
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 CUTS = tier_cutoffs(NOW, TierPolicy())
@@ -24,23 +25,7 @@ def rank_keyword(candidates: list[Candidate], cuts: object, policy: RankingPolic
 
 
 def memory(mid: int, age: timedelta) -> Memory:
-    at = NOW - age
-    return Memory(
-        id=mid,
-        project="p",
-        layer=Layer.EPISODIC,
-        key=None,
-        content=f"m{mid}",
-        metadata={},
-        session_id=None,
-        created_at=at,
-        updated_at=at,
-        last_accessed=None,
-        access_count=0,
-        tier=Tier.ACTIVE,
-        content_hash=str(mid),
-        token_count=1,
-    )
+    return make_memory(mid, NOW - age)
 
 
 def test_relevance_is_normalised_to_best_match() -> None:

@@ -5,28 +5,13 @@ from memory_core.domain.health import assess_health
 from memory_core.domain.models import Layer, Memory, StoreStats, Tier
 from memory_core.domain.rules import rule_applies
 from memory_core.domain.tokens import estimate_tokens
+from tests.fakes import make_memory
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 def entry(mid: int, text: str) -> Memory:
-    at = T0 + timedelta(minutes=mid)
-    return Memory(
-        id=mid,
-        project="p",
-        layer=Layer.WORKING,
-        key=None,
-        content=text,
-        metadata={},
-        session_id=None,
-        created_at=at,
-        updated_at=at,
-        last_accessed=None,
-        access_count=0,
-        tier=Tier.ACTIVE,
-        content_hash=str(mid),
-        token_count=1,
-    )
+    return make_memory(mid, T0 + timedelta(minutes=mid), content=text, layer=Layer.WORKING)
 
 
 def test_summary_lists_entries_oldest_first_and_fits_the_limit() -> None:
