@@ -267,7 +267,7 @@ class MemoryService:
         )
 
     async def search(self, request: SearchRequest) -> SearchResult:
-        """Hybrid search: BM25 and vector candidates fused by rank, then tier and recency.
+        """Hybrid search: BM25 and vector candidates fused, then tier and recency signals.
 
         Trigger: the embedding model is not loaded yet (or is "none"). Why: a search must never
         wait for it. Outcome: keyword search only, and a note in the result says so.
