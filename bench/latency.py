@@ -25,25 +25,15 @@ import statistics
 import sys
 import tempfile
 import time
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import structlog
 from mcp import Client, StdioServerParameters
 
-from memory_core.config import Limits, RankingPolicy, TierPolicy
+from bench.store import open_bench_store
 from memory_core.domain.models import Layer, SearchMode
-from memory_core.embeddings import LazyEmbedder, load_embedder, parse_embedding_model
-from memory_core.services.indexing import Indexer
-from memory_core.services.memories import MemoryService, SearchRequest
-from memory_core.storage.sqlite import (
-    SqliteMemoryRepository,
-    SqliteSession,
-    SqliteVectorIndex,
-    apply_migrations,
-    open_database,
-)
+from memory_core.services.memories import SearchRequest
 
 WORDS = [
     "the",
@@ -113,11 +103,6 @@ WORDS = [
 ]
 
 
-class FixedClock:
-    def now(self) -> datetime:
-        return datetime(2026, 1, 1, tzinfo=UTC)
-
-
 def sentence(rng: random.Random) -> str:
     return " ".join(rng.choice(WORDS) for _ in range(rng.randint(6, 30))).capitalize() + "."
 
@@ -158,27 +143,8 @@ async def stdio_figures(repeats: int) -> dict[str, Any]:
 
 async def store_figures(size: int, embed: bool, rng: random.Random) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="bench-store-"))
-    db = await open_database(workdir / "m.db")
-    await apply_migrations(db)
-    session = SqliteSession(db)
-    repo = SqliteMemoryRepository(session)
-    indexer = None
-    lazy = None
-    if embed:
-        spec = parse_embedding_model("default")
-        lazy = LazyEmbedder(lambda: load_embedder(spec), model_id=spec.model_id, dims=spec.dims)
-        await lazy.wait()
-        vectors = SqliteVectorIndex(session)
-        await vectors.ensure_model(spec.model_id, spec.dims)
-        indexer = Indexer(vectors=vectors, source=lazy)
-    service = MemoryService(
-        repo=repo,
-        clock=FixedClock(),
-        limits=Limits(),
-        tiers=TierPolicy(),
-        ranking=RankingPolicy(),
-        indexer=indexer,
-    )
+    store = await open_bench_store(workdir / "m.db", model="default" if embed else "none")
+    service, lazy = store.service, store.embedder
     texts = [f"{i} {sentence(rng)}" for i in range(size)]
     started = time.perf_counter()
     if embed:
@@ -220,7 +186,7 @@ async def store_figures(size: int, embed: bool, rng: random.Random) -> dict[str,
         await service.load_context("p", limit=10)
         samples.append((time.perf_counter() - tick) * 1000)
     out["load_context_ms"] = summary(samples)
-    await db.close()
+    await store.db.close()
     out["db_bytes_per_1k"] = round(dir_bytes(workdir) / size * 1000)
     return out
 

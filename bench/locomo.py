@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import logging
 import statistics
@@ -25,37 +26,21 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from datetime import UTC, datetime
+from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import structlog
 
-from memory_core.config import Limits, RankingPolicy, TierPolicy
+from bench.store import open_bench_store
+from memory_core.config import RankingPolicy
 from memory_core.domain.models import Layer, SearchMode
-from memory_core.embeddings import LazyEmbedder, load_embedder, parse_embedding_model
-from memory_core.services.indexing import Indexer
-from memory_core.services.memories import MemoryService, SearchRequest
-from memory_core.storage.sqlite import (
-    SqliteMemoryRepository,
-    SqliteSession,
-    SqliteVectorIndex,
-    apply_migrations,
-    open_database,
-)
+from memory_core.services.memories import SearchRequest
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED = REPO.parent / "shared" / "bench"
 DEFAULT_DATA = SHARED / "locomo_dev"
-FIXED_NOW = datetime(2026, 1, 1, tzinfo=UTC)
 TEXT_FORMATS = ("plain", "speaker", "dated")
-
-
-class FixedClock:
-    """Every read and write happens at the same instant (see the module docstring)."""
-
-    def now(self) -> datetime:
-        return FIXED_NOW
 
 
 def render(
@@ -92,18 +77,6 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     db_path = args.db or Path(tempfile.mkdtemp(prefix="locomo-")) / "locomo.db"
     id_map = db_path.with_suffix(".ids.json")
     reuse = args.db is not None and id_map.exists()
-    db = await open_database(db_path)
-    await apply_migrations(db)
-    session = SqliteSession(db)
-    repo = SqliteMemoryRepository(session)
-    indexer = None
-    spec = parse_embedding_model(args.model)
-    if spec.kind != "none":
-        lazy = LazyEmbedder(lambda: load_embedder(spec), model_id=spec.model_id, dims=spec.dims)
-        await lazy.wait()
-        vectors = SqliteVectorIndex(session)
-        await vectors.ensure_model(spec.model_id, spec.dims)
-        indexer = Indexer(vectors=vectors, source=lazy)
     ranking = RankingPolicy(
         keyword_weight=args.keyword_weight,
         vector_weight=args.vector_weight,
@@ -112,17 +85,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         min_similarity=args.min_similarity,
         fusion=args.fusion,
     )
-    loader = MemoryService(
-        repo=repo, clock=FixedClock(), limits=Limits(), tiers=TierPolicy(), ranking=ranking
-    )
-    service = MemoryService(
-        repo=repo,
-        clock=FixedClock(),
-        limits=Limits(),
-        tiers=TierPolicy(),
-        ranking=ranking,
-        indexer=indexer,
-    )
+    store = await open_bench_store(db_path, model=args.model, ranking=ranking)
+    service = store.service
+    indexer = service.indexer
+    # Appends skip inline embedding; the backfill below embeds them in batches.
+    loader = dataclasses.replace(service, indexer=None)
 
     # Index: every turn through the append path, then the vectors through the batched backfill
     # (the path a server takes for rows written while its model loads, and `reindex`).
@@ -184,7 +151,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             latencies.append((time.perf_counter() - t) * 1000)
             ranked = [lid for h in found.hits for lid in ids[h.memory.id]]
             fh.write(json.dumps({"qid": q["qid"], "ranked_ids": ranked[:100]}) + "\n")
-    await db.close()
+    await store.db.close()
     latencies.sort()
     return {
         "memories": len(memories),
