@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import queue
 import subprocess
@@ -280,6 +281,30 @@ class _Lines:
         while (line := self._queue.get_nowait()) is not None:
             lines.append(line)
         return lines
+
+
+async def test_the_default_model_finds_a_paraphrase_that_shares_no_word(
+    db_path: Path, tmp_path: Path
+):
+    async with stdio_server(db_path, tmp_path / "server.log") as client:
+        for text in (
+            "Book a flight to Tokyo next week.",
+            "The release is blocked by a database bug.",
+            "Quarterly budget review meeting on Monday.",
+        ):
+            ok(await client.call_tool("append", {"layer": "episodic", "content": text}))
+        query = {"query": "reserve plane tickets for Japan"}
+        result: dict[str, Any] = {}
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:  # the model loads in the background
+            result = ok(await client.call_tool("search", query))
+            if result["mode"] == "hybrid":
+                break
+            await asyncio.sleep(0.2)
+    assert result["mode"] == "hybrid", result["notes"]
+    top = result["hits"][0]
+    assert top["content"] == "Book a flight to Tokyo next week."
+    assert top["signals"]["bm25_rank"] is None and top["signals"]["vector_rank"] == 1
 
 
 def _request(id_: int, method: str, params: dict[str, Any]) -> dict[str, Any]:
