@@ -11,80 +11,13 @@ MAX_TERMS = 32
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # English function words and question words. In an OR query each one matches most rows, so it
 # adds noise to BM25 without adding evidence ("When did Caroline go to the group?").
-STOPWORDS = frozenset(
-    [
-        "a",
-        "about",
-        "an",
-        "and",
-        "are",
-        "as",
-        "at",
-        "be",
-        "been",
-        "but",
-        "by",
-        "can",
-        "could",
-        "did",
-        "do",
-        "does",
-        "for",
-        "from",
-        "had",
-        "has",
-        "have",
-        "he",
-        "her",
-        "hers",
-        "him",
-        "his",
-        "how",
-        "i",
-        "if",
-        "in",
-        "into",
-        "is",
-        "it",
-        "its",
-        "me",
-        "my",
-        "of",
-        "on",
-        "or",
-        "our",
-        "she",
-        "so",
-        "than",
-        "that",
-        "the",
-        "their",
-        "them",
-        "then",
-        "there",
-        "these",
-        "they",
-        "this",
-        "those",
-        "to",
-        "was",
-        "we",
-        "were",
-        "what",
-        "when",
-        "where",
-        "which",
-        "who",
-        "whom",
-        "whose",
-        "why",
-        "will",
-        "with",
-        "would",
-        "you",
-        "your",
-    ]
+_STOPWORD_TEXT = (
+    "a about an and are as at be been but by can could did do does for from had has have he "
+    "her hers him his how i if in into is it its me my of on or our she so than that the "
+    "their them then there these they this those to was we were what when where which who "
+    "whom whose why will with would you your"
 )
+STOPWORDS = frozenset(_STOPWORD_TEXT.split())
 
 
 def to_fts5_query(
