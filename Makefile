@@ -40,6 +40,7 @@ lint: dev
 	$(BIN)/lint-imports
 	$(BIN)/hadolint Dockerfile
 	$(BIN)/python docs/gen_tools.py --check
+	$(BIN)/python docs/gen_config.py --check
 
 typecheck: dev
 	$(BIN)/mypy

@@ -34,10 +34,10 @@ class RankingPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    active_boost: float = 0.3
-    recent_boost: float = 0.1
-    archived_boost: float = 0.0
-    expired_boost: float = -0.2
+    active_boost: float = Field(0.3, description="Added to the score of an ACTIVE memory.")
+    recent_boost: float = Field(0.1, description="Added to the score of a RECENT memory.")
+    archived_boost: float = Field(0.0, description="Added to the score of an ARCHIVED memory.")
+    expired_boost: float = Field(-0.2, description="Added to the score of an EXPIRED memory.")
     recency_weight: float = Field(0.1, ge=0, description="Weight of the recency signal in [0, 1].")
     recency_half_life_hours: float = Field(
         168.0, gt=0, description="Age at which the recency signal has halved."

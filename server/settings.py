@@ -82,7 +82,9 @@ class Settings(BaseSettings):
     )
     http_host: str = Field("127.0.0.1", description="Interface `serve --http` binds to.")
     http_port: int = Field(8765, ge=1, le=65535, description="Port `serve --http` listens on.")
-    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = "INFO"
+    log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
+        "INFO", description="Least severe log level written (to stderr)."
+    )
     log_format: Literal["json", "console"] = Field(
         "json", description="JSON lines (default) or human-readable console lines, on stderr."
     )
