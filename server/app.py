@@ -74,6 +74,8 @@ def build_server(
                     backfill.cancel()
                     with contextlib.suppress(asyncio.CancelledError):
                         await backfill
+                if container.indexer is not None:
+                    await container.indexer.aclose()  # before the database closes
                 if container.embedder is not None:
                     await container.embedder.settle(max_wait=10)
 

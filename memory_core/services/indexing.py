@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
@@ -13,6 +14,7 @@ import structlog
 
 from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import Memory, VectorMatch
+from memory_core.errors import EmbeddingUnavailableError
 from memory_core.ports import Embedder, EmbedderSource, VectorIndex
 
 __all__ = ["Indexer", "NearDuplicate", "embedding_text"]
@@ -132,6 +134,18 @@ class Indexer:
         if embedder is None or (self._backfiller is not None and not self._backfiller.done()):
             return
         self._backfiller = asyncio.create_task(self._backfill_quietly(embedder))
+
+    async def aclose(self) -> None:
+        """Stop background work (before the store closes); pending appends get an error."""
+        for task in (self._backfiller, self._drainer):
+            if task is not None and not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        for _, future in self._pending:
+            if not future.done():
+                future.set_exception(EmbeddingUnavailableError("the server is shutting down"))
+        self._pending.clear()
 
     async def _backfill_quietly(self, embedder: Embedder) -> None:
         try:

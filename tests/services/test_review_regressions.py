@@ -187,3 +187,24 @@ async def test_a_cancelled_write_waiting_for_the_lock_leaves_no_transaction(
         await other.close()
     # The connection holds no orphan transaction: the next write works.
     assert (await service.learn("p", "k", "v2")).status == "created"
+
+
+async def test_closing_the_indexer_stops_a_running_backfill(
+    semantic: tuple[MemoryService, FakeEmbedder, SqliteVectorIndex],
+) -> None:
+    service, _, _ = semantic
+    assert service.indexer is not None
+    loader = MemoryService(
+        repo=service.repo,
+        clock=service.clock,
+        limits=service.limits,
+        tiers=service.tiers,
+        ranking=service.ranking,
+    )
+    for i in range(300):
+        await loader.append("p", Layer.EPISODIC, f"row {i}")
+    service.indexer.schedule_backfill()
+    task = service.indexer._backfiller
+    assert task is not None and not task.done()
+    await service.indexer.aclose()
+    assert task.done()
