@@ -13,6 +13,7 @@ from mcp.server import MCPServer
 
 from memory_core.embeddings import LazyEmbedder
 from memory_core.ports import Clock
+from server import prompts, resources
 from server import scheduler as maintenance_scheduler
 from server.app_context import AppContext
 from server.container import Container, open_container
@@ -88,6 +89,8 @@ def build_server(
     )
     memories.register(mcp, settings)
     admin.register(mcp, settings)
+    resources.register(mcp, settings)
+    prompts.register(mcp, settings)
     return mcp
 
 

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 import structlog
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError, ToolError
 
 from memory_core.errors import (
     ConfirmationRequiredError,
@@ -21,7 +21,7 @@ from memory_core.errors import (
     StorageError,
 )
 
-__all__ = ["MAPPED_ERRORS", "domain_errors_as_tool_errors"]
+__all__ = ["MAPPED_ERRORS", "domain_errors_as_resource_errors", "domain_errors_as_tool_errors"]
 
 log = structlog.get_logger(__name__)
 
@@ -71,6 +71,23 @@ def _message(tool: str, exc: MemoryCoreError) -> str:
             )
         case _:
             return f"`{tool}` failed: {type(exc).__name__}. Stop and tell the user."
+
+
+@contextmanager
+def domain_errors_as_resource_errors(uri: str) -> Iterator[None]:
+    """The resource twin of `domain_errors_as_tool_errors` (same wording, resource errors)."""
+    with structlog.contextvars.bound_contextvars(resource=uri):
+        try:
+            yield
+        except MemoryNotFoundError as exc:
+            raise ResourceNotFoundError(_message("read", exc)) from exc
+        except MemoryCoreError as exc:
+            raise ResourceError(_message("read", exc)) from exc
+        except Exception as exc:
+            log.exception("resource.failed")
+            raise ResourceError(
+                f"Internal error reading {uri}; details are in the server log."
+            ) from exc
 
 
 @contextmanager

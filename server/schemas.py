@@ -9,6 +9,8 @@ from pydantic import BaseModel, Field, JsonValue
 
 from memory_core.domain.health import HealthNote
 from memory_core.domain.models import Layer, Memory, RankSignals, Tier
+from memory_core.services.maintenance import StatsReport
+from memory_core.services.memories import ContextResult
 
 __all__ = [
     "AppendOut",
@@ -153,6 +155,19 @@ class ContextOut(BaseModel):
     omitted: int = Field(0, description="Memories left out to fit `token_budget`.")
     items: list[ContextItemOut]
 
+    @classmethod
+    def of(cls, project: str, result: ContextResult) -> ContextOut:
+        """Project a load_context result onto the wire shape."""
+        return cls(
+            project=project,
+            count=len(result.items),
+            omitted=result.omitted,
+            items=[
+                ContextItemOut(**MemoryOut.of(i.memory).model_dump(), tier_before=i.tier_before)
+                for i in result.items
+            ],
+        )
+
 
 class StatsOut(BaseModel):
     """Result of `get_memory_stats`."""
@@ -167,6 +182,11 @@ class StatsOut(BaseModel):
     newest: datetime | None
     stale_tiers: int = Field(description="Rows whose stored tier is out of date.")
     health: list[HealthNote]
+
+    @classmethod
+    def of(cls, report: StatsReport) -> StatsOut:
+        """Project a stats report onto the wire shape."""
+        return cls(**report.stats.model_dump(), health=report.health)
 
 
 class RecalculateOut(BaseModel):

@@ -66,6 +66,7 @@ _CANDIDATES_PER_HIT = 4
 _MIN_CANDIDATES = 50
 _MAX_CANDIDATES = 400
 _RULES_PER_RECALL = 5
+_MAX_ID = 2**63
 
 
 class _Frozen(BaseModel):
@@ -415,6 +416,20 @@ class MemoryService:
         handed = await self.repo.hand_out(project, [m.id for m in rows], now)
         items = [ContextItem(memory=m, tier_before=before[m.id]) for m in handed]
         return ContextResult(items=items, omitted=omitted)
+
+    async def read(self, project: str, memory_id: int) -> Memory:
+        """One memory by id, handed out (marked as used).
+
+        Raises:
+            MemoryNotFoundError: No such id in this project.
+        """
+        project = check_project(project)
+        found = []
+        if 0 < memory_id < _MAX_ID:  # larger numbers cannot be ids (SQLite integers)
+            found = await self.repo.hand_out(project, [memory_id], self.clock.now())
+        if not found:
+            raise MemoryNotFoundError(memory_id, project)
+        return found[0]
 
     async def forget(self, project: str, memory_id: int) -> Memory:
         """Delete one memory by id and return what it held.

@@ -37,7 +37,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             report = await maintenance.memory_stats(
                 app.repo, app.clock, app.settings.tiers, app.project(project)
             )
-        return StatsOut(**report.stats.model_dump(), health=report.health)
+        return StatsOut.of(report)
 
     @tool(
         mcp,

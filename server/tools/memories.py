@@ -18,7 +18,6 @@ from server.schemas import (
     AppendOut,
     ClearOut,
     CompactOut,
-    ContextItemOut,
     ContextOut,
     ForgetOut,
     LearnOut,
@@ -264,15 +263,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
             result = await app.memories.load_context(
                 name, layer=Layer(layer) if layer else None, limit=limit, token_budget=token_budget
             )
-        return ContextOut(
-            project=name,
-            count=len(result.items),
-            omitted=result.omitted,
-            items=[
-                ContextItemOut(**MemoryOut.of(i.memory).model_dump(), tier_before=i.tier_before)
-                for i in result.items
-            ],
-        )
+        return ContextOut.of(name, result)
 
     @tool(
         mcp,

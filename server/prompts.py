@@ -1,0 +1,39 @@
+"""MCP prompts: reusable starts for working with the memory."""
+
+from mcp.server import MCPServer
+
+from server.app_context import AppContext
+from server.settings import Settings
+
+__all__ = ["register"]
+
+
+def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
+    """Register the two prompts, defaulting to the configured project."""
+    default = settings.project
+
+    @mcp.prompt(name="start_task_with_memory", title="Start a task with memory")
+    def start_task_with_memory(task: str, project: str = "") -> str:
+        """Pick up relevant memories before starting a task."""
+        scope = project or default
+        return (
+            f"Before you start, use the memstrata memory (project {scope!r}):\n"
+            f"1. Call `load_context` with project={scope!r} to see what was used recently.\n"
+            f"2. Call `search` with project={scope!r} and a query describing the task, and "
+            "`recall` for any fact you expect to have been learned (by its key).\n"
+            "3. Follow the procedural rules `recall` returns, and say which memories you used.\n"
+            f"\nThe task: {task}"
+        )
+
+    @mcp.prompt(name="record_what_we_learned", title="Record what we learned")
+    def record_what_we_learned(project: str = "") -> str:
+        """Store what this conversation taught, before it ends."""
+        scope = project or default
+        return (
+            f"Record what we learned in this conversation in memstrata (project {scope!r}):\n"
+            "- durable facts with `learn` (a short dotted key, e.g. user.preferred_language);\n"
+            '- "when X, do Y" rules with `append` layer="procedural" (key = the condition);\n'
+            '- notable events and decisions with `append` layer="episodic".\n'
+            "Search first, so you update what is already stored instead of duplicating it, and "
+            "use `forget` for anything that turned out to be wrong."
+        )

@@ -1,0 +1,64 @@
+"""MCP resources: a project's stats, its recent context and single memories, as JSON."""
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+
+from memory_core.services import maintenance
+from server.app_context import AppContext
+from server.container import Container
+from server.errors import domain_errors_as_resource_errors
+from server.schemas import ContextOut, MemoryOut, StatsOut
+from server.settings import Settings
+
+__all__ = ["register"]
+
+JSON = "application/json"
+
+
+def _container(ctx: Context) -> Container:
+    # Resources take a bare Context (the SDK does not detect Context[AppContext] there).
+    state = ctx.request_context.lifespan_context
+    assert isinstance(state, AppContext)
+    return state.container
+
+
+def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
+    """Register memory://{project}/stats, /context and /snapshot/{id}."""
+    context_limit = min(10, settings.limits.max_limit)
+
+    @mcp.resource(
+        "memory://{project}/stats", name="stats", title="Memory statistics", mime_type=JSON
+    )
+    async def stats(project: str, ctx: Context) -> str:
+        """Counts per tier and layer, sizes, dates and health notes of a project."""
+        app = _container(ctx)
+        with domain_errors_as_resource_errors(f"memory://{project}/stats"):
+            report = await maintenance.memory_stats(
+                app.repo, app.clock, app.settings.tiers, project
+            )
+        return StatsOut.of(report).model_dump_json(indent=2)
+
+    @mcp.resource(
+        "memory://{project}/context", name="context", title="Recent context", mime_type=JSON
+    )
+    async def context(project: str, ctx: Context) -> str:
+        """What `load_context` returns: the most recently used memories (marked as used)."""
+        app = _container(ctx)
+        with domain_errors_as_resource_errors(f"memory://{project}/context"):
+            result = await app.memories.load_context(project, limit=context_limit)
+        return ContextOut.of(project, result).model_dump_json(indent=2)
+
+    @mcp.resource(
+        "memory://{project}/snapshot/{memory_id}",
+        name="snapshot",
+        title="One memory",
+        mime_type=JSON,
+    )
+    async def snapshot(project: str, memory_id: str, ctx: Context) -> str:
+        """One memory by id (reading it counts as using it)."""
+        app = _container(ctx)
+        uri = f"memory://{project}/snapshot/{memory_id}"
+        with domain_errors_as_resource_errors(uri):
+            number = int(memory_id) if memory_id.isdigit() else 0
+            memory = await app.memories.read(project, number)
+        return MemoryOut.of(memory).model_dump_json(indent=2)
