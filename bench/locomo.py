@@ -96,9 +96,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     # Identical text in one conversation is one memory, so an id may stand for several turns.
     ids: dict[int, list[str]] = defaultdict(list)
     started = time.perf_counter()
+    stored_as = {"text": args.text, "caption": args.caption, "context": args.context}
     if reuse:
         # Tuning ranking flags only: the store of an earlier run with the same text options.
-        ids.update({int(k): v for k, v in json.loads(id_map.read_text()).items()})
+        saved = json.loads(id_map.read_text())
+        if saved.get("stored_as") != stored_as:
+            raise SystemExit(
+                f"{db_path} was built with {saved.get('stored_as')}, not {stored_as}; "
+                "use another --db"
+            )
+        ids.update({int(k): v for k, v in saved["ids"].items()})
     else:
 
         def neighbour(index: int, offset: int) -> dict[str, Any] | None:
@@ -131,7 +138,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             assert embedder is not None
             await indexer.backfill(embedder)
         if args.db is not None:
-            id_map.write_text(json.dumps(ids))
+            id_map.write_text(json.dumps({"stored_as": stored_as, "ids": ids}))
     index_seconds = time.perf_counter() - started
 
     latencies: list[float] = []

@@ -69,7 +69,7 @@ SECTIONS: list[tuple[str, list[str] | str, str]] = [
         "Search ranking",
         "ranking",
         "A hit's score is its relevance (the fused BM25 and vector evidence, normalised so the "
-        "best hit of the answer has 1) plus its tier's boost plus `RECENCY_WEIGHT` times a "
+        "most relevant candidate has 1) plus its tier's boost plus `RECENCY_WEIGHT` times a "
         "recency signal that halves every `RECENCY_HALF_LIFE_HOURS`. The fusion defaults were "
         "tuned on the LoCoMo dev split (docs/benchmarks.md).",
     ),

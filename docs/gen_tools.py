@@ -13,6 +13,7 @@ import asyncio
 import inspect
 import json
 import logging
+import os
 import sys
 import tempfile
 from pathlib import Path
@@ -227,6 +228,9 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--check", action="store_true", help="exit 1 if docs/tools.md is stale")
     args = parser.parse_args()
+    # The page documents the defaults, whatever MEMSTRATA_* this shell happens to set.
+    for name in [n for n in os.environ if n.upper().startswith("MEMSTRATA_")]:
+        del os.environ[name]
     _quiet_logs()
     page = render(asyncio.run(live_tools()))
     if not args.check:

@@ -29,26 +29,37 @@ def _standard_day_of_week(field: str) -> str:
     """Translate a crontab day-of-week field (0 or 7 = Sunday) into day names.
 
     APScheduler 3 numbers days from Monday = 0, so `CronTrigger.from_crontab("0 0 * * 0")` fires
-    on Mondays. Spelling the days out keeps the crontab meaning every user expects.
+    on Mondays. Spelling the days out keeps the crontab meaning every user expects. Parts that
+    are already names (`sat`, `mon-fri`) pass through; numeric parts are converted.
     """
-    if field == "*" or any(c.isalpha() for c in field):
+    if field == "*":
         return field
-    days: list[int] = []
+    names: list[str] = []
     for part in field.split(","):
-        span, _, step_text = part.partition("/")
+        if part.isalpha() or (part.replace("-", "").isalpha() and part.count("-") == 1):
+            names.append(part.lower())
+            continue
+        span, slash, step_text = part.partition("/")
+        if slash and not step_text.isdigit():
+            raise ValueError(f"invalid day-of-week field {field!r}: a step needs a number")
         step = int(step_text) if step_text else 1
-        if span == "*":
-            first, last = 0, 6
-        elif "-" in span:
-            first_text, last_text = span.split("-", 1)
-            first, last = int(first_text), int(last_text)
-        else:
-            first = int(span)
-            last = 6 if step_text else first
+        try:
+            if span == "*":
+                first, last = 0, 6
+            elif "-" in span:
+                first_text, last_text = span.split("-", 1)
+                first, last = int(first_text), int(last_text)
+            else:
+                first = int(span)
+                last = 6 if slash else first
+        except ValueError:
+            raise ValueError(
+                f"invalid day-of-week field {field!r} (use 0-7, 0 and 7 = Sunday, or names)"
+            ) from None
         if not (0 <= first <= 7 and 0 <= last <= 7 and first <= last and step >= 1):
             raise ValueError(f"invalid day-of-week field {field!r} (use 0-7, 0 and 7 = Sunday)")
-        days.extend(d % 7 for d in range(first, last + 1, step))
-    return ",".join(_DAY_NAMES[d] for d in sorted(set(days)))
+        names.extend(_DAY_NAMES[d % 7] for d in range(first, last + 1, step))
+    return ",".join(dict.fromkeys(names))
 
 
 def parse_cron(expression: str) -> Any:

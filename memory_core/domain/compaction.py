@@ -27,6 +27,10 @@ def summarize_entries(entries: Sequence[Memory], *, max_chars: int) -> str:
     limit too small for even the shortest excerpts truncates the end.
     """
     header = f"[Summary of {len(entries)} entries]"
+    if entries:
+        # The id range makes every summary's text unique, so two chunks never deduplicate.
+        ids = sorted(m.id for m in entries)
+        header += f"\n(ids {ids[0]}-{ids[-1]})"
     share = (max_chars - len(header)) // max(len(entries), 1) - _LINE_OVERHEAD
     excerpt = max(_EXCERPT_MIN, min(_EXCERPT_MAX, share))
     lines = [header]

@@ -36,16 +36,12 @@ def to_fts5_query(
     Returns:
         The MATCH expression, or None when the text holds no searchable word.
     """
-    seen: dict[str, None] = {}
-    for match in _WORD.finditer(text.lower()):
-        seen.setdefault(match.group(0), None)
-        if len(seen) >= max_terms:
-            break
-    if not seen:
+    words = list(dict.fromkeys(match.group(0) for match in _WORD.finditer(text.lower())))
+    if not words:
         return None
     if drop_stopwords:
-        content = [word for word in seen if word not in STOPWORDS]
-        if content:
-            seen = dict.fromkeys(content)
+        # Filter before capping, so function words never crowd out the words that matter.
+        words = [word for word in words if word not in STOPWORDS] or words
+    words = words[:max_terms]
     # A word run holds no double quote, so wrapping it in quotes makes a literal FTS5 string.
-    return " OR ".join(f'"{word}"' for word in seen)
+    return " OR ".join(f'"{word}"' for word in words)

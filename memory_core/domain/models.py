@@ -69,6 +69,9 @@ class MemoryDraft(_Frozen):
     session_id: str | None = None
     content_hash: str
     token_count: int
+    created_at: datetime | None = Field(
+        None, description="Back-date the row (compaction summaries sit where their entries were)."
+    )
 
 
 class Memory(_Frozen):
@@ -149,7 +152,9 @@ class RankSignals(_Frozen):
     bm25: float | None = Field(description="FTS5 bm25() value (lower is better).")
     vector_rank: int | None = Field(description="Rank in the vector list, if retrieved.")
     vector_distance: float | None = Field(description="Cosine distance to the query.")
-    relevance: float = Field(description="Fused relevance, normalised so the best hit is 1.")
+    relevance: float = Field(
+        description="Fused relevance, normalised so the most relevant candidate has 1."
+    )
     tier: Tier
     tier_boost: float
     recency: float

@@ -128,11 +128,11 @@ def rank_candidates(
 ) -> list[SearchHit]:
     """Score candidates and return them best first.
 
-    Relevance (BM25, cosine similarity, or their rank fusion, per `mode`) is divided by the best
-    relevance of this result set, so it lies in (0, 1] and the tier boosts (+0.3 ACTIVE ...
-    -0.2 EXPIRED) weigh the same whatever the query. Tiers are classified live from the
-    reference time, so a stale stored tier cannot skew the ranking. Ties keep the newer memory
-    first.
+    Relevance (BM25, cosine similarity, or their fusion, per `mode` and `policy.fusion`) is
+    divided by the best relevance among the candidates, so it lies in (0, 1] and the tier
+    boosts (+0.3 ACTIVE ... -0.2 EXPIRED) weigh the same whatever the query. Tiers are
+    classified live from the reference time, so a stale stored tier cannot skew the ranking.
+    Ties keep the newer memory first.
     """
     hits: list[SearchHit] = []
     for c, relevance in zip(candidates, _relevance(candidates, mode, policy), strict=True):

@@ -55,6 +55,7 @@ class Indexer:
     _pending: list[_Pending] = field(default_factory=list, init=False, repr=False)
     _drainer: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _backfiller: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    _closed: bool = field(default=False, init=False, repr=False)
 
     async def embed_query(self, text: str) -> npt.NDArray[np.float32] | None:
         """The query's vector, or None while the model is not ready."""
@@ -92,7 +93,7 @@ class Indexer:
         row is left for `backfill`, and no near-duplicate check is made.
         """
         embedder = self.source.current()
-        if embedder is None:
+        if embedder is None or self._closed:
             return None
         future: asyncio.Future[npt.NDArray[np.float32]] = asyncio.get_running_loop().create_future()
         self._pending.append((memory, future))
@@ -115,10 +116,18 @@ class Indexer:
             del self._pending[: self.batch_size]
             try:
                 vectors = await self.index([m for m, _ in batch], embedder)
-            except Exception as exc:
+            except BaseException as exc:
+                # Cancelled (shutdown) or failed: every waiter of this batch must hear of it.
+                failure = (
+                    exc
+                    if isinstance(exc, Exception)
+                    else EmbeddingUnavailableError("the server is shutting down")
+                )
                 for _, future in batch:
                     if not future.done():
-                        future.set_exception(exc)
+                        future.set_exception(failure)
+                if not isinstance(exc, Exception):
+                    raise
                 continue
             for (_, future), vector in zip(batch, vectors, strict=True):
                 if not future.done():
@@ -131,12 +140,17 @@ class Indexer:
         so a row that missed its vector gets one without a restart or `reindex`.
         """
         embedder = self.source.current()
-        if embedder is None or (self._backfiller is not None and not self._backfiller.done()):
+        busy = self._backfiller is not None and not self._backfiller.done()
+        if embedder is None or busy or self._closed:
             return
         self._backfiller = asyncio.create_task(self._backfill_quietly(embedder))
 
     async def aclose(self) -> None:
-        """Stop background work (before the store closes); pending appends get an error."""
+        """Stop background work (before the store closes); pending appends get an error.
+
+        After this, appends are no longer indexed and no backfill starts.
+        """
+        self._closed = True
         for task in (self._backfiller, self._drainer):
             if task is not None and not task.done():
                 task.cancel()

@@ -40,6 +40,7 @@ from memory_core.domain.tiers import classify_tier, tier_cutoffs
 from memory_core.domain.tokens import estimate_tokens
 from memory_core.errors import (
     ConfirmationRequiredError,
+    EmbeddingUnavailableError,
     InvalidInputError,
     InvalidQueryError,
     MemoryNotFoundError,
@@ -342,6 +343,10 @@ class MemoryService:
             return await self.indexer.index_new(
                 memory, duplicate_similarity=self.ranking.duplicate_similarity
             )
+        except EmbeddingUnavailableError as exc:
+            log.info("vectors.index_skipped", memory_id=memory.id, reason=exc.reason)
+            self.indexer.schedule_backfill()
+            return None
         except Exception:
             log.exception("vectors.index_failed", memory_id=memory.id)
             self.indexer.schedule_backfill()
@@ -487,20 +492,21 @@ class MemoryService:
         if summarize_older and layer in (Layer.WORKING, Layer.EPISODIC):
             for chunk in chunk_entries(older):
                 text = summarize_entries(chunk, max_chars=self.limits.max_content_chars)
-                drafts.append(
-                    self._draft(
-                        project,
-                        layer,
-                        text,
-                        key=None,
-                        metadata={
-                            "compacted_ids": [m.id for m in chunk],
-                            "covers_from": chunk[0].created_at.isoformat(),
-                            "covers_until": chunk[-1].created_at.isoformat(),
-                        },
-                        session_id=session_id,
-                    )
+                draft = self._draft(
+                    project,
+                    layer,
+                    text,
+                    key=None,
+                    metadata={
+                        "compacted_ids": [m.id for m in chunk],
+                        "covers_from": chunk[0].created_at.isoformat(),
+                        "covers_until": chunk[-1].created_at.isoformat(),
+                    },
+                    session_id=session_id,
                 )
+                # Dated like its newest entry: a later compaction keeps the newest real entries
+                # rather than the summaries, and time filters place the summary in its period.
+                drafts.append(draft.model_copy(update={"created_at": chunk[-1].created_at}))
         summaries = await self.repo.replace_with(
             project, [m.id for m in older], drafts, self.clock.now()
         )

@@ -152,7 +152,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
     ) -> SearchOut:
         """Find memories by meaning and by words, best first.
 
-        Fuses keyword (BM25) and embedding similarity by rank, then favours recently used
+        Combines keyword (BM25) and embedding-similarity evidence, then favours recently used
         memories; each hit says why it ranked. Search before answering from memory.
         """
         app = ctx.request_context.lifespan_context.container

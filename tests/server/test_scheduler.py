@@ -1,6 +1,6 @@
 import asyncio
 from collections.abc import AsyncIterator
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 
 import pytest
 import time_machine
@@ -115,6 +115,9 @@ def test_a_malformed_cron_is_refused() -> None:
         ("*/3", datetime(2026, 1, 3, tzinfo=UTC)),  # sun, wed, sat
         ("0,3", datetime(2026, 1, 4, tzinfo=UTC)),
         ("mon", datetime(2026, 1, 5, tzinfo=UTC)),
+        ("0,sat", datetime(2026, 1, 3, tzinfo=UTC)),  # Sunday (as 0) and Saturday
+        ("1,sat", datetime(2026, 1, 3, tzinfo=UTC)),  # Monday and Saturday: not Tuesday
+        ("mon-fri", datetime(2026, 1, 2, tzinfo=UTC)),
     ],
 )
 def test_day_of_week_follows_crontab_numbering(field: str, first_fire: datetime) -> None:
@@ -122,7 +125,35 @@ def test_day_of_week_follows_crontab_numbering(field: str, first_fire: datetime)
     assert parse_cron(f"0 0 * * {field}").get_next_fire_time(None, after) == first_fire
 
 
-@pytest.mark.parametrize("field", ["8", "5-2", "1/0"])
+@pytest.mark.parametrize("field", ["8", "5-2", "1/0", "1/", "*/", "x1"])
 def test_bad_day_of_week_is_refused(field: str) -> None:
     with pytest.raises(ValueError, match="day-of-week"):
         parse_cron(f"0 0 * * {field}")
+
+
+def fired_weekdays(expression: str) -> set[str]:
+    trigger = parse_cron(expression)
+    start = datetime(2026, 1, 3, 23, 0, tzinfo=UTC)  # an hour before Sunday
+    days: set[str] = set()
+    moment = start
+    while True:
+        moment = trigger.get_next_fire_time(None, moment + timedelta(seconds=1))
+        if moment is None or moment >= start + timedelta(days=7):
+            return days
+        days.add(moment.strftime("%a"))
+
+
+@pytest.mark.parametrize(
+    ("field", "days"),
+    [
+        ("0", {"Sun"}),
+        ("7", {"Sun"}),
+        ("0,sat", {"Sun", "Sat"}),
+        ("1,sat", {"Mon", "Sat"}),
+        ("1-5", {"Mon", "Tue", "Wed", "Thu", "Fri"}),
+        ("mon-fri,0", {"Mon", "Tue", "Wed", "Thu", "Fri", "Sun"}),
+        ("*/2", {"Sun", "Tue", "Thu", "Sat"}),
+    ],
+)
+def test_weekdays_fired_follow_crontab(field: str, days: set[str]) -> None:
+    assert fired_weekdays(f"0 0 * * {field}") == days

@@ -208,3 +208,69 @@ async def test_closing_the_indexer_stops_a_running_backfill(
     assert task is not None and not task.done()
     await service.indexer.aclose()
     assert task.done()
+
+
+async def test_closing_fails_an_in_flight_batch_instead_of_hanging(
+    db: aiosqlite.Connection, repo: MemoryRepository, clock: FrozenClock
+) -> None:
+    import threading
+
+    entered, release = threading.Event(), threading.Event()
+    fake = FakeEmbedder()
+
+    class SlowEmbedder(FakeEmbedder):
+        def embed(self, texts):
+            entered.set()
+            release.wait(5)
+            return fake.embed(texts)
+
+    from memory_core.embeddings import LazyEmbedder
+
+    lazy = LazyEmbedder(SlowEmbedder, model_id=fake.model_id, dims=fake.dims)
+    await lazy.wait(5)
+    vectors = SqliteVectorIndex(SqliteSession(db))
+    await vectors.ensure_model(lazy.model_id, lazy.dims)
+    indexer = Indexer(vectors=vectors, source=lazy)
+    service = MemoryService(
+        repo=repo,
+        clock=clock,
+        limits=Limits(),
+        tiers=TierPolicy(),
+        ranking=RankingPolicy(),
+        indexer=indexer,
+    )
+    append = asyncio.create_task(service.append("p", Layer.EPISODIC, "in flight"))
+    assert await asyncio.to_thread(entered.wait, 5)  # the batch is inside the model now
+    await indexer.aclose()
+    release.set()
+    result = await asyncio.wait_for(append, 5)  # answered, not hung
+    assert result.outcome.status == "created" and result.near_duplicate is None
+    assert indexer._backfiller is None  # closed: no backfill starts afterwards
+    later = await service.append("p", Layer.EPISODIC, "after close")
+    assert later.outcome.status == "created"
+
+
+async def test_a_second_compaction_keeps_the_newest_real_entries(
+    service: MemoryService, clock: FrozenClock
+) -> None:
+    for i in range(120):
+        await service.append("p", Layer.EPISODIC, f"event {i}")
+        clock.advance(seconds=1)
+    await service.compact("p", Layer.EPISODIC, keep_last=10)
+    for i in range(120, 125):
+        await service.append("p", Layer.EPISODIC, f"event {i}")
+        clock.advance(seconds=1)
+    second = await service.compact("p", Layer.EPISODIC, keep_last=10)
+    rows = await service.repo.list_layer("p", Layer.EPISODIC, None, newest_first=True)
+    newest = [m.content for m in rows[:10]]
+    assert newest == [f"event {i}" for i in range(124, 114, -1)]
+    assert all(s.created_at <= rows[9].created_at for s in second.summaries)
+
+
+async def test_identical_chunks_get_their_own_summaries(
+    service: MemoryService, clock: FrozenClock
+) -> None:
+    for i in range(100):  # identical first 160 characters, all in the same minute
+        await service.append("p", Layer.EPISODIC, "same tool log line " * 12 + str(i))
+    result = await service.compact("p", Layer.EPISODIC, keep_last=0)
+    assert len({s.id for s in result.summaries}) == 2

@@ -39,8 +39,8 @@ _INSERT = """
 INSERT INTO context_snapshots (project, layer, key, content, metadata, session_id, created_at,
                                updated_at, last_accessed, access_count, memory_tier,
                                content_hash, token_count)
-VALUES (:project, :layer, :key, :content, :metadata, :session_id, :now, :now, NULL, 0, 'ACTIVE',
-        :content_hash, :token_count)
+VALUES (:project, :layer, :key, :content, :metadata, :session_id, :created, :now, NULL, 0,
+        'ACTIVE', :content_hash, :token_count)
 RETURNING *"""
 
 
@@ -122,6 +122,7 @@ class SqliteMemoryRepository:
                 "metadata": json.dumps(draft.metadata, ensure_ascii=False),
                 "session_id": draft.session_id,
                 "now": stamp,
+                "created": encode_time(draft.created_at) if draft.created_at else stamp,
                 "content_hash": draft.content_hash,
                 "token_count": draft.token_count,
             }
