@@ -58,6 +58,11 @@ def _err(text: str) -> None:
     sys.stderr.write(text + "\n")
 
 
+async def _preflight(settings: Settings) -> None:
+    async with open_container(settings):
+        pass
+
+
 async def _migrate(settings: Settings) -> int:
     async with open_container(settings):
         pass
@@ -155,12 +160,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         _err(f"invalid MEMSTRATA_* configuration:\n{exc}")
         sys.exit(EXIT_USAGE)
     command = args.command or "serve"
-    if command != "serve":  # serve configures logging itself, after the MCP server exists
-        configure_logging(settings.log_level, settings.log_format)
+    # First, for every command: nothing may log to stdout before the stdio transport starts.
+    # (serve configures it again after MCPServer() installs its own handlers.)
+    configure_logging(settings.log_level, settings.log_format)
     try:
         if command == "serve":
             from server.app import serve_http, serve_stdio
 
+            # Preflight: open, migrate and check the store (embedding model) before MCP starts,
+            # so a problem prints one clear line instead of a traceback from inside the SDK.
+            asyncio.run(_preflight(settings))
             if getattr(args, "http", False):
                 host = args.host or settings.http_host
                 port = args.port or settings.http_port

@@ -112,3 +112,28 @@ def test_bad_configuration_exits_2_without_traceback(
     code, _, err = run_cli(capsys, "stats")
     assert code == 2 and "invalid MEMSTRATA_* configuration" in err
     assert reason in err and "Traceback" not in err
+
+
+def test_serve_refuses_a_mismatched_store_with_one_clear_line(
+    cli_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import asyncio
+
+    from memory_core.storage.sqlite import SqliteSession, SqliteVectorIndex, open_database
+
+    async def record_other_model() -> None:
+        db = await open_database(cli_env)
+        try:
+            from memory_core.storage.sqlite import apply_migrations
+
+            await apply_migrations(db)
+            await SqliteVectorIndex(SqliteSession(db)).ensure_model("other-model", 384)
+        finally:
+            await db.close()
+
+    asyncio.run(record_other_model())
+    capsys.readouterr()
+    code, out, err = run_cli(capsys, "serve")
+    assert code == 1 and out == ""
+    assert "memstrata: this database was indexed with other-model" in err
+    assert "memstrata reindex" in err and "Traceback" not in err
