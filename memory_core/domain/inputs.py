@@ -21,6 +21,7 @@ __all__ = [
     "check_session",
     "check_text",
     "check_time_range",
+    "check_token_budget",
     "content_hash",
 ]
 
@@ -105,6 +106,13 @@ def check_limit(field: str, value: int, limits: Limits) -> int:
     """A result count from 1 to the configured maximum."""
     if not 1 <= value <= limits.max_limit:
         raise InvalidInputError(field, f"must be between 1 and {limits.max_limit} (got {value})")
+    return value
+
+
+def check_token_budget(value: int | None) -> int | None:
+    """An optional token budget of at least one token."""
+    if value is not None and value < 1:
+        raise InvalidInputError("token_budget", "must be at least 1 when given")
     return value
 
 

@@ -37,6 +37,10 @@ class NearDuplicate:
     similarity: float
 
 
+def _shutting_down() -> EmbeddingUnavailableError:
+    return EmbeddingUnavailableError("the server is shutting down")
+
+
 _Pending = tuple[Memory, "asyncio.Future[npt.NDArray[np.float32]]"]
 
 
@@ -76,7 +80,7 @@ class Indexer:
         texts = [embedding_text(m) for m in memories]
         hashes = [content_hash(t) for t in texts]
         known = await self.vectors.vectors_by_hash(hashes)
-        todo = sorted({h: t for h, t in zip(hashes, texts, strict=True) if h not in known}.items())
+        todo = list({h: t for h, t in zip(hashes, texts, strict=True) if h not in known}.items())
         if todo:
             fresh = await anyio.to_thread.run_sync(embedder.embed, [t for _, t in todo])
             known.update({h: fresh[i] for i, (h, _) in enumerate(todo)})
@@ -118,11 +122,7 @@ class Indexer:
                 vectors = await self.index([m for m, _ in batch], embedder)
             except BaseException as exc:
                 # Cancelled (shutdown) or failed: every waiter of this batch must hear of it.
-                failure = (
-                    exc
-                    if isinstance(exc, Exception)
-                    else EmbeddingUnavailableError("the server is shutting down")
-                )
+                failure = exc if isinstance(exc, Exception) else _shutting_down()
                 for _, future in batch:
                     if not future.done():
                         future.set_exception(failure)
@@ -158,7 +158,7 @@ class Indexer:
                     await task
         for _, future in self._pending:
             if not future.done():
-                future.set_exception(EmbeddingUnavailableError("the server is shutting down"))
+                future.set_exception(_shutting_down())
         self._pending.clear()
 
     async def _backfill_quietly(self, embedder: Embedder) -> None:
@@ -176,8 +176,7 @@ class Indexer:
     ) -> int:
         """Embed every row that has no vector yet, in batches; returns how many were indexed."""
         done = 0
-        indexed, missing = await self.vectors.vector_stats()
-        total = missing
+        indexed, total = await self.vectors.vector_stats()
         previous: list[int] = []
         while True:
             rows = await self.vectors.missing_vectors(limit=batch_size)

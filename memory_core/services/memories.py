@@ -22,6 +22,7 @@ from memory_core.domain.inputs import (
     check_session,
     check_text,
     check_time_range,
+    check_token_budget,
     content_hash,
 )
 from memory_core.domain.models import (
@@ -282,8 +283,7 @@ class MemoryService:
         project = check_project(request.project)
         limit = check_limit("limit", request.limit, self.limits)
         since, until = check_time_range(request.since, request.until)
-        if request.token_budget is not None and request.token_budget < 1:
-            raise InvalidInputError("token_budget", "must be at least 1 when given")
+        token_budget = check_token_budget(request.token_budget)
         query_text = check_text("query", request.query, max_chars=self.limits.max_content_chars)
         fts = to_fts5_query(query_text, drop_stopwords=self.ranking.keyword_stopwords)
         mode, notes = request.mode, []
@@ -317,9 +317,7 @@ class MemoryService:
         ranked = rank_candidates(
             list(candidates.values()), mode, tier_cutoffs(now, self.tiers), self.ranking
         )[:limit]
-        ranked, omitted = fit_to_budget(
-            ranked, lambda h: h.memory.token_count, request.token_budget
-        )
+        ranked, omitted = fit_to_budget(ranked, lambda h: h.memory.token_count, token_budget)
         handed = {
             m.id: m for m in await self.repo.hand_out(project, [h.memory.id for h in ranked], now)
         }
@@ -413,8 +411,7 @@ class MemoryService:
         limit = check_limit("limit", limit, self.limits)
         now = self.clock.now()
         cutoffs = tier_cutoffs(now, self.tiers)
-        if token_budget is not None and token_budget < 1:
-            raise InvalidInputError("token_budget", "must be at least 1 when given")
+        token_budget = check_token_budget(token_budget)
         rows = await self.repo.list_recent(project, layer, limit=limit)
         rows, omitted = fit_to_budget(rows, lambda m: m.token_count, token_budget)
         before = {m.id: classify_tier(m.reference_time, cutoffs) for m in rows}

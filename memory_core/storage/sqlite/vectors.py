@@ -71,10 +71,7 @@ class SqliteVectorIndex:
                     f"MEMSTRATA_EMBEDDING_MODEL={recorded}"
                 )
             if recorded is None:
-                await db.executemany(
-                    "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                    [("embedding_model", model_id), ("embedding_dims", str(dims))],
-                )
+                await self._record_model(db, model_id, dims)
             await self._create_tables(db, dims)
 
     async def reset_model(self, model_id: str, dims: int) -> None:
@@ -89,12 +86,15 @@ class SqliteVectorIndex:
                 "DELETE FROM context_embeddings",
             ):
                 await db.execute(statement)
-            await db.executemany(
-                "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
-                [("embedding_model", model_id), ("embedding_dims", str(dims))],
-            )
+            await self._record_model(db, model_id, dims)
             await self._create_tables(db, dims)
         self._counts.clear()
+
+    async def _record_model(self, db: Any, model_id: str, dims: int) -> None:
+        await db.executemany(
+            "INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)",
+            [("embedding_model", model_id), ("embedding_dims", str(dims))],
+        )
 
     async def _create_tables(self, db: Any, dims: int) -> None:
         for statement in (
