@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import logging
 import os
@@ -143,8 +144,11 @@ async def stdio_figures(repeats: int) -> dict[str, Any]:
 
 async def store_figures(size: int, embed: bool, rng: random.Random) -> dict[str, Any]:
     workdir = Path(tempfile.mkdtemp(prefix="bench-store-"))
-    store = await open_bench_store(workdir / "m.db", model="default" if embed else "none")
-    service, lazy = store.service, store.embedder
+    stack = contextlib.AsyncExitStack()
+    store = await stack.enter_async_context(
+        open_bench_store(workdir / "m.db", model="default" if embed else "none")
+    )
+    service, lazy = store.memories, store.embedder
     texts = [f"{i} {sentence(rng)}" for i in range(size)]
     started = time.perf_counter()
     if embed:
@@ -186,7 +190,7 @@ async def store_figures(size: int, embed: bool, rng: random.Random) -> dict[str,
         await service.load_context("p", limit=10)
         samples.append((time.perf_counter() - tick) * 1000)
     out["load_context_ms"] = summary(samples)
-    await store.db.close()
+    await stack.aclose()
     out["db_bytes_per_1k"] = round(dir_bytes(workdir) / size * 1000)
     return out
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import dataclasses
 import json
 import logging
@@ -85,8 +86,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         min_similarity=args.min_similarity,
         fusion=args.fusion,
     )
-    store = await open_bench_store(db_path, model=args.model, ranking=ranking)
-    service = store.service
+    stack = contextlib.AsyncExitStack()
+    store = await stack.enter_async_context(
+        open_bench_store(db_path, model=args.model, ranking=ranking)
+    )
+    service = store.memories
     indexer = service.indexer
     # Appends skip inline embedding; the backfill below embeds them in batches.
     loader = dataclasses.replace(service, indexer=None)
@@ -158,7 +162,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             latencies.append((time.perf_counter() - t) * 1000)
             ranked = [lid for h in found.hits for lid in ids[h.memory.id]]
             fh.write(json.dumps({"qid": q["qid"], "ranked_ids": ranked[:100]}) + "\n")
-    await store.db.close()
+    await stack.aclose()
     latencies.sort()
     return {
         "memories": len(memories),

@@ -1,24 +1,15 @@
-"""A store for benchmarks: the real SQLite backend and services, with a frozen clock."""
+"""A store for benchmarks: the server's own composition root, with a frozen clock."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-import aiosqlite
-
-from memory_core.config import Limits, RankingPolicy, TierPolicy
-from memory_core.embeddings import LazyEmbedder, load_embedder, parse_embedding_model
-from memory_core.services.indexing import Indexer
-from memory_core.services.memories import MemoryService
-from memory_core.storage.sqlite import (
-    SqliteMemoryRepository,
-    SqliteSession,
-    SqliteVectorIndex,
-    apply_migrations,
-    open_database,
-)
+from memory_core.config import RankingPolicy
+from server.container import Container, open_container
+from server.settings import ScheduleSettings, Settings
 
 FIXED_NOW = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -30,37 +21,22 @@ class FixedClock:
         return FIXED_NOW
 
 
-@dataclass
-class BenchStore:
-    """An open database and the service over it (with an indexer when a model is set)."""
-
-    db: aiosqlite.Connection
-    service: MemoryService
-    embedder: LazyEmbedder | None
-
-
+@asynccontextmanager
 async def open_bench_store(
     path: Path, *, model: str, ranking: RankingPolicy | None = None
-) -> BenchStore:
-    """Open and migrate `path`, load `model` ('none' for keyword only) and build the service."""
-    db = await open_database(path)
-    await apply_migrations(db)
-    session = SqliteSession(db)
-    indexer = None
-    lazy = None
-    spec = parse_embedding_model(model)
-    if spec.kind != "none":
-        lazy = LazyEmbedder(lambda: load_embedder(spec), model_id=spec.model_id, dims=spec.dims)
-        await lazy.wait()
-        vectors = SqliteVectorIndex(session)
-        await vectors.ensure_model(spec.model_id, spec.dims)
-        indexer = Indexer(vectors=vectors, source=lazy)
-    service = MemoryService(
-        repo=SqliteMemoryRepository(session),
-        clock=FixedClock(),
-        limits=Limits(),
-        tiers=TierPolicy(),
+) -> AsyncIterator[Container]:
+    """Open `path` as the server would, with `model` ('none' for keyword only) loaded."""
+    settings = Settings(
+        db=path,
+        embedding_model=model,
         ranking=ranking or RankingPolicy(),
-        indexer=indexer,
+        schedule=ScheduleSettings(enabled=False),
     )
-    return BenchStore(db=db, service=service, embedder=lazy)
+    async with open_container(settings, FixedClock()) as container:
+        if container.embedder is not None:
+            await container.embedder.wait()
+        try:
+            yield container
+        finally:
+            if container.indexer is not None:
+                await container.indexer.aclose()
