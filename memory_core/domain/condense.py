@@ -1,0 +1,271 @@
+"""Pure rules of conversation memory: when to compress, what, and how text is laid out."""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from pydantic import JsonValue
+
+from memory_core.config import ConversationPolicy
+from memory_core.domain.conversation import (
+    CompressionPlan,
+    Entry,
+    EntryType,
+    Exchange,
+    Role,
+    Summary,
+    canonical_json,
+)
+
+__all__ = [
+    "ELLIPSIS",
+    "cache_key",
+    "compress_qa_summary",
+    "compression_reason",
+    "fallback_summary",
+    "fit_to_budget",
+    "fold_line",
+    "plan_compression",
+    "render_context",
+    "render_transcript",
+    "shorten_bytes",
+    "summarization_prompt",
+]
+
+ELLIPSIS = " …"
+_SENTENCE_END = re.compile(r"[.!?](?=\s)")
+
+
+def _utf8_prefix(text: str, max_bytes: int) -> str:
+    """The longest prefix of `text` that fits in `max_bytes` of UTF-8, never splitting a char."""
+    return text.encode("utf-8")[:max_bytes].decode("utf-8", errors="ignore")
+
+
+def shorten_bytes(text: str, max_bytes: int) -> str:
+    """Cut `text` to about `max_bytes` of UTF-8, at a sentence end if one is near, else a word.
+
+    Returns `text` unchanged when it already fits. The marker " …" is counted in the budget.
+    """
+    if len(text.encode("utf-8")) <= max_bytes:
+        return text
+    room = max(1, max_bytes - len(ELLIPSIS.encode("utf-8")))
+    head = _utf8_prefix(text, room)
+    # Prefer a whole sentence when it keeps at least half of the room; else a whole word.
+    ends = [m.end() for m in _SENTENCE_END.finditer(head + " ")]
+    if ends and ends[-1] >= len(head) // 2:
+        return head[: ends[-1]].rstrip() + ELLIPSIS
+    space = head.rfind(" ")
+    if space >= len(head) // 2:
+        head = head[:space]
+    return head.rstrip() + ELLIPSIS
+
+
+def cache_key(tool_name: str, parameters: JsonValue) -> str:
+    """The cache identity of a tool call: sha256 of the name and the canonical JSON parameters."""
+    return hashlib.sha256(f"{tool_name}\n{canonical_json(parameters)}".encode()).hexdigest()
+
+
+def compression_reason(
+    active_tokens: int, active_entries: int, policy: ConversationPolicy
+) -> str | None:
+    """Why a session must compress now, or None. Over means strictly over the threshold."""
+    if active_tokens > policy.compress_token_threshold:
+        return f"active tokens {active_tokens} > {policy.compress_token_threshold}"
+    if active_entries > policy.compress_entry_limit:
+        return f"active entries {active_entries} > {policy.compress_entry_limit}"
+    return None
+
+
+def plan_compression(
+    active: Sequence[Entry], policy: ConversationPolicy, reason: str
+) -> CompressionPlan | None:
+    """The oldest active entries outside the recent window, if there are enough of them."""
+    ordered = sorted(active, key=lambda e: e.id)
+    keep = policy.recent_window
+    eligible = ordered[: len(ordered) - keep] if keep else ordered
+    if len(eligible) < policy.min_compress_entries:
+        return None
+    return CompressionPlan(entries=tuple(eligible), reason=reason)
+
+
+def _entry_line(entry: Entry) -> str:
+    when = entry.timestamp.strftime("%Y-%m-%d %H:%M")
+    match entry.type:
+        case EntryType.TOOL_CALL:
+            args = canonical_json(entry.arguments) if entry.arguments is not None else "{}"
+            body = f"called {entry.tool_name}({args})"
+            if entry.content:
+                body += f" {entry.content}"
+        case EntryType.TOOL_RESULT:
+            status = "error" if entry.is_error else "result"
+            name = f" of {entry.tool_name}" if entry.tool_name else ""
+            body = f"tool {status}{name}: {entry.content}"
+        case EntryType.CONTEXT:
+            origin = f" from {entry.source}" if entry.source else ""
+            body = f"added context{origin}: {entry.content}"
+        case _:
+            body = entry.content
+    return f"[#{entry.id} {when}] {entry.role.value}: {body}"
+
+
+def render_transcript(entries: Sequence[Entry]) -> str:
+    """Entries as one line each, oldest first: what a summarizer reads."""
+    return "\n".join(_entry_line(e) for e in entries)
+
+
+def summarization_prompt(target_tokens: int) -> str:
+    """The instructions a summarizer (an endpoint or the client's own model) follows."""
+    return (
+        "Summarise the conversation excerpt below so that the assistant can continue the work "
+        "without it. Cover, as short bullet points: the key topics; decisions made and why; "
+        "tools called and their outcomes; errors and how they were handled; and what is needed "
+        f"to continue (open questions, next steps). Use at most about {target_tokens} tokens. "
+        "Keep names, numbers, file paths and identifiers exactly; do not invent anything."
+    )
+
+
+def _quote(text: str, max_bytes: int = 160) -> str:
+    return '"' + shorten_bytes(" ".join(text.split()), max_bytes) + '"'
+
+
+def fallback_summary(entries: Sequence[Entry], max_bytes: int) -> str:
+    """A deterministic summary when no model writes one: counts, first/last words, tools, errors.
+
+    "N user messages, first: ..., last: ..., tools used: ..., N errors", shortened to fit.
+    """
+    users = [e for e in entries if e.type is EntryType.MESSAGE and e.role is Role.USER]
+    assistants = [e for e in entries if e.type is EntryType.MESSAGE and e.role is Role.ASSISTANT]
+    tools: dict[str, int] = {}
+    for e in entries:
+        if e.type is EntryType.TOOL_CALL and e.tool_name:
+            tools[e.tool_name] = tools.get(e.tool_name, 0) + 1
+    errors = [e for e in entries if e.is_error]
+    contexts = [e for e in entries if e.type is EntryType.CONTEXT]
+    parts = [f"{len(users)} user messages"]
+    if users:
+        parts.append(f"first: {_quote(users[0].content)}")
+        if len(users) > 1:
+            parts.append(f"last: {_quote(users[-1].content)}")
+    parts.append(f"{len(assistants)} assistant messages")
+    if assistants:
+        parts.append(f"last answer: {_quote(assistants[-1].content)}")
+    used = ", ".join(f"{name} x{n}" if n > 1 else name for name, n in sorted(tools.items()))
+    parts.append(f"tools used: {used or 'none'}")
+    if contexts:
+        sources = sorted({c.source for c in contexts if c.source})
+        parts.append(
+            f"context added: {len(contexts)}" + (f" ({', '.join(sources)})" if sources else "")
+        )
+    parts.append(f"{len(errors)} errors")
+    if errors:
+        parts.append(f"last error: {_quote(errors[-1].content)}")
+    return shorten_bytes(", ".join(parts), max_bytes)
+
+
+def fold_line(exchange: Exchange, max_bytes: int = 300) -> str:
+    """One line of the running Q&A summary for an exchange that leaves the active window."""
+    q = shorten_bytes(" ".join(exchange.question.split()), max_bytes // 3)
+    a = shorten_bytes(" ".join(exchange.answer.split()), max_bytes - len(q.encode()))
+    return f"- Q: {q} A: {a}"
+
+
+def compress_qa_summary(text: str, max_bytes: int) -> str:
+    """Shrink the running Q&A summary to about `max_bytes`, keeping every exchange's line.
+
+    The longest lines are cut first, to a common cap (water-filling), so lines that are
+    already short are never cut again; only if even 24-byte lines do not fit do the oldest
+    lines go.
+    """
+    if len(text.encode("utf-8")) <= max_bytes:
+        return text
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    sizes = [len(ln.encode("utf-8")) for ln in lines]
+    room = max_bytes - (len(lines) - 1)  # the newlines
+
+    def total(cap: int) -> int:
+        return sum(min(size, cap) for size in sizes)
+
+    low, high = 24, max(sizes, default=24)
+    while low < high:  # the largest cap whose lines fit
+        mid = (low + high + 1) // 2
+        if total(mid) <= room:
+            low = mid
+        else:
+            high = mid - 1
+    cut = [shorten_bytes(ln, low) for ln in lines]
+    while cut and len("\n".join(cut).encode("utf-8")) > max_bytes:
+        cut.pop(0)
+    return "\n".join(cut)
+
+
+def _span(start: datetime, end: datetime) -> str:
+    return f"{start.strftime('%Y-%m-%d %H:%M')} to {end.strftime('%Y-%m-%d %H:%M')}"
+
+
+def render_context(
+    summaries: Sequence[Summary],
+    qa_summary: str,
+    qa_span: tuple[datetime, datetime] | None,
+    entries: Sequence[Entry],
+    exchanges: Sequence[Exchange],
+) -> str:
+    """Summaries, then the recent conversation, laid out for a model to read."""
+    out = ["=== Previous Conversation Summaries ==="]
+    if not summaries and not qa_summary:
+        out.append("(none)")
+    for s in sorted(summaries, key=lambda s: s.id):
+        out.append(
+            f"[Summary {s.id}, {_span(s.covers_from, s.covers_until)}, entries "
+            f"#{s.entry_ids[0]}-#{s.entry_ids[-1]}]"
+        )
+        out.append(s.text)
+    if qa_summary:
+        span = f", {_span(*qa_span)}" if qa_span else ""
+        out.append(f"[Earlier questions and answers{span}]")
+        out.append(qa_summary)
+    out.append("")
+    out.append("=== Recent Conversation ===")
+    recent: list[tuple[datetime, int, str]] = [(e.timestamp, 0, _entry_line(e)) for e in entries]
+    for x in exchanges:
+        when = x.timestamp.strftime("%Y-%m-%d %H:%M")
+        recent.append((x.timestamp, 1, f"[Q&A {x.id} {when}] Q: {x.question}\nA: {x.answer}"))
+    if not recent:
+        out.append("(none)")
+    out.extend(line for _, _, line in sorted(recent, key=lambda r: (r[0], r[1])))
+    return "\n".join(out)
+
+
+def fit_to_budget(
+    summaries: Sequence[Summary],
+    entries: Sequence[Entry],
+    budget: int | None,
+    count: Callable[[str], int],
+) -> tuple[list[Summary], list[Entry], int, int]:
+    """Keep the newest summaries, then the newest entries, within about `budget` tokens.
+
+    Returns the kept summaries and entries (oldest first) and how many of each were left out.
+    Summaries go first because they stand for everything older than the recent entries.
+    """
+    if budget is None:
+        return list(summaries), list(entries), 0, 0
+    left = budget
+    kept_s: list[Summary] = []
+    for s in sorted(summaries, key=lambda s: s.id, reverse=True):
+        cost = s.token_count
+        if cost > left:
+            break
+        kept_s.append(s)
+        left -= cost
+    kept_e: list[Entry] = []
+    for e in sorted(entries, key=lambda e: e.id, reverse=True):
+        cost = count(_entry_line(e))
+        if cost > left:
+            break
+        kept_e.append(e)
+        left -= cost
+    kept_s.reverse()
+    kept_e.reverse()
+    return kept_s, kept_e, len(summaries) - len(kept_s), len(entries) - len(kept_e)

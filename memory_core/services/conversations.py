@@ -1,0 +1,772 @@
+"""ConversationService: sessions, entries, compression into summaries, Q&A cycles, result cache."""
+
+from __future__ import annotations
+
+import json
+import math
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Literal
+
+import structlog
+from pydantic import JsonValue, ValidationError
+
+from memory_core.config import ConversationPolicy
+from memory_core.conversation_ports import ConversationStore, Summarizer, TokenCounter
+from memory_core.domain.condense import (
+    cache_key,
+    compress_qa_summary,
+    compression_reason,
+    fallback_summary,
+    fit_to_budget,
+    fold_line,
+    plan_compression,
+    render_context,
+    render_transcript,
+    shorten_bytes,
+    summarization_prompt,
+)
+from memory_core.domain.conversation import (
+    CachedResult,
+    CompressionPlan,
+    Entry,
+    EntryDraft,
+    EntryType,
+    Exchange,
+    ExchangeOutcome,
+    PendingSummary,
+    Role,
+    SessionExport,
+    SessionInfo,
+    SessionStats,
+    Summary,
+    SummaryDraft,
+    SummarySource,
+    canonical_json,
+)
+from memory_core.domain.inputs import check_project, check_session, check_text
+from memory_core.domain.redaction import Redaction, RedactionPolicy, redact_json, redact_text
+from memory_core.errors import (
+    ConfirmationRequiredError,
+    ConflictError,
+    InvalidInputError,
+    SummarizerError,
+)
+from memory_core.ports import Clock
+
+__all__ = [
+    "CompressionResult",
+    "ConversationService",
+    "SessionContext",
+    "SourceChoice",
+    "SummaryRequest",
+]
+
+log = structlog.get_logger(__name__)
+
+SourceChoice = Literal["auto", "summarizer", "client", "fallback"]
+
+_DEFAULT_ROLE = {
+    EntryType.TOOL_CALL: Role.ASSISTANT,
+    EntryType.TOOL_RESULT: Role.SYSTEM,
+    EntryType.CONTEXT: Role.SYSTEM,
+}
+_MAX_TOOL_NAME = 128
+_MAX_SOURCE = 1024
+_MAX_JSON_BYTES = 1_000_000
+_MAX_CACHE_DURATION = 10_000
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """Entries handed to the client's own model, with what to write and how long."""
+
+    entry_ids: tuple[int, ...]
+    instructions: str
+    transcript: str
+    target_tokens: int
+
+
+@dataclass(frozen=True)
+class CompressionResult:
+    """What a compression did (or asked for)."""
+
+    status: Literal["compressed", "summary_requested", "not_needed", "too_few_entries"]
+    reason: str
+    summary: Summary | None = None
+    request: SummaryRequest | None = None
+    tokens_saved: int = 0
+
+
+@dataclass(frozen=True)
+class SessionContext:
+    """A session laid out for a model, and what the budget left out."""
+
+    text: str
+    summaries: list[Summary]
+    entries: list[Entry]
+    exchanges: list[Exchange]
+    omitted_summaries: int
+    omitted_entries: int
+    tokens: int
+
+
+@dataclass(frozen=True)
+class AddedEntry:
+    """An entry as stored, and the compression it triggered, if any."""
+
+    entry: Entry
+    compression: CompressionResult | None
+    redacted: dict[str, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class FinalizedExchange:
+    """A finalised exchange and what it set off."""
+
+    outcome: ExchangeOutcome
+    qa_summary_compressed: bool
+    cache: list[CachedResult] = field(default_factory=list)
+    redacted: dict[str, int] = field(default_factory=dict)
+
+
+class ConversationService:
+    """Use cases of conversation memory. Every call names its project and session."""
+
+    def __init__(
+        self,
+        *,
+        store: ConversationStore,
+        clock: Clock,
+        policy: ConversationPolicy,
+        counter: TokenCounter,
+        summarizer: Summarizer | None = None,
+        redaction: RedactionPolicy | None = None,
+    ) -> None:
+        self._redaction = redaction or RedactionPolicy()
+        self._store = store
+        self._clock = clock
+        self._policy = policy
+        self._counter = counter
+        self._summarizer = summarizer
+
+    @property
+    def summarizer_name(self) -> str | None:
+        """The configured summarizer, if any."""
+        return self._summarizer.name if self._summarizer else None
+
+    @property
+    def counter_name(self) -> str:
+        """How tokens are counted."""
+        return self._counter.name
+
+    # --- sessions -------------------------------------------------------------------------
+
+    async def start(self, project: str, session_id: str | None) -> tuple[SessionInfo, bool]:
+        """Open a session (a new random id when none is given); an existing one is returned."""
+        project = check_project(project)
+        sid = _session_id(session_id) if session_id is not None else uuid.uuid4().hex
+        info, created = await self._store.create_session(project, sid, self._clock.now())
+        if created:
+            log.info("conversation.session_started", project=project, session_id=sid)
+        return info, created
+
+    async def list_sessions(self, project: str, limit: int) -> list[SessionInfo]:
+        """The most recently updated sessions."""
+        if limit < 1:
+            raise InvalidInputError("limit", "must be at least 1")
+        return await self._store.list_sessions(check_project(project), limit)
+
+    async def policy(self, project: str, session_id: str) -> ConversationPolicy:
+        """The session's effective policy: the server's, with the session's overrides."""
+        info = await self._store.get_session(check_project(project), _session_id(session_id))
+        return self._effective(info)
+
+    def _effective(self, info: SessionInfo) -> ConversationPolicy:
+        if not info.config:
+            return self._policy
+        return self._policy.model_validate({**self._policy.model_dump(), **info.config})
+
+    async def update_config(
+        self, project: str, session_id: str, changes: dict[str, JsonValue]
+    ) -> ConversationPolicy:
+        """Override policy fields for one session; a null value restores the server default."""
+        project, sid = check_project(project), _session_id(session_id)
+        info = await self._store.get_session(project, sid)
+        known = set(ConversationPolicy.model_fields)
+        for name in changes:
+            if name not in known:
+                raise InvalidInputError(
+                    f"changes.{name}", f"is not a setting; allowed: {', '.join(sorted(known))}"
+                )
+        config: dict[str, JsonValue] = {
+            k: v for k, v in {**info.config, **changes}.items() if v is not None
+        }
+        try:
+            effective = self._policy.model_validate({**self._policy.model_dump(), **config})
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"]) or "changes"
+            raise InvalidInputError(
+                f"changes.{where}" if first["loc"] else where, first["msg"]
+            ) from None
+        await self._store.set_config(project, sid, config, self._clock.now())
+        log.info("conversation.config_updated", project=project, session_id=sid, changes=changes)
+        return effective
+
+    async def clear(self, project: str, session_id: str, *, confirm: bool) -> int:
+        """Delete a session and everything in it."""
+        project, sid = check_project(project), _session_id(session_id)
+        if not confirm:
+            raise ConfirmationRequiredError("clear_session")
+        removed = await self._store.delete_session(project, sid)
+        log.info("conversation.session_cleared", project=project, session_id=sid, entries=removed)
+        return removed
+
+    # --- entries ----------------------------------------------------------------------------
+
+    async def add_entry(
+        self,
+        project: str,
+        session_id: str,
+        *,
+        type: EntryType,
+        content: str = "",
+        role: Role | None = None,
+        tool_name: str | None = None,
+        arguments: dict[str, JsonValue] | None = None,
+        source: str | None = None,
+        is_error: bool = False,
+    ) -> AddedEntry:
+        """Record an entry; compress older entries when a threshold is crossed."""
+        project, sid = check_project(project), _session_id(session_id)
+        info = await self._store.get_session(project, sid)
+        policy = self._effective(info)
+        report = Redaction()
+        draft = self._draft(
+            policy, type, content, role, tool_name, arguments, source, is_error, report
+        )
+        entry = await self._store.add_entry(project, sid, draft, self._clock.now())
+        log.info(
+            "conversation.entry_added",
+            project=project,
+            session_id=sid,
+            entry=entry.id,
+            type=entry.type.value,
+            tokens=entry.token_count,
+        )
+        compression = await self._auto_compress(project, sid, policy)
+        return AddedEntry(entry=entry, compression=compression, redacted=report.as_dict())
+
+    def _draft(
+        self,
+        policy: ConversationPolicy,
+        type: EntryType,
+        content: str,
+        role: Role | None,
+        tool_name: str | None,
+        arguments: dict[str, JsonValue] | None,
+        source: str | None,
+        is_error: bool,
+        report: Redaction,
+    ) -> EntryDraft:
+        if role is None:
+            if type is EntryType.MESSAGE:
+                raise InvalidInputError(
+                    "role", "is required for a message: user, assistant or system"
+                )
+            role = _DEFAULT_ROLE[type]
+        _check_applicable(type, tool_name, arguments, source, is_error)
+        if type is EntryType.TOOL_CALL:
+            tool_name = check_text("tool_name", tool_name or "", max_chars=_MAX_TOOL_NAME)
+            _check_json_size("arguments", arguments)
+            # A call is its name and arguments; words alongside them are optional.
+            text = content.strip()
+            if text:
+                text = check_text("content", text, max_chars=policy.max_entry_chars)
+        else:
+            text = check_text("content", content, max_chars=policy.max_entry_chars)
+            if tool_name is not None:
+                tool_name = check_text("tool_name", tool_name, max_chars=_MAX_TOOL_NAME)
+        if source is not None:
+            source = check_text("source", source, max_chars=_MAX_SOURCE)
+        # Credentials never reach the table: the entry is stored, counted and summarised
+        # redacted, and the result says what was taken out.
+        text = redact_text(text, self._redaction, report)[0]
+        arguments = _redacted_object(arguments, self._redaction, report)
+        counted = text
+        if type is EntryType.TOOL_CALL:
+            counted = f"{tool_name} {canonical_json(arguments or {})} {text}"
+        return EntryDraft(
+            type=type,
+            role=role,
+            content=text,
+            tool_name=tool_name,
+            arguments=arguments,
+            source=source,
+            is_error=is_error,
+            token_count=self._counter.count(counted),
+        )
+
+    # --- reading ----------------------------------------------------------------------------
+
+    async def context(
+        self, project: str, session_id: str, token_budget: int | None = None
+    ) -> SessionContext:
+        """Summaries, then the active entries and exchanges, within about `token_budget`."""
+        project, sid = check_project(project), _session_id(session_id)
+        if token_budget is not None and token_budget < 1:
+            raise InvalidInputError("token_budget", "must be at least 1 when given")
+        info = await self._store.get_session(project, sid)
+        summaries = await self._store.summaries(project, sid)
+        entries = await self._store.entries(project, sid, active_only=True)
+        exchanges = await self._store.exchanges(project, sid, active_only=True)
+        kept_s, kept_e, gone_s, gone_e = fit_to_budget(
+            summaries, entries, token_budget, self._counter.count
+        )
+        span = (
+            (info.qa_summary_from, info.qa_summary_until)
+            if info.qa_summary_from and info.qa_summary_until
+            else None
+        )
+        text = render_context(kept_s, info.qa_summary, span, kept_e, exchanges)
+        return SessionContext(
+            text=text,
+            summaries=kept_s,
+            entries=kept_e,
+            exchanges=exchanges,
+            omitted_summaries=gone_s,
+            omitted_entries=gone_e,
+            tokens=self._counter.count(text),
+        )
+
+    async def stats(self, project: str, session_id: str) -> SessionStats:
+        """Counts of entries, summaries, tokens, exchanges and the cache state."""
+        project, sid = check_project(project), _session_id(session_id)
+        entries = await self._store.entries(project, sid, active_only=False)
+        summaries = await self._store.summaries(project, sid)
+        exchanges = await self._store.exchanges(project, sid, active_only=False)
+        cache = await self._store.cache_list(project, sid)
+        active = [e for e in entries if not e.compressed]
+        return SessionStats(
+            total_entries=len(entries),
+            active_entries=len(active),
+            compressed_entries=len(entries) - len(active),
+            summaries=len(summaries),
+            total_tokens=sum(e.token_count for e in entries),
+            active_tokens=sum(e.token_count for e in active),
+            exchanges=len(exchanges),
+            active_exchanges=sum(1 for x in exchanges if not x.folded),
+            cache=tuple(cache),
+        )
+
+    # --- compression ------------------------------------------------------------------------
+
+    async def compress(
+        self, project: str, session_id: str, source: SourceChoice = "auto"
+    ) -> CompressionResult:
+        """Compress on request: every eligible entry, whatever the thresholds say."""
+        project, sid = check_project(project), _session_id(session_id)
+        info = await self._store.get_session(project, sid)
+        policy = self._effective(info)
+        active = await self._store.entries(project, sid, active_only=True)
+        plan = plan_compression(active, policy, "requested")
+        if plan is None:
+            return CompressionResult(
+                status="too_few_entries",
+                reason=f"fewer than {policy.min_compress_entries} entries outside the newest "
+                f"{policy.recent_window}",
+            )
+        return await self._compress(project, info, plan, policy, source, automatic=False)
+
+    async def _auto_compress(
+        self, project: str, sid: str, policy: ConversationPolicy
+    ) -> CompressionResult | None:
+        active = await self._store.entries(project, sid, active_only=True)
+        reason = compression_reason(sum(e.token_count for e in active), len(active), policy)
+        if reason is None:
+            return None
+        plan = plan_compression(active, policy, reason)
+        if plan is None:
+            return CompressionResult(
+                status="too_few_entries",
+                reason=f"{reason}, but fewer than {policy.min_compress_entries} entries are "
+                "outside the recent window",
+            )
+        info = await self._store.get_session(project, sid)
+        return await self._compress(project, info, plan, policy, "auto", automatic=True)
+
+    async def _compress(
+        self,
+        project: str,
+        info: SessionInfo,
+        plan: CompressionPlan,
+        policy: ConversationPolicy,
+        source: SourceChoice,
+        *,
+        automatic: bool,
+    ) -> CompressionResult:
+        target = max(16, math.ceil(plan.original_tokens * policy.target_ratio))
+        use_summarizer = source == "summarizer" or (source == "auto" and self._summarizer)
+        if use_summarizer:
+            if self._summarizer is None:
+                raise InvalidInputError(
+                    "source", "'summarizer' needs MEMSTRATA_SUMMARIZER_URL; use auto or fallback"
+                )
+            try:
+                text = await self._summarizer.summarize(
+                    summarization_prompt(target), render_transcript(plan.entries), target
+                )
+                return await self._apply(project, info, plan, text, "summarizer")
+            except SummarizerError as exc:
+                log.warning(
+                    "conversation.summarizer_failed",
+                    project=project,
+                    session_id=info.session_id,
+                    reason=exc.reason,
+                )
+                if source == "summarizer":
+                    raise
+                return await self._apply(
+                    project, info, plan, self._fallback(plan, target), "fallback"
+                )
+        if source == "fallback":
+            return await self._apply(project, info, plan, self._fallback(plan, target), "fallback")
+        # The client's own model writes it: hand over the entries, unless the client already
+        # had its chance for this many entries and ignored it (then the server must bound the
+        # session itself).
+        pending = info.pending
+        if pending is not None and automatic:
+            waited = info.last_entry - pending.requested_at_entry
+            if waited > policy.client_summary_grace:
+                stale = [e for e in plan.entries if e.id in set(pending.entry_ids)]
+                if len(stale) >= policy.min_compress_entries:
+                    plan = CompressionPlan(entries=tuple(stale), reason=plan.reason)
+                target = max(16, math.ceil(plan.original_tokens * policy.target_ratio))
+                return await self._apply(
+                    project, info, plan, self._fallback(plan, target), "fallback"
+                )
+        if pending is None or not automatic:
+            pending = PendingSummary(
+                entry_ids=tuple(e.id for e in plan.entries), requested_at_entry=info.last_entry
+            )
+            await self._store.set_pending(project, info.session_id, pending)
+        asked = [e for e in plan.entries if e.id in set(pending.entry_ids)]
+        tokens = sum(e.token_count for e in asked)
+        target = max(16, math.ceil(tokens * policy.target_ratio))
+        return CompressionResult(
+            status="summary_requested",
+            reason=plan.reason,
+            request=SummaryRequest(
+                entry_ids=pending.entry_ids,
+                instructions=summarization_prompt(target),
+                transcript=render_transcript(asked),
+                target_tokens=target,
+            ),
+        )
+
+    def _fallback(self, plan: CompressionPlan, target_tokens: int) -> str:
+        return fallback_summary(plan.entries, max_bytes=max(200, target_tokens * 4))
+
+    async def _apply(
+        self,
+        project: str,
+        info: SessionInfo,
+        plan: CompressionPlan,
+        text: str,
+        source: SummarySource,
+    ) -> CompressionResult:
+        entries = plan.entries
+        draft = SummaryDraft(
+            text=text,
+            entry_ids=tuple(e.id for e in entries),
+            token_count=self._counter.count(text),
+            original_tokens=plan.original_tokens,
+            covers_from=entries[0].timestamp,
+            covers_until=entries[-1].timestamp,
+            source=source,
+        )
+        summary = await self._store.apply_summary(
+            project, info.session_id, draft, self._clock.now()
+        )
+        if summary is None:
+            raise ConflictError("those entries were summarised meanwhile")
+        saved = draft.original_tokens - draft.token_count
+        log.info(
+            "conversation.compressed",
+            project=project,
+            session_id=info.session_id,
+            summary=summary.id,
+            source=source,
+            entries=len(entries),
+            original_tokens=draft.original_tokens,
+            summary_tokens=draft.token_count,
+            tokens_saved=saved,
+            reason=plan.reason,
+        )
+        return CompressionResult(
+            status="compressed", reason=plan.reason, summary=summary, tokens_saved=saved
+        )
+
+    async def submit_summary(self, project: str, session_id: str, text: str) -> CompressionResult:
+        """Store the summary the client's model wrote for the pending request."""
+        project, sid = check_project(project), _session_id(session_id)
+        info = await self._store.get_session(project, sid)
+        if info.pending is None:
+            raise ConflictError(
+                "no summary was requested for this session; call compress_session first"
+            )
+        policy = self._effective(info)
+        body = check_text("summary", text, max_chars=policy.max_entry_chars)
+        body = redact_text(body, self._redaction)[0]
+        wanted = set(info.pending.entry_ids)
+        active = [
+            e for e in await self._store.entries(project, sid, active_only=True) if e.id in wanted
+        ]
+        if len(active) != len(wanted):
+            await self._store.set_pending(project, sid, None)
+            raise ConflictError(
+                "the requested entries were summarised meanwhile (by the fallback); "
+                "call compress_session again if more remain"
+            )
+        plan = CompressionPlan(entries=tuple(active), reason="client summary")
+        return await self._apply(project, info, plan, body, "client")
+
+    # --- Q&A cycles -------------------------------------------------------------------------
+
+    async def finalize_exchange(
+        self, project: str, session_id: str, question: str, answer: str
+    ) -> FinalizedExchange:
+        """Store a question and its answer; fold old exchanges; age the tool-result cache."""
+        project, sid = check_project(project), _session_id(session_id)
+        info = await self._store.get_session(project, sid)
+        policy = self._effective(info)
+        report = Redaction()
+        q = check_text("question", question, max_chars=policy.max_entry_chars)
+        a = check_text("answer", answer, max_chars=policy.max_entry_chars)
+        q = redact_text(q, self._redaction, report)[0]
+        a = redact_text(a, self._redaction, report)[0]
+        short = (
+            shorten_bytes(a, policy.answer_shorten_to)
+            if (len(a.encode("utf-8")) > policy.answer_shorten_over)
+            else a
+        )
+
+        def fold(summary: str, leaving: Sequence[Exchange]) -> str:
+            lines = [summary] if summary else []
+            lines.extend(fold_line(x) for x in leaving)
+            return "\n".join(lines)
+
+        outcome = await self._store.finalize_exchange(
+            project,
+            sid,
+            (q, short, short != a),
+            self._clock.now(),
+            policy.max_active_exchanges,
+            fold,
+        )
+        compressed = False
+        if len(outcome.qa_summary.encode("utf-8")) > policy.qa_summary_over:
+            new = await self._shrink_qa(outcome.qa_summary, policy)
+            compressed = await self._store.replace_qa_summary(project, sid, outcome.qa_summary, new)
+            if compressed:
+                log.info(
+                    "conversation.qa_summary_compressed",
+                    project=project,
+                    session_id=sid,
+                    bytes_before=len(outcome.qa_summary.encode()),
+                    bytes_after=len(new.encode()),
+                )
+                outcome = outcome.model_copy(update={"qa_summary": new})
+        for item in outcome.expired:
+            log.info(
+                "conversation.cache_expired", project=project, session_id=sid, tool=item.tool_name
+            )
+        cache = await self._store.cache_list(project, sid)
+        return FinalizedExchange(
+            outcome=outcome,
+            qa_summary_compressed=compressed,
+            cache=cache,
+            redacted=report.as_dict(),
+        )
+
+    async def _shrink_qa(self, text: str, policy: ConversationPolicy) -> str:
+        if self._summarizer is not None:
+            try:
+                shorter = await self._summarizer.summarize(
+                    "Compress these notes of earlier questions and answers to at most "
+                    f"{policy.qa_summary_to} bytes. Keep one line per topic, names and numbers "
+                    "exactly.",
+                    text,
+                    max(16, policy.qa_summary_to // 4),
+                )
+                # Whatever the model wrote, the bound holds.
+                return compress_qa_summary(shorter, policy.qa_summary_to)
+            except SummarizerError as exc:
+                log.warning("conversation.summarizer_failed", reason=exc.reason)
+        return compress_qa_summary(text, policy.qa_summary_to)
+
+    # --- tool-result cache ------------------------------------------------------------------
+
+    async def cache_put(
+        self,
+        project: str,
+        session_id: str,
+        tool_name: str,
+        parameters: JsonValue,
+        result: JsonValue,
+        duration: int,
+    ) -> CachedResult:
+        """Cache a tool result for `duration` exchanges (reset by every lookup that hits)."""
+        project, sid = check_project(project), _session_id(session_id)
+        name = check_text("tool_name", tool_name, max_chars=_MAX_TOOL_NAME)
+        if not 1 <= duration <= _MAX_CACHE_DURATION:
+            raise InvalidInputError(
+                "duration", f"must be a whole number of exchanges from 1 to {_MAX_CACHE_DURATION}"
+            )
+        parameters = _parameters(parameters)
+        _check_json_size("parameters", parameters)
+        _check_json_size("result", result)
+        # Redaction is deterministic, so a lookup with the same secret finds the same key.
+        parameters = redact_json(parameters, self._redaction)[0]
+        result = redact_json(result, self._redaction)[0]
+        item = CachedResult(
+            key=cache_key(name, parameters),
+            tool_name=name,
+            parameters=parameters,
+            result=result,
+            duration=duration,
+            remaining=duration,
+            created_at=self._clock.now(),
+        )
+        await self._store.cache_put(project, sid, item)
+        return item
+
+    async def cache_lookup(
+        self, project: str, session_id: str, tool_name: str, parameters: JsonValue
+    ) -> CachedResult | None:
+        """A cached result for exactly this tool and these parameters, or None."""
+        project, sid = check_project(project), _session_id(session_id)
+        name = check_text("tool_name", tool_name, max_chars=_MAX_TOOL_NAME)
+        key = cache_key(name, redact_json(_parameters(parameters), self._redaction)[0])
+        return await self._store.cache_get(project, sid, key)
+
+    # --- export / import --------------------------------------------------------------------
+
+    async def export(self, project: str, session_id: str) -> SessionExport:
+        """The whole session as plain data."""
+        return await self._store.export_session(check_project(project), _session_id(session_id))
+
+    async def import_(
+        self, project: str, data: JsonValue, session_id: str | None = None
+    ) -> SessionExport:
+        """Create a session from an export, under its own id or `session_id`."""
+        project = check_project(project)
+        try:
+            parsed = SessionExport.model_validate(data)
+        except ValidationError as exc:
+            first = exc.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise InvalidInputError(f"data.{where}" if where else "data", first["msg"]) from None
+        if session_id is not None:
+            parsed = parsed.model_copy(update={"session_id": session_id})
+        parsed = parsed.model_copy(update={"session_id": _session_id(parsed.session_id)})
+        _check_export(parsed)
+        await self._store.import_session(project, parsed)
+        log.info(
+            "conversation.session_imported",
+            project=project,
+            session_id=parsed.session_id,
+            entries=len(parsed.entries),
+        )
+        return parsed
+
+
+def _session_id(value: str) -> str:
+    checked = check_session(value)
+    assert checked is not None
+    return checked
+
+
+def _check_applicable(
+    type: EntryType,
+    tool_name: str | None,
+    arguments: dict[str, JsonValue] | None,
+    source: str | None,
+    is_error: bool,
+) -> None:
+    """Each optional field belongs to some entry types only."""
+    if arguments is not None and type is not EntryType.TOOL_CALL:
+        raise InvalidInputError("arguments", "is only for type 'tool_call'")
+    if tool_name is not None and type not in (EntryType.TOOL_CALL, EntryType.TOOL_RESULT):
+        raise InvalidInputError("tool_name", "is only for types 'tool_call' and 'tool_result'")
+    if source is not None and type is not EntryType.CONTEXT:
+        raise InvalidInputError("source", "is only for type 'context'")
+    if is_error and type is not EntryType.TOOL_RESULT:
+        raise InvalidInputError("is_error", "is only for type 'tool_result'")
+
+
+def _redacted_object(
+    value: dict[str, JsonValue] | None, policy: RedactionPolicy, report: Redaction
+) -> dict[str, JsonValue] | None:
+    if value is None:
+        return None
+    return {k: redact_json(v, policy, report)[0] for k, v in value.items()}
+
+
+def _parameters(value: JsonValue) -> dict[str, JsonValue]:
+    """Tool parameters: a JSON object, or text holding one (as some clients pass them)."""
+    if isinstance(value, str):
+        try:
+            value = json.loads(value)
+        except ValueError:
+            raise InvalidInputError(
+                "parameters", "must be a JSON object, or text that parses as one"
+            ) from None
+    if not isinstance(value, dict):
+        raise InvalidInputError("parameters", "must be a JSON object of the tool's arguments")
+    return value
+
+
+def _check_json_size(
+    field_name: str, value: JsonValue, max_bytes: int | None = _MAX_JSON_BYTES
+) -> None:
+    try:
+        size = len(json.dumps(value, ensure_ascii=False).encode())
+    except (UnicodeEncodeError, ValueError):
+        raise InvalidInputError(field_name, "must be JSON of valid Unicode text") from None
+    if max_bytes is not None and size > max_bytes:
+        raise InvalidInputError(field_name, f"must be at most {max_bytes} bytes as JSON")
+
+
+def _check_export(data: SessionExport) -> None:
+    """Links inside an export must hold, or the imported session would lie about itself."""
+    _check_json_size("data", data.model_dump(mode="json"), max_bytes=None)
+    for name, ids in (
+        ("entries", [e.id for e in data.entries]),
+        ("summaries", [x.id for x in data.summaries]),
+        ("exchanges", [x.id for x in data.exchanges]),
+        ("cache", [c.key for c in data.cache]),
+    ):
+        if len(set(ids)) != len(ids):
+            raise InvalidInputError(f"data.{name}", "ids must be unique")
+    summary_ids = {s.id for s in data.summaries}
+    for e in data.entries:
+        if e.compressed != (e.summary_id is not None):
+            raise InvalidInputError(
+                f"data.entries[{e.id}]", "compressed entries need a summary_id, others none"
+            )
+        if e.summary_id is not None and e.summary_id not in summary_ids:
+            raise InvalidInputError(
+                f"data.entries[{e.id}].summary_id", "must name a summary in data.summaries"
+            )
+    known = {e.id for e in data.entries}
+    for x in data.summaries:
+        if not set(x.entry_ids) <= known:
+            raise InvalidInputError(
+                f"data.summaries[{x.id}].entry_ids", "must name entries in data.entries"
+            )
+    for c in data.cache:
+        if c.key != cache_key(c.tool_name, c.parameters):
+            raise InvalidInputError("data.cache", f"the key of {c.tool_name} does not match it")

@@ -1,0 +1,619 @@
+"""SqliteConversationStore: the ConversationStore port on the shared SQLite connection."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+import aiosqlite
+from pydantic import JsonValue
+
+from memory_core.conversation_ports import FoldFn
+from memory_core.domain.conversation import (
+    CachedResult,
+    Entry,
+    EntryDraft,
+    EntryType,
+    Exchange,
+    ExchangeOutcome,
+    PendingSummary,
+    Role,
+    SessionExport,
+    SessionInfo,
+    Summary,
+    SummaryDraft,
+    canonical_json,
+)
+from memory_core.errors import ConflictError, SessionNotFoundError
+from memory_core.storage.sqlite.rows import decode_time, encode_time
+from memory_core.storage.sqlite.session import SqliteSession
+
+__all__ = ["SqliteConversationStore"]
+
+_SCOPE = "project = :project AND session_id = :session_id"
+
+
+def _opt_time(value: str | None) -> datetime | None:
+    return decode_time(value) if value is not None else None
+
+
+def _session(row: Any) -> SessionInfo:
+    pending = json.loads(row["pending_summary"]) if row["pending_summary"] else None
+    return SessionInfo(
+        project=row["project"],
+        session_id=row["session_id"],
+        created_at=decode_time(row["created_at"]),
+        updated_at=decode_time(row["updated_at"]),
+        config=json.loads(row["config"]),
+        qa_summary=row["qa_summary"],
+        qa_summary_from=_opt_time(row["qa_summary_from"]),
+        qa_summary_until=_opt_time(row["qa_summary_until"]),
+        last_entry=row["next_entry"] - 1,
+        pending=PendingSummary.model_validate(pending) if pending else None,
+    )
+
+
+def _entry(row: Any) -> Entry:
+    return Entry(
+        id=row["entry_no"],
+        type=EntryType(row["type"]),
+        role=Role(row["role"]),
+        content=row["content"],
+        tool_name=row["tool_name"],
+        arguments=json.loads(row["arguments"]) if row["arguments"] is not None else None,
+        source=row["source"],
+        is_error=bool(row["is_error"]),
+        timestamp=decode_time(row["created_at"]),
+        token_count=row["token_count"],
+        compressed=bool(row["compressed"]),
+        summary_id=row["summary_no"],
+    )
+
+
+def _summary(row: Any) -> Summary:
+    return Summary(
+        id=row["summary_no"],
+        text=row["text"],
+        entry_ids=tuple(json.loads(row["entry_ids"])),
+        token_count=row["token_count"],
+        original_tokens=row["original_tokens"],
+        ratio=row["ratio"],
+        covers_from=decode_time(row["covers_from"]),
+        covers_until=decode_time(row["covers_until"]),
+        source=row["source"],
+        created_at=decode_time(row["created_at"]),
+    )
+
+
+def _exchange(row: Any) -> Exchange:
+    return Exchange(
+        id=row["exchange_no"],
+        question=row["question"],
+        answer=row["answer"],
+        answer_shortened=bool(row["answer_shortened"]),
+        timestamp=decode_time(row["created_at"]),
+        folded=bool(row["folded"]),
+    )
+
+
+def _cached(row: Any) -> CachedResult:
+    return CachedResult(
+        key=row["cache_key"],
+        tool_name=row["tool_name"],
+        parameters=json.loads(row["parameters"]),
+        result=json.loads(row["result"]),
+        duration=row["duration"],
+        remaining=row["remaining"],
+        created_at=decode_time(row["created_at"]),
+    )
+
+
+def _json(value: JsonValue) -> str:
+    return json.dumps(value, ensure_ascii=False)
+
+
+class SqliteConversationStore:
+    """Conversation memory in the tables of migration 0003."""
+
+    def __init__(self, session: SqliteSession) -> None:
+        self._s = session
+
+    async def _require(self, db: aiosqlite.Connection, project: str, session_id: str) -> Any:
+        async with db.execute(
+            f"SELECT * FROM conversation_sessions WHERE {_SCOPE}",
+            {"project": project, "session_id": session_id},
+        ) as cur:
+            row = await cur.fetchone()
+        if row is None:
+            raise SessionNotFoundError(session_id, project)
+        return row
+
+    async def create_session(
+        self, project: str, session_id: str, now: datetime
+    ) -> tuple[SessionInfo, bool]:
+        """See ConversationStore.create_session."""
+        async with self._s.write("create_session") as db:
+            cur = await db.execute(
+                "INSERT INTO conversation_sessions (project, session_id, created_at, updated_at) "
+                "VALUES (:project, :session_id, :now, :now) ON CONFLICT DO NOTHING",
+                {"project": project, "session_id": session_id, "now": encode_time(now)},
+            )
+            created = cur.rowcount == 1
+            row = await self._require(db, project, session_id)
+        return _session(row), created
+
+    async def get_session(self, project: str, session_id: str) -> SessionInfo:
+        """See ConversationStore.get_session."""
+        async with self._s.read("get_session") as db:
+            return _session(await self._require(db, project, session_id))
+
+    async def list_sessions(self, project: str, limit: int) -> list[SessionInfo]:
+        """See ConversationStore.list_sessions."""
+        async with self._s.read("list_sessions"):
+            rows = await self._s.fetch(
+                "SELECT * FROM conversation_sessions WHERE project = ? "
+                "ORDER BY updated_at DESC, session_id LIMIT ?",
+                (project, limit),
+            )
+        return [_session(r) for r in rows]
+
+    async def add_entry(
+        self, project: str, session_id: str, draft: EntryDraft, now: datetime
+    ) -> Entry:
+        """See ConversationStore.add_entry."""
+        scope = {"project": project, "session_id": session_id}
+        async with self._s.write("add_entry") as db:
+            row = await self._require(db, project, session_id)
+            number = row["next_entry"]
+            stamp = encode_time(now)
+            await db.execute(
+                "INSERT INTO conversation_entries (project, session_id, entry_no, type, role, "
+                "content, tool_name, arguments, source, is_error, created_at, token_count) "
+                "VALUES (:project, :session_id, :no, :type, :role, :content, :tool_name, "
+                ":arguments, :source, :is_error, :now, :tokens)",
+                {
+                    **scope,
+                    "no": number,
+                    "type": draft.type.value,
+                    "role": draft.role.value,
+                    "content": draft.content,
+                    "tool_name": draft.tool_name,
+                    "arguments": _json(draft.arguments) if draft.arguments is not None else None,
+                    "source": draft.source,
+                    "is_error": int(draft.is_error),
+                    "now": stamp,
+                    "tokens": draft.token_count,
+                },
+            )
+            await db.execute(
+                "UPDATE conversation_sessions SET next_entry = next_entry + 1, updated_at = :now "
+                f"WHERE {_SCOPE}",
+                {**scope, "now": stamp},
+            )
+        return Entry(
+            id=number,
+            timestamp=now,
+            **draft.model_dump(),
+        )
+
+    async def entries(self, project: str, session_id: str, *, active_only: bool) -> list[Entry]:
+        """See ConversationStore.entries."""
+        only = " AND compressed = 0" if active_only else ""
+        async with self._s.snapshot("entries") as db:
+            await self._require(db, project, session_id)
+            rows = await self._s.fetch(
+                f"SELECT * FROM conversation_entries WHERE {_SCOPE}{only} ORDER BY entry_no",
+                {"project": project, "session_id": session_id},
+            )
+        return [_entry(r) for r in rows]
+
+    async def summaries(self, project: str, session_id: str) -> list[Summary]:
+        """See ConversationStore.summaries."""
+        async with self._s.snapshot("summaries") as db:
+            await self._require(db, project, session_id)
+            rows = await self._s.fetch(
+                f"SELECT * FROM conversation_summaries WHERE {_SCOPE} ORDER BY summary_no",
+                {"project": project, "session_id": session_id},
+            )
+        return [_summary(r) for r in rows]
+
+    async def exchanges(
+        self, project: str, session_id: str, *, active_only: bool
+    ) -> list[Exchange]:
+        """See ConversationStore.exchanges."""
+        only = " AND folded = 0" if active_only else ""
+        async with self._s.snapshot("exchanges") as db:
+            await self._require(db, project, session_id)
+            rows = await self._s.fetch(
+                f"SELECT * FROM conversation_exchanges WHERE {_SCOPE}{only} ORDER BY exchange_no",
+                {"project": project, "session_id": session_id},
+            )
+        return [_exchange(r) for r in rows]
+
+    async def apply_summary(
+        self, project: str, session_id: str, draft: SummaryDraft, now: datetime
+    ) -> Summary | None:
+        """See ConversationStore.apply_summary."""
+        scope = {"project": project, "session_id": session_id}
+        ids = list(draft.entry_ids)
+        async with self._s.write("apply_summary") as db:
+            row = await self._require(db, project, session_id)
+            # json_each keeps the id list one bound parameter, however long it is.
+            async with db.execute(
+                f"SELECT count(*) FROM conversation_entries WHERE {_SCOPE} AND compressed = 0 "
+                "AND entry_no IN (SELECT value FROM json_each(:ids))",
+                {**scope, "ids": json.dumps(ids)},
+            ) as cur:
+                found = await cur.fetchone()
+            if found is None or found[0] != len(set(ids)):
+                return None
+            number = row["next_summary"]
+            stamp = encode_time(now)
+            await db.execute(
+                "INSERT INTO conversation_summaries (project, session_id, summary_no, text, "
+                "entry_ids, token_count, original_tokens, ratio, covers_from, covers_until, "
+                "source, created_at) VALUES (:project, :session_id, :no, :text, :ids, :tokens, "
+                ":original, :ratio, :from, :until, :source, :now)",
+                {
+                    **scope,
+                    "no": number,
+                    "text": draft.text,
+                    "ids": json.dumps(ids),
+                    "tokens": draft.token_count,
+                    "original": draft.original_tokens,
+                    "ratio": draft.ratio,
+                    "from": encode_time(draft.covers_from),
+                    "until": encode_time(draft.covers_until),
+                    "source": draft.source,
+                    "now": stamp,
+                },
+            )
+            await db.execute(
+                "UPDATE conversation_entries SET compressed = 1, summary_no = :no "
+                f"WHERE {_SCOPE} AND entry_no IN (SELECT value FROM json_each(:ids))",
+                {**scope, "no": number, "ids": json.dumps(ids)},
+            )
+            pending = json.loads(row["pending_summary"]) if row["pending_summary"] else None
+            clear_pending = pending is not None and set(pending["entry_ids"]) & set(ids)
+            await db.execute(
+                "UPDATE conversation_sessions SET next_summary = next_summary + 1, "
+                "updated_at = :now"
+                + (", pending_summary = NULL" if clear_pending else "")
+                + f" WHERE {_SCOPE}",
+                {**scope, "now": stamp},
+            )
+        return Summary(
+            id=number,
+            text=draft.text,
+            entry_ids=draft.entry_ids,
+            token_count=draft.token_count,
+            original_tokens=draft.original_tokens,
+            ratio=draft.ratio,
+            covers_from=draft.covers_from,
+            covers_until=draft.covers_until,
+            source=draft.source,
+            created_at=now,
+        )
+
+    async def set_pending(
+        self, project: str, session_id: str, pending: PendingSummary | None
+    ) -> None:
+        """See ConversationStore.set_pending."""
+        async with self._s.write("set_pending") as db:
+            await self._require(db, project, session_id)
+            await db.execute(
+                f"UPDATE conversation_sessions SET pending_summary = :p WHERE {_SCOPE}",
+                {
+                    "project": project,
+                    "session_id": session_id,
+                    "p": pending.model_dump_json() if pending else None,
+                },
+            )
+
+    async def set_config(
+        self, project: str, session_id: str, config: dict[str, JsonValue], now: datetime
+    ) -> None:
+        """See ConversationStore.set_config."""
+        async with self._s.write("set_config") as db:
+            await self._require(db, project, session_id)
+            await db.execute(
+                f"UPDATE conversation_sessions SET config = :c, updated_at = :now WHERE {_SCOPE}",
+                {
+                    "project": project,
+                    "session_id": session_id,
+                    "c": canonical_json(config),
+                    "now": encode_time(now),
+                },
+            )
+
+    async def finalize_exchange(
+        self,
+        project: str,
+        session_id: str,
+        exchange: tuple[str, str, bool],
+        now: datetime,
+        max_active: int,
+        fold: FoldFn,
+    ) -> ExchangeOutcome:
+        """See ConversationStore.finalize_exchange."""
+        scope = {"project": project, "session_id": session_id}
+        question, answer, shortened = exchange
+        stamp = encode_time(now)
+        async with self._s.write("finalize_exchange") as db:
+            row = await self._require(db, project, session_id)
+            number = row["next_exchange"]
+            await db.execute(
+                "INSERT INTO conversation_exchanges (project, session_id, exchange_no, question, "
+                "answer, answer_shortened, created_at) VALUES (:project, :session_id, :no, :q, "
+                ":a, :short, :now)",
+                {
+                    **scope,
+                    "no": number,
+                    "q": question,
+                    "a": answer,
+                    "short": int(shortened),
+                    "now": stamp,
+                },
+            )
+            active = [
+                _exchange(r)
+                for r in await self._s.fetch(
+                    f"SELECT * FROM conversation_exchanges WHERE {_SCOPE} AND folded = 0 "
+                    "ORDER BY exchange_no",
+                    scope,
+                )
+            ]
+            overflow = active[: max(0, len(active) - max_active)]
+            summary: str = row["qa_summary"]
+            span_from, span_until = row["qa_summary_from"], row["qa_summary_until"]
+            if overflow:
+                summary = fold(summary, overflow)
+                span_from = span_from or encode_time(overflow[0].timestamp)
+                span_until = encode_time(overflow[-1].timestamp)
+                await db.execute(
+                    f"UPDATE conversation_exchanges SET folded = 1 WHERE {_SCOPE} "
+                    "AND exchange_no <= :last",
+                    {**scope, "last": overflow[-1].id},
+                )
+            await db.execute(
+                "UPDATE conversation_sessions SET next_exchange = next_exchange + 1, "
+                "qa_summary = :summary, qa_summary_from = :from, qa_summary_until = :until, "
+                f"updated_at = :now WHERE {_SCOPE}",
+                {**scope, "summary": summary, "from": span_from, "until": span_until, "now": stamp},
+            )
+            await db.execute(
+                f"UPDATE tool_result_cache SET remaining = remaining - 1 WHERE {_SCOPE}", scope
+            )
+            expired = [
+                _cached(r)
+                for r in await self._s.fetch(
+                    f"DELETE FROM tool_result_cache WHERE {_SCOPE} AND remaining <= 0 RETURNING *",
+                    scope,
+                )
+            ]
+        stored = Exchange(
+            id=number,
+            question=question,
+            answer=answer,
+            answer_shortened=shortened,
+            timestamp=now,
+            folded=any(x.id == number for x in overflow),
+        )
+        return ExchangeOutcome(
+            exchange=stored, folded=tuple(overflow), qa_summary=summary, expired=tuple(expired)
+        )
+
+    async def replace_qa_summary(
+        self, project: str, session_id: str, expected: str, new: str
+    ) -> bool:
+        """See ConversationStore.replace_qa_summary."""
+        async with self._s.write("replace_qa_summary") as db:
+            await self._require(db, project, session_id)
+            cur = await db.execute(
+                f"UPDATE conversation_sessions SET qa_summary = :new WHERE {_SCOPE} "
+                "AND qa_summary = :expected",
+                {"project": project, "session_id": session_id, "new": new, "expected": expected},
+            )
+            return cur.rowcount == 1
+
+    async def cache_put(self, project: str, session_id: str, item: CachedResult) -> None:
+        """See ConversationStore.cache_put."""
+        async with self._s.write("cache_put") as db:
+            await self._require(db, project, session_id)
+            await db.execute(
+                "INSERT OR REPLACE INTO tool_result_cache (project, session_id, cache_key, "
+                "tool_name, parameters, result, duration, remaining, created_at) VALUES "
+                "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                (
+                    project,
+                    session_id,
+                    item.key,
+                    item.tool_name,
+                    canonical_json(item.parameters),
+                    _json(item.result),
+                    item.duration,
+                    item.remaining,
+                    encode_time(item.created_at),
+                ),
+            )
+
+    async def cache_get(self, project: str, session_id: str, key: str) -> CachedResult | None:
+        """See ConversationStore.cache_get."""
+        async with self._s.write("cache_get") as db:
+            await self._require(db, project, session_id)
+            rows = await self._s.fetch(
+                "UPDATE tool_result_cache SET remaining = duration "
+                f"WHERE {_SCOPE} AND cache_key = :key RETURNING *",
+                {"project": project, "session_id": session_id, "key": key},
+            )
+        return _cached(rows[0]) if rows else None
+
+    async def cache_list(self, project: str, session_id: str) -> list[CachedResult]:
+        """See ConversationStore.cache_list."""
+        async with self._s.snapshot("cache_list") as db:
+            await self._require(db, project, session_id)
+            rows = await self._s.fetch(
+                f"SELECT * FROM tool_result_cache WHERE {_SCOPE} ORDER BY created_at, cache_key",
+                {"project": project, "session_id": session_id},
+            )
+        return [_cached(r) for r in rows]
+
+    async def export_session(self, project: str, session_id: str) -> SessionExport:
+        """See ConversationStore.export_session."""
+        scope = {"project": project, "session_id": session_id}
+        async with self._s.snapshot("export_session") as db:
+            info = _session(await self._require(db, project, session_id))
+            entries = await self._s.fetch(
+                f"SELECT * FROM conversation_entries WHERE {_SCOPE} ORDER BY entry_no", scope
+            )
+            summaries = await self._s.fetch(
+                f"SELECT * FROM conversation_summaries WHERE {_SCOPE} ORDER BY summary_no", scope
+            )
+            exchanges = await self._s.fetch(
+                f"SELECT * FROM conversation_exchanges WHERE {_SCOPE} ORDER BY exchange_no", scope
+            )
+            cache = await self._s.fetch(
+                f"SELECT * FROM tool_result_cache WHERE {_SCOPE} ORDER BY created_at, cache_key",
+                scope,
+            )
+        return SessionExport(
+            session_id=session_id,
+            created_at=info.created_at,
+            updated_at=info.updated_at,
+            config=info.config,
+            qa_summary=info.qa_summary,
+            qa_summary_from=info.qa_summary_from,
+            qa_summary_until=info.qa_summary_until,
+            entries=[_entry(r) for r in entries],
+            summaries=[_summary(r) for r in summaries],
+            exchanges=[_exchange(r) for r in exchanges],
+            cache=[_cached(r) for r in cache],
+        )
+
+    async def import_session(self, project: str, data: SessionExport) -> None:
+        """See ConversationStore.import_session."""
+        scope = {"project": project, "session_id": data.session_id}
+        async with self._s.write("import_session") as db:
+            cur = await db.execute(
+                "INSERT INTO conversation_sessions (project, session_id, created_at, updated_at, "
+                "config, qa_summary, qa_summary_from, qa_summary_until, next_entry, "
+                "next_summary, next_exchange) VALUES (:project, :session_id, :created, :updated, "
+                ":config, :qa, :qa_from, :qa_until, :ne, :ns, :nx) ON CONFLICT DO NOTHING",
+                {
+                    **scope,
+                    "created": encode_time(data.created_at),
+                    "updated": encode_time(data.updated_at),
+                    "config": canonical_json(data.config),
+                    "qa": data.qa_summary,
+                    "qa_from": encode_time(data.qa_summary_from) if data.qa_summary_from else None,
+                    "qa_until": (
+                        encode_time(data.qa_summary_until) if data.qa_summary_until else None
+                    ),
+                    "ne": _next(e.id for e in data.entries),
+                    "ns": _next(s.id for s in data.summaries),
+                    "nx": _next(x.id for x in data.exchanges),
+                },
+            )
+            if cur.rowcount != 1:
+                raise ConflictError(f"session {data.session_id!r} already exists")
+            # Summaries first: entries point at them.
+            await db.executemany(
+                "INSERT INTO conversation_summaries (project, session_id, summary_no, text, "
+                "entry_ids, token_count, original_tokens, ratio, covers_from, covers_until, "
+                "source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        project,
+                        data.session_id,
+                        s.id,
+                        s.text,
+                        json.dumps(list(s.entry_ids)),
+                        s.token_count,
+                        s.original_tokens,
+                        s.ratio,
+                        encode_time(s.covers_from),
+                        encode_time(s.covers_until),
+                        s.source,
+                        encode_time(s.created_at),
+                    )
+                    for s in data.summaries
+                ],
+            )
+            await db.executemany(
+                "INSERT INTO conversation_entries (project, session_id, entry_no, type, role, "
+                "content, tool_name, arguments, source, is_error, created_at, token_count, "
+                "compressed, summary_no) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        project,
+                        data.session_id,
+                        e.id,
+                        e.type.value,
+                        e.role.value,
+                        e.content,
+                        e.tool_name,
+                        _json(e.arguments) if e.arguments is not None else None,
+                        e.source,
+                        int(e.is_error),
+                        encode_time(e.timestamp),
+                        e.token_count,
+                        int(e.compressed),
+                        e.summary_id,
+                    )
+                    for e in data.entries
+                ],
+            )
+            await db.executemany(
+                "INSERT INTO conversation_exchanges (project, session_id, exchange_no, question, "
+                "answer, answer_shortened, created_at, folded) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        project,
+                        data.session_id,
+                        x.id,
+                        x.question,
+                        x.answer,
+                        int(x.answer_shortened),
+                        encode_time(x.timestamp),
+                        int(x.folded),
+                    )
+                    for x in data.exchanges
+                ],
+            )
+            await db.executemany(
+                "INSERT INTO tool_result_cache (project, session_id, cache_key, tool_name, "
+                "parameters, result, duration, remaining, created_at) "
+                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (
+                        project,
+                        data.session_id,
+                        c.key,
+                        c.tool_name,
+                        canonical_json(c.parameters),
+                        _json(c.result),
+                        c.duration,
+                        c.remaining,
+                        encode_time(c.created_at),
+                    )
+                    for c in data.cache
+                ],
+            )
+
+    async def delete_session(self, project: str, session_id: str) -> int:
+        """See ConversationStore.delete_session."""
+        scope = {"project": project, "session_id": session_id}
+        async with self._s.write("delete_session") as db:
+            await self._require(db, project, session_id)
+            async with db.execute(
+                f"SELECT count(*) FROM conversation_entries WHERE {_SCOPE}", scope
+            ) as cur:
+                count = await cur.fetchone()
+            await db.execute(f"DELETE FROM conversation_sessions WHERE {_SCOPE}", scope)
+        return int(count[0]) if count else 0
+
+
+def _next(ids: Iterable[int]) -> int:
+    return max(ids, default=0) + 1

@@ -1,0 +1,302 @@
+"""Conversation-memory tool results as they go on the wire, built from domain objects."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Literal
+
+from pydantic import BaseModel, Field, JsonValue
+
+from memory_core.config import ConversationPolicy
+from memory_core.domain.conversation import (
+    CachedResult,
+    Entry,
+    EntryType,
+    Role,
+    SessionInfo,
+    SessionStats,
+    Summary,
+)
+from memory_core.services.conversations import CompressionResult, FinalizedExchange
+
+__all__ = [
+    "CacheLookupOut",
+    "CachePutOut",
+    "ClearSessionOut",
+    "CompressionOut",
+    "EntryAddedOut",
+    "EntryOut",
+    "ExchangeOut",
+    "ImportSessionOut",
+    "SessionConfigOut",
+    "SessionContextOut",
+    "SessionListOut",
+    "SessionOut",
+    "SessionStatsOut",
+    "SummaryOut",
+    "SummaryRequestOut",
+]
+
+
+class SessionOut(BaseModel):
+    """A session's identity."""
+
+    session_id: str
+    created: bool = Field(description="True if this call created it.")
+    created_at: datetime
+    updated_at: datetime
+    entries: int = Field(description="Entries recorded so far.")
+
+    @classmethod
+    def of(cls, info: SessionInfo, created: bool = False) -> SessionOut:
+        """Project a SessionInfo onto the wire shape."""
+        return cls(
+            session_id=info.session_id,
+            created=created,
+            created_at=info.created_at,
+            updated_at=info.updated_at,
+            entries=info.last_entry,
+        )
+
+
+class SessionListOut(BaseModel):
+    """Sessions, most recently updated first."""
+
+    sessions: list[SessionOut]
+
+
+class EntryOut(BaseModel):
+    """One entry."""
+
+    id: int
+    type: EntryType
+    role: Role
+    content: str
+    tool_name: str | None
+    arguments: dict[str, JsonValue] | None
+    source: str | None
+    is_error: bool
+    timestamp: datetime
+    token_count: int
+    compressed: bool
+    summary_id: int | None
+
+    @classmethod
+    def of(cls, e: Entry) -> EntryOut:
+        """Project an Entry onto the wire shape."""
+        return cls(**e.model_dump())
+
+
+class SummaryOut(BaseModel):
+    """A stored summary and what it replaced."""
+
+    id: int
+    text: str
+    entry_ids: list[int]
+    token_count: int
+    original_tokens: int
+    compression_ratio: float
+    covers_from: datetime
+    covers_until: datetime
+    source: Literal["summarizer", "client", "fallback"]
+
+    @classmethod
+    def of(cls, s: Summary) -> SummaryOut:
+        """Project a Summary onto the wire shape."""
+        return cls(
+            id=s.id,
+            text=s.text,
+            entry_ids=list(s.entry_ids),
+            token_count=s.token_count,
+            original_tokens=s.original_tokens,
+            compression_ratio=s.ratio,
+            covers_from=s.covers_from,
+            covers_until=s.covers_until,
+            source=s.source,
+        )
+
+
+class SummaryRequestOut(BaseModel):
+    """Entries for your own model to summarise; submit with `submit_session_summary`."""
+
+    entry_ids: list[int]
+    instructions: str
+    transcript: str
+    target_tokens: int
+
+
+class CompressionOut(BaseModel):
+    """What a compression did, or what it asks of you."""
+
+    status: Literal["compressed", "summary_requested", "not_needed", "too_few_entries"]
+    reason: str
+    summary: SummaryOut | None = None
+    summary_request: SummaryRequestOut | None = Field(
+        None,
+        description="Set when status is 'summary_requested': write the summary following "
+        "`instructions` and call `submit_session_summary`.",
+    )
+    tokens_saved: int = 0
+
+    @classmethod
+    def of(cls, r: CompressionResult) -> CompressionOut:
+        """Project a CompressionResult onto the wire shape."""
+        request = None
+        if r.request is not None:
+            request = SummaryRequestOut(
+                entry_ids=list(r.request.entry_ids),
+                instructions=r.request.instructions,
+                transcript=r.request.transcript,
+                target_tokens=r.request.target_tokens,
+            )
+        return cls(
+            status=r.status,
+            reason=r.reason,
+            summary=SummaryOut.of(r.summary) if r.summary else None,
+            summary_request=request,
+            tokens_saved=r.tokens_saved,
+        )
+
+
+class EntryAddedOut(BaseModel):
+    """The stored entry, and the compression it triggered."""
+
+    session_id: str
+    entry: EntryOut
+    compression: CompressionOut | None = None
+    redacted: dict[str, int] = Field(
+        default_factory=dict, description="Credentials replaced by [REDACTED:<kind>], by kind."
+    )
+
+
+class SessionContextOut(BaseModel):
+    """The session laid out for you: summaries, then the recent conversation."""
+
+    session_id: str
+    text: str
+    summaries: int
+    entries: int
+    exchanges: int
+    omitted_summaries: int = Field(description="Summaries left out to fit token_budget.")
+    omitted_entries: int = Field(description="Older entries left out to fit token_budget.")
+    tokens: int
+
+
+class SessionStatsOut(BaseModel):
+    """Counts of one session."""
+
+    session_id: str
+    total_entries: int
+    active_entries: int
+    compressed_entries: int
+    summaries: int
+    total_tokens: int
+    active_tokens: int
+    exchanges: int
+    active_exchanges: int
+    cache: list[str] = Field(description="'tool(params): 2/3 exchanges remaining' per result.")
+    token_counter: str
+    summarizer: str | None
+
+    @classmethod
+    def of(
+        cls, session_id: str, s: SessionStats, counter: str, summarizer: str | None
+    ) -> SessionStatsOut:
+        """Project SessionStats onto the wire shape."""
+        return cls(
+            session_id=session_id,
+            total_entries=s.total_entries,
+            active_entries=s.active_entries,
+            compressed_entries=s.compressed_entries,
+            summaries=s.summaries,
+            total_tokens=s.total_tokens,
+            active_tokens=s.active_tokens,
+            exchanges=s.exchanges,
+            active_exchanges=s.active_exchanges,
+            cache=[c.describe() for c in s.cache],
+            token_counter=counter,
+            summarizer=summarizer,
+        )
+
+
+class ExchangeOut(BaseModel):
+    """A finalised exchange and what it set off."""
+
+    session_id: str
+    exchange_id: int
+    answer: str = Field(description="The answer as stored (shortened if it was long).")
+    answer_shortened: bool
+    folded_exchange_ids: list[int] = Field(
+        description="Older exchanges folded into the session summary by this one."
+    )
+    qa_summary_bytes: int
+    qa_summary_compressed: bool
+    cache_expired: list[str]
+    cache: list[str]
+    redacted: dict[str, int] = Field(
+        default_factory=dict, description="Credentials replaced by [REDACTED:<kind>], by kind."
+    )
+
+    @classmethod
+    def of(cls, session_id: str, f: FinalizedExchange) -> ExchangeOut:
+        """Project a FinalizedExchange onto the wire shape."""
+        o = f.outcome
+        return cls(
+            session_id=session_id,
+            exchange_id=o.exchange.id,
+            answer=o.exchange.answer,
+            answer_shortened=o.exchange.answer_shortened,
+            folded_exchange_ids=[x.id for x in o.folded],
+            qa_summary_bytes=len(o.qa_summary.encode("utf-8")),
+            qa_summary_compressed=f.qa_summary_compressed,
+            cache_expired=[f"{c.tool_name}: expired" for c in o.expired],
+            cache=[c.describe() for c in f.cache],
+            redacted=f.redacted,
+        )
+
+
+class ImportSessionOut(BaseModel):
+    """What an import created."""
+
+    session_id: str
+    entries: int
+    summaries: int
+    exchanges: int
+    cached_results: int
+
+
+class ClearSessionOut(BaseModel):
+    """What clear_session removed."""
+
+    session_id: str
+    entries_removed: int
+
+
+class SessionConfigOut(BaseModel):
+    """The session's effective settings after the change."""
+
+    session_id: str
+    config: ConversationPolicy
+
+
+class CachePutOut(BaseModel):
+    """A cached tool result."""
+
+    session_id: str
+    key: str
+    state: str
+
+    @classmethod
+    def of(cls, session_id: str, c: CachedResult) -> CachePutOut:
+        """Project a CachedResult onto the wire shape."""
+        return cls(session_id=session_id, key=c.key, state=c.describe())
+
+
+class CacheLookupOut(BaseModel):
+    """A cache hit (its life reset) or a miss."""
+
+    session_id: str
+    hit: bool
+    result: JsonValue = None
+    remaining: int | None = None
+    duration: int | None = None

@@ -1,0 +1,160 @@
+"""The pure rules of conversation memory: thresholds, eligibility, shortening, layout."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memory_core.config import ConversationPolicy
+from memory_core.domain.condense import (
+    cache_key,
+    compress_qa_summary,
+    compression_reason,
+    fallback_summary,
+    fit_to_budget,
+    plan_compression,
+    render_context,
+    shorten_bytes,
+)
+from memory_core.domain.conversation import Entry, EntryType, Exchange, Role, Summary
+from tests.fakes import START
+
+
+def entry(n: int, content: str = "hello", **kw: object) -> Entry:
+    fields: dict[str, object] = {
+        "id": n,
+        "type": EntryType.MESSAGE,
+        "role": Role.USER,
+        "content": content,
+        "timestamp": START + timedelta(minutes=n),
+        "token_count": 10,
+    }
+    fields.update(kw)
+    return Entry.model_validate(fields)
+
+
+def test_thresholds_trigger_only_when_strictly_over() -> None:
+    policy = ConversationPolicy(compress_token_threshold=100, compress_entry_limit=5)
+    assert compression_reason(100, 5, policy) is None
+    assert compression_reason(101, 5, policy) == "active tokens 101 > 100"
+    assert compression_reason(100, 6, policy) == "active entries 6 > 5"
+
+
+def test_eligible_entries_are_outside_the_recent_window_and_need_a_minimum() -> None:
+    policy = ConversationPolicy(recent_window=10, min_compress_entries=5)
+    assert plan_compression([entry(i) for i in range(1, 15)], policy, "r") is None  # 4 eligible
+    plan = plan_compression([entry(i) for i in range(15, 0, -1)], policy, "r")
+    assert plan is not None
+    assert [e.id for e in plan.entries] == [1, 2, 3, 4, 5]  # oldest first, newest 10 kept
+    assert plan.original_tokens == 50
+
+
+def test_a_zero_recent_window_makes_everything_eligible() -> None:
+    policy = ConversationPolicy(recent_window=0, min_compress_entries=1)
+    plan = plan_compression([entry(1), entry(2)], policy, "r")
+    assert plan is not None and len(plan.entries) == 2
+
+
+def test_shorten_prefers_sentences_then_words_and_keeps_utf8_whole() -> None:
+    text = "First sentence here. " * 40
+    short = shorten_bytes(text, 500)
+    assert len(short.encode()) <= 500
+    assert short.endswith(("here. …", "here." + " …"))
+    assert shorten_bytes("fits", 10) == "fits"
+    emoji = "🙂" * 300
+    cut = shorten_bytes(emoji, 101)
+    assert len(cut.encode()) <= 101 and cut.rstrip(" …") == "🙂" * len(cut.rstrip(" …"))
+
+
+@given(st.text(min_size=0, max_size=3000), st.integers(min_value=8, max_value=2000))
+def test_shorten_never_exceeds_the_budget(text: str, budget: int) -> None:
+    out = shorten_bytes(text, budget)
+    assert len(out.encode("utf-8", errors="surrogatepass")) <= max(
+        budget, len(text.encode("utf-8", errors="surrogatepass"))
+    )
+    if len(text.encode("utf-8", errors="surrogatepass")) > budget:
+        assert len(out.encode("utf-8", errors="surrogatepass")) <= budget
+
+
+def test_cache_key_ignores_parameter_order_but_not_values_or_tool() -> None:
+    a = cache_key("grep", {"pattern": "x", "path": "/src"})
+    assert a == cache_key("grep", {"path": "/src", "pattern": "x"})
+    assert a != cache_key("grep", {"path": "/src", "pattern": "y"})
+    assert a != cache_key("find", {"path": "/src", "pattern": "x"})
+
+
+def test_fallback_summary_has_the_documented_shape() -> None:
+    entries = [
+        entry(1, "How do I deploy?"),
+        entry(
+            2,
+            "",
+            type=EntryType.TOOL_CALL,
+            role=Role.ASSISTANT,
+            tool_name="kubectl",
+            arguments={"cmd": "apply"},
+        ),
+        entry(
+            3,
+            "boom",
+            type=EntryType.TOOL_RESULT,
+            role=Role.SYSTEM,
+            tool_name="kubectl",
+            is_error=True,
+        ),
+        entry(4, "Use helm instead", role=Role.ASSISTANT),
+        entry(5, "Thanks, that worked"),
+    ]
+    text = fallback_summary(entries, 1000)
+    assert text.startswith(
+        '2 user messages, first: "How do I deploy?", last: "Thanks, that worked"'
+    )
+    assert "tools used: kubectl" in text and "1 errors" in text
+    assert len(fallback_summary(entries * 50, 200).encode()) <= 200
+
+
+def test_qa_summary_compression_keeps_every_line_while_it_can() -> None:
+    lines = [f"- Q: question {i} about topic{i} A: " + "detail " * 20 for i in range(40)]
+    text = "\n".join(lines)
+    assert len(text.encode()) > 4096
+    out = compress_qa_summary(text, 3072)
+    assert len(out.encode()) <= 3072
+    assert "topic0" in out and "topic39" in out
+
+
+def test_context_layout_puts_summaries_before_the_recent_conversation() -> None:
+    s = Summary(
+        id=1,
+        text="We set up CI.",
+        entry_ids=(1, 2, 3),
+        token_count=4,
+        original_tokens=30,
+        ratio=0.13,
+        covers_from=START,
+        covers_until=START + timedelta(minutes=3),
+        source="fallback",
+        created_at=START,
+    )
+    x = Exchange(
+        id=1,
+        question="Q?",
+        answer="A.",
+        answer_shortened=False,
+        timestamp=START + timedelta(minutes=9),
+        folded=False,
+    )
+    text = render_context([s], "- Q: old A: older", (START, START), [entry(4, "latest")], [x])
+    assert text.index("=== Previous Conversation Summaries ===") < text.index("We set up CI.")
+    assert text.index("We set up CI.") < text.index("=== Recent Conversation ===")
+    assert "2026-01-15 12:00 to 2026-01-15 12:03" in text
+    assert text.index("latest") < text.index("Q: Q?")  # chronological
+
+
+def test_budget_keeps_newest_summaries_then_newest_entries() -> None:
+    entries = [entry(i, "word " * 20) for i in range(1, 11)]
+    _kept_s, kept_e, gone_s, gone_e = fit_to_budget([], entries, 100, lambda t: len(t) // 4)
+    assert gone_s == 0 and gone_e > 0 and kept_e[-1].id == 10
+    assert [e.id for e in kept_e] == sorted(e.id for e in kept_e)
+    assert fit_to_budget([], entries, None, len)[3] == 0
