@@ -1,0 +1,225 @@
+"""The storage interfaces of the scratchpad, preferences, playbooks and business context.
+
+Vectors are stored with the id of the model that made them; a backend returns vector matches
+only among rows embedded by the model it is asked about. Ranking, thresholds and validation
+live in services and the domain, so a PostgreSQL backend is a second class, not a rewrite.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from memory_core.domain.knowledge import (
+    Chunk,
+    ChunkDraft,
+    DocumentOrigin,
+    DocumentRecord,
+    Playbook,
+    PlaybookDraft,
+    Preference,
+    PromotionReason,
+    PromotionTarget,
+    Snippet,
+    SnippetDraft,
+)
+from memory_core.ports import Embedder
+
+__all__ = [
+    "DocumentStore",
+    "DocumentWrite",
+    "EmbeddingProvider",
+    "PlaybookStore",
+    "PreferenceStore",
+    "ScratchpadStore",
+    "SnippetWrite",
+    "Vector",
+]
+
+Vector = npt.NDArray[np.float32]
+
+
+class EmbeddingProvider(Protocol):
+    """An embedder that may still be loading (LazyEmbedder satisfies this)."""
+
+    model_id: str
+    dims: int
+
+    async def wait(self, max_wait: float | None = None) -> Embedder:
+        """The embedder, once loaded.
+
+        Raises:
+            EmbeddingUnavailableError: Loading failed or took longer than `max_wait` seconds.
+        """
+        ...
+
+
+@dataclass(frozen=True)
+class SnippetWrite:
+    """What writing a snippet did."""
+
+    snippet: Snippet
+    created: bool  # False: the session already held this text; it was refreshed instead
+    evicted: list[Snippet]
+
+
+class ScratchpadStore(Protocol):
+    """Snippets per session, capped, least recently used evicted first."""
+
+    async def write(
+        self,
+        draft: SnippetDraft,
+        vector: Vector | None,
+        model_id: str | None,
+        now: datetime,
+        *,
+        cap: int,
+    ) -> SnippetWrite:
+        """Add a snippet (or refresh the same text in its session) and evict beyond `cap`.
+
+        In one transaction: the written snippet becomes the most recently used, and the least
+        recently used snippets of the session are deleted until at most `cap` remain.
+        """
+        ...
+
+    async def read(
+        self, session_id: str, ids: Sequence[int] | None, now: datetime
+    ) -> list[Snippet]:
+        """Snippets of a session (all, or these ids), most recently used first, marked as used.
+
+        Marking keeps their relative order, so reading everything changes no eviction order;
+        reading some makes exactly those the most recently used.
+        """
+        ...
+
+    async def get(self, session_id: str, snippet_id: int) -> Snippet | None:
+        """One snippet, without marking it used."""
+        ...
+
+    async def peers(
+        self, user: str | None, tenant: str | None, model_id: str | None
+    ) -> list[tuple[Snippet, Vector | None]]:
+        """Every snippet of this user (else of this tenant), with its vector by `model_id`."""
+        ...
+
+    async def mark_promoted(
+        self,
+        ids: Sequence[int],
+        target: PromotionTarget,
+        ref: str,
+        reason: PromotionReason,
+        now: datetime,
+    ) -> None:
+        """Record where snippets went (the latest promotion of a snippet wins)."""
+        ...
+
+
+class PreferenceStore(Protocol):
+    """Rules per user, unique by key."""
+
+    async def upsert(
+        self,
+        user: str,
+        key: str,
+        value: str,
+        flow_id: str | None,
+        origin: str,
+        vector: Vector | None,
+        model_id: str | None,
+        now: datetime,
+    ) -> tuple[Preference, str | None]:
+        """Insert or replace the rule under (user, key); returns it and the previous value."""
+        ...
+
+    async def get(self, user: str, key: str) -> Preference | None:
+        """The rule under this key."""
+        ...
+
+    async def list_user(
+        self, user: str, model_id: str | None
+    ) -> list[tuple[Preference, Vector | None]]:
+        """Every rule of a user, with its vector by `model_id` (None when it has none)."""
+        ...
+
+    async def set_vectors(self, items: Sequence[tuple[int, Vector]], model_id: str) -> None:
+        """Store vectors of rules that were written without one."""
+        ...
+
+
+class PlaybookStore(Protocol):
+    """Recorded trajectories per user."""
+
+    async def add(
+        self, draft: PlaybookDraft, vector: Vector | None, model_id: str | None, now: datetime
+    ) -> tuple[Playbook, bool]:
+        """Record a trajectory; the same one recorded again returns the stored row (False)."""
+        ...
+
+    async def list_user(
+        self, user: str, flow: str | None, model_id: str | None
+    ) -> list[tuple[Playbook, Vector | None]]:
+        """Playbooks of a user (optionally of one flow), with vectors by `model_id`."""
+        ...
+
+    async def set_vectors(self, items: Sequence[tuple[int, Vector]], model_id: str) -> None:
+        """Store vectors of playbooks recorded without one."""
+        ...
+
+
+@dataclass(frozen=True)
+class DocumentWrite:
+    """What storing a document did: 'created', 'replaced' or 'unchanged'."""
+
+    document: DocumentRecord
+    status: str
+
+
+class DocumentStore(Protocol):
+    """Business documents per tenant, as chunks with text and vectors."""
+
+    async def get_document(self, tenant: str, source: str) -> DocumentRecord | None:
+        """The stored document of a source."""
+        ...
+
+    async def put_document(
+        self,
+        tenant: str,
+        source: str,
+        origin: DocumentOrigin,
+        text: str,
+        content_hash: str,
+        chunks: Sequence[ChunkDraft],
+        vectors: Vector | None,
+        model_id: str | None,
+        now: datetime,
+    ) -> DocumentWrite:
+        """Store a document and its chunks, replacing an older version, in one transaction.
+
+        A source whose stored hash equals `content_hash` is left alone ('unchanged').
+        """
+        ...
+
+    async def keyword_candidates(self, tenant: str, fts: str, *, limit: int) -> list[int]:
+        """Chunk ids of a tenant matching an FTS5 expression, best BM25 first."""
+        ...
+
+    async def vector_candidates(
+        self, tenant: str, vector: Vector, model_id: str, *, limit: int
+    ) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) of a tenant's nearest chunks, nearest first."""
+        ...
+
+    async def chunks(self, tenant: str, ids: Sequence[int]) -> list[Chunk]:
+        """Chunks of a tenant by id, in the order of `ids` (unknown ids are left out)."""
+        ...
+
+    async def documents(
+        self, tenant: str, origins: Sequence[DocumentOrigin] | None
+    ) -> list[tuple[DocumentRecord, str]]:
+        """Documents of a tenant (of these origins) with their text, oldest first."""
+        ...

@@ -1,0 +1,255 @@
+"""Business context per tenant: ingest documents as chunks, search them, seed and export."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Literal
+
+import numpy as np
+
+from memory_core.domain.agent_md import AgentSection, parse_agent_md, render_agent_md
+from memory_core.domain.chunking import chunk_text
+from memory_core.domain.diversity import cap_per_group
+from memory_core.domain.fts_query import to_fts5_query
+from memory_core.domain.inputs import check_text, content_hash
+from memory_core.domain.knowledge import Chunk, DocumentOrigin, DocumentRecord
+from memory_core.domain.knowledge_inputs import check_name
+from memory_core.domain.ranking import fuse_ranks
+from memory_core.errors import InvalidInputError, InvalidQueryError
+from memory_core.knowledge_config import KnowledgePolicy
+from memory_core.knowledge_ports import DocumentStore, Vector
+from memory_core.ports import Clock
+from memory_core.services.embedding_access import EmbeddingAccess
+
+__all__ = [
+    "AsyncProgress",
+    "BusinessHit",
+    "BusinessSearch",
+    "BusinessService",
+    "IngestResult",
+]
+
+MAX_SOURCE_CHARS = 1024
+MAX_QUERY_CHARS = 4_000
+AsyncProgress = Callable[[int, int], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class IngestResult:
+    """What ingesting one document did: 'created', 'replaced' or 'unchanged'."""
+
+    document: DocumentRecord
+    status: Literal["created", "replaced", "unchanged"]
+    embedded: bool
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class BusinessHit:
+    """A chunk in the answer, with the ranks that put it there."""
+
+    chunk: Chunk
+    score: float
+    keyword_rank: int | None
+    vector_rank: int | None
+    similarity: float | None
+
+
+@dataclass(frozen=True)
+class BusinessSearch:
+    """The best chunks, the mode used and notes for the client."""
+
+    hits: list[BusinessHit]
+    mode: Literal["hybrid", "keyword"]
+    candidates: int
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class BusinessService:
+    """Documents of each tenant; a tenant's calls never read another tenant's chunks."""
+
+    store: DocumentStore
+    embedding: EmbeddingAccess
+    clock: Clock
+    policy: KnowledgePolicy
+
+    async def ingest(
+        self,
+        tenant: str,
+        source: str,
+        text: str,
+        *,
+        origin: DocumentOrigin = DocumentOrigin.INGEST,
+        progress: AsyncProgress | None = None,
+    ) -> IngestResult:
+        """Chunk, embed and store a document; the same text again is a no-op.
+
+        A source already stored with other text has its old chunks replaced, in one
+        transaction, so a search never sees half of each version.
+
+        Args:
+            tenant: Whose business context this is.
+            source: The document's name (a path, URL or title), unique per tenant.
+            text: The whole document.
+            origin: How it arrived (client ingest, agent.md seed, scratchpad promotion).
+            progress: Called with (chunks embedded, chunks in total) after each batch.
+
+        Raises:
+            InvalidInputError: A field is empty, too long or badly formed; nothing is written.
+        """
+        tenant = check_name("tenant", tenant)
+        source = check_text("source", source, max_chars=MAX_SOURCE_CHARS)
+        if not text.strip():
+            raise InvalidInputError("text", "must not be empty")
+        check_text("text", text, max_chars=self.policy.max_document_chars)
+        digest = content_hash(text)
+        existing = await self.store.get_document(tenant, source)
+        if existing is not None and existing.content_hash == digest:
+            return IngestResult(document=existing, status="unchanged", embedded=False)
+        chunks = chunk_text(text, size=self.policy.chunk_chars, overlap=self.policy.chunk_overlap)
+        embedder, why = await self.embedding.for_write()
+        vectors: Vector | None = None
+        notes: list[str] = []
+        if embedder is None:
+            notes.append(f"{why}; chunks are found by words only.")
+        else:
+            batches: list[Vector] = []
+            step = self.policy.embed_batch
+            for begin in range(0, len(chunks), step):
+                texts = [c.text for c in chunks[begin : begin + step]]
+                batches.append(await self.embedding.embed(embedder, texts))
+                if progress is not None:
+                    await progress(min(begin + step, len(chunks)), len(chunks))
+            vectors = np.concatenate(batches) if batches else None
+        written = await self.store.put_document(
+            tenant,
+            source,
+            origin,
+            text,
+            digest,
+            chunks,
+            vectors,
+            embedder.model_id if embedder else None,
+            self.clock.now(),
+        )
+        status: Literal["created", "replaced", "unchanged"] = (
+            "created"
+            if written.status == "created"
+            else "replaced"
+            if written.status == "replaced"
+            else "unchanged"
+        )
+        return IngestResult(
+            document=written.document, status=status, embedded=vectors is not None, notes=notes
+        )
+
+    async def search(self, tenant: str, query: str, *, limit: int | None = None) -> BusinessSearch:
+        """The chunks of a tenant that best answer `query`, at most a few per document.
+
+        About `candidates` keyword (FTS5 BM25) and vector (cosine) candidates are fused by
+        reciprocal rank; then at most `max_chunks_per_source` chunks of one document are taken
+        while other documents still have candidates, so one long document cannot fill every
+        slot. Without a ready model the search is keyword-only and says so.
+
+        Raises:
+            InvalidQueryError: The query holds no searchable word and no model is ready.
+        """
+        tenant = check_name("tenant", tenant)
+        query = check_text("query", query, max_chars=MAX_QUERY_CHARS)
+        wanted = self.policy.results if limit is None else limit
+        if not 1 <= wanted <= 100:
+            raise InvalidInputError("limit", "must be between 1 and 100")
+        pool = self.policy.candidates
+        fts = to_fts5_query(query, drop_stopwords=True)
+        keyword = await self.store.keyword_candidates(tenant, fts, limit=pool) if fts else []
+        embedder, why = await self.embedding.for_read()
+        notes: list[str] = []
+        similar: list[tuple[int, float]] = []
+        if embedder is not None:
+            vector = (await self.embedding.embed(embedder, [query]))[0]
+            similar = [
+                (cid, sim)
+                for cid, sim in await self.store.vector_candidates(
+                    tenant, vector, embedder.model_id, limit=pool
+                )
+                if sim >= self.policy.min_chunk_similarity
+            ]
+        elif fts is None:
+            raise InvalidQueryError("query", "holds no searchable word")
+        else:
+            notes.append(f"{why}; used keyword search.")
+        vector_ids = [cid for cid, _ in similar]
+        fused = fuse_ranks({"keyword": keyword, "vector": vector_ids}, {}, self.policy.rrf_k)
+        order = sorted(fused, key=lambda cid: (-fused[cid], cid))
+        by_id = {c.id: c for c in await self.store.chunks(tenant, order)}
+        ranked = [by_id[cid] for cid in order if cid in by_id]
+        chosen = cap_per_group(
+            ranked,
+            lambda c: c.source,
+            per_group=self.policy.max_chunks_per_source,
+            limit=wanted,
+        )
+        keyword_rank = {cid: i for i, cid in enumerate(keyword, start=1)}
+        vector_rank = {cid: i for i, cid in enumerate(vector_ids, start=1)}
+        sims = dict(similar)
+        best = max(fused.values(), default=1.0)
+        hits = [
+            BusinessHit(
+                chunk=c,
+                score=round(fused[c.id] / best, 6),
+                keyword_rank=keyword_rank.get(c.id),
+                vector_rank=vector_rank.get(c.id),
+                similarity=round(sims[c.id], 6) if c.id in sims else None,
+            )
+            for c in chosen
+        ]
+        return BusinessSearch(
+            hits=hits,
+            mode="hybrid" if embedder is not None else "keyword",
+            candidates=len(fused),
+            notes=notes,
+        )
+
+    async def seed_from_agent_md(
+        self, tenant: str, text: str, *, progress: AsyncProgress | None = None
+    ) -> list[IngestResult]:
+        """Store each section of an agent.md as a document `agent.md#<heading>`.
+
+        Uploading the same file again changes nothing; an edited section replaces its old
+        version. Sections removed from the file stay stored.
+        """
+        tenant = check_name("tenant", tenant)
+        check_text("text", text, max_chars=self.policy.max_document_chars)
+        sections = parse_agent_md(text)
+        if not sections:
+            raise InvalidInputError("text", "holds no section with text")
+        results = []
+        for i, section in enumerate(sections, start=1):
+            results.append(
+                await self.ingest(
+                    tenant, section.source, section.text, origin=DocumentOrigin.AGENT_MD
+                )
+            )
+            if progress is not None:
+                await progress(i, len(sections))
+        return results
+
+    async def export_agent_md(self, tenant: str) -> tuple[str, int, int]:
+        """An agent.md of the tenant's seeded sections and promoted snippets.
+
+        Returns:
+            (the text, seeded sections, promoted snippets).
+        """
+        tenant = check_name("tenant", tenant)
+        docs = await self.store.documents(
+            tenant, [DocumentOrigin.AGENT_MD, DocumentOrigin.PROMOTED]
+        )
+        seeded = [
+            AgentSection(source=d.source, text=body)
+            for d, body in docs
+            if d.origin is DocumentOrigin.AGENT_MD
+        ]
+        learned = [body for d, body in docs if d.origin is DocumentOrigin.PROMOTED]
+        return render_agent_md(seeded, learned), len(seeded), len(learned)

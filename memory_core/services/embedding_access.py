@@ -1,0 +1,61 @@
+"""How the cache-hierarchy services get an embedder: wait for it on writes, never on reads."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import anyio
+import numpy as np
+
+from memory_core.errors import EmbeddingUnavailableError
+from memory_core.knowledge_ports import EmbeddingProvider, Vector
+from memory_core.ports import Embedder
+
+__all__ = ["EmbeddingAccess", "cosine"]
+
+NO_MODEL_NOTE = "No embedding model is configured"
+
+
+def cosine(a: Vector, b: Vector) -> float:
+    """Cosine similarity of two vectors (unit length by the Embedder contract, so a dot)."""
+    return float(np.dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)))
+
+
+@dataclass(frozen=True)
+class EmbeddingAccess:
+    """The configured model, if any, with the waits of writes and reads."""
+
+    provider: EmbeddingProvider | None
+    write_wait: float
+
+    @property
+    def model_id(self) -> str | None:
+        """The configured model's id, or None."""
+        return None if self.provider is None else self.provider.model_id
+
+    async def for_write(self) -> tuple[Embedder | None, str | None]:
+        """The embedder, waiting up to `write_wait` s for it to load; else None and why.
+
+        Trigger: a write while the model loads. Why: a row stored without a vector is found
+        only by words until it is written again. Outcome: writes wait (bounded) for the model.
+        """
+        return await self._get(self.write_wait)
+
+    async def for_read(self) -> tuple[Embedder | None, str | None]:
+        """The embedder if it is ready now; else None and why (reads never wait)."""
+        return await self._get(0.0)
+
+    async def _get(self, wait: float) -> tuple[Embedder | None, str | None]:
+        if self.provider is None:
+            return None, NO_MODEL_NOTE
+        try:
+            return await self.provider.wait(wait), None
+        except EmbeddingUnavailableError as exc:
+            return None, f"The embedding model is unavailable ({exc.reason})"
+
+    @staticmethod
+    async def embed(embedder: Embedder, texts: Sequence[str]) -> Vector:
+        """Embed texts off the event loop: the model is CPU-bound."""
+        vectors = await anyio.to_thread.run_sync(embedder.embed, list(texts))
+        return np.asarray(vectors, dtype=np.float32)

@@ -1,0 +1,175 @@
+"""SqlitePreferenceStore and SqlitePlaybookStore: per-user rules and trajectories."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference
+from memory_core.knowledge_ports import Vector
+from memory_core.storage.sqlite.rows import decode_time, encode_time
+from memory_core.storage.sqlite.scratchpad import from_blob, to_blob
+from memory_core.storage.sqlite.session import SqliteSession
+
+__all__ = ["SqlitePlaybookStore", "SqlitePreferenceStore"]
+
+
+def _preference(row: Any) -> Preference:
+    return Preference(
+        id=row["id"],
+        user=row["user_id"],
+        key=row["key"],
+        value=row["value"],
+        flow_id=row["flow_id"],
+        origin=row["origin"],
+        created_at=decode_time(row["created_at"]),
+        updated_at=decode_time(row["updated_at"]),
+    )
+
+
+def _playbook(row: Any) -> Playbook:
+    return Playbook(
+        id=row["id"],
+        user=row["user_id"],
+        flow=row["flow"],
+        user_query=row["user_query"],
+        slots=json.loads(row["slots"]),
+        tool_calls=json.loads(row["tool_calls"]),
+        outcome=row["outcome"],
+        created_at=decode_time(row["created_at"]),
+    )
+
+
+def _vector_of(row: Any, model_id: str | None) -> Vector | None:
+    return from_blob(row["embedding"]) if model_id and row["embed_model"] == model_id else None
+
+
+class SqlitePreferenceStore:
+    """Rules per user in user_preferences, unique by (user, key)."""
+
+    def __init__(self, session: SqliteSession) -> None:
+        self._session = session
+
+    async def upsert(
+        self,
+        user: str,
+        key: str,
+        value: str,
+        flow_id: str | None,
+        origin: str,
+        vector: Vector | None,
+        model_id: str | None,
+        now: datetime,
+    ) -> tuple[Preference, str | None]:
+        """Insert or replace the rule under (user, key)."""
+        stamp = encode_time(now)
+        async with self._session.write("storing a preference"):
+            old = await self._session.fetch(
+                "SELECT value FROM user_preferences WHERE user_id = ? AND key = ?", (user, key)
+            )
+            rows = await self._session.fetch(
+                "INSERT INTO user_preferences (user_id, key, value, flow_id, origin, embedding,"
+                " embed_model, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (user_id, key) DO UPDATE SET value = excluded.value,"
+                " flow_id = excluded.flow_id, origin = excluded.origin,"
+                " embedding = excluded.embedding, embed_model = excluded.embed_model,"
+                " updated_at = excluded.updated_at RETURNING *",
+                (
+                    user,
+                    key,
+                    value,
+                    flow_id,
+                    origin,
+                    to_blob(vector),
+                    model_id if vector is not None else None,
+                    stamp,
+                    stamp,
+                ),
+            )
+        return _preference(rows[0]), (str(old[0][0]) if old else None)
+
+    async def get(self, user: str, key: str) -> Preference | None:
+        """The rule under this key."""
+        async with self._session.read("reading a preference"):
+            rows = await self._session.fetch(
+                "SELECT * FROM user_preferences WHERE user_id = ? AND key = ?", (user, key)
+            )
+        return _preference(rows[0]) if rows else None
+
+    async def list_user(
+        self, user: str, model_id: str | None
+    ) -> list[tuple[Preference, Vector | None]]:
+        """Every rule of a user with its vector by `model_id`."""
+        async with self._session.read("reading preferences"):
+            rows = await self._session.fetch(
+                "SELECT * FROM user_preferences WHERE user_id = ? ORDER BY key", (user,)
+            )
+        return [(_preference(r), _vector_of(r, model_id)) for r in rows]
+
+    async def set_vectors(self, items: Sequence[tuple[int, Vector]], model_id: str) -> None:
+        """Store vectors of rules written without one."""
+        async with self._session.write("storing preference vectors") as db:
+            await db.executemany(
+                "UPDATE user_preferences SET embedding = ?, embed_model = ? WHERE id = ?",
+                [(to_blob(v), model_id, i) for i, v in items],
+            )
+
+
+class SqlitePlaybookStore:
+    """Trajectories per user in playbooks."""
+
+    def __init__(self, session: SqliteSession) -> None:
+        self._session = session
+
+    async def add(
+        self, draft: PlaybookDraft, vector: Vector | None, model_id: str | None, now: datetime
+    ) -> tuple[Playbook, bool]:
+        """Record a trajectory, or return the identical one already recorded."""
+        async with self._session.write("recording a playbook"):
+            rows = await self._session.fetch(
+                "INSERT INTO playbooks (user_id, flow, user_query, slots, tool_calls, outcome,"
+                " record_hash, embedding, embed_model, created_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
+                " ON CONFLICT (user_id, record_hash) DO NOTHING RETURNING *",
+                (
+                    draft.user,
+                    draft.flow,
+                    draft.user_query,
+                    json.dumps(draft.slots, ensure_ascii=False, sort_keys=True),
+                    json.dumps(draft.tool_calls, ensure_ascii=False),
+                    draft.outcome,
+                    draft.record_hash,
+                    to_blob(vector),
+                    model_id if vector is not None else None,
+                    encode_time(now),
+                ),
+            )
+            created = bool(rows)
+            if not created:
+                rows = await self._session.fetch(
+                    "SELECT * FROM playbooks WHERE user_id = ? AND record_hash = ?",
+                    (draft.user, draft.record_hash),
+                )
+        return _playbook(rows[0]), created
+
+    async def list_user(
+        self, user: str, flow: str | None, model_id: str | None
+    ) -> list[tuple[Playbook, Vector | None]]:
+        """Playbooks of a user (optionally of one flow) with vectors by `model_id`."""
+        sql, params = "SELECT * FROM playbooks WHERE user_id = ?", [user]
+        if flow is not None:
+            sql += " AND flow = ?"
+            params.append(flow)
+        async with self._session.read("reading playbooks"):
+            rows = await self._session.fetch(sql + " ORDER BY id", params)
+        return [(_playbook(r), _vector_of(r, model_id)) for r in rows]
+
+    async def set_vectors(self, items: Sequence[tuple[int, Vector]], model_id: str) -> None:
+        """Store vectors of playbooks recorded without one."""
+        async with self._session.write("storing playbook vectors") as db:
+            await db.executemany(
+                "UPDATE playbooks SET embedding = ?, embed_model = ? WHERE id = ?",
+                [(to_blob(v), model_id, i) for i, v in items],
+            )

@@ -1,0 +1,67 @@
+"""Wiring of the scratchpad, preferences/playbooks and business-context services."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from memory_core.knowledge_config import KnowledgePolicy
+from memory_core.knowledge_ports import (
+    DocumentStore,
+    EmbeddingProvider,
+    PlaybookStore,
+    PreferenceStore,
+    ScratchpadStore,
+)
+from memory_core.ports import Clock
+from memory_core.services.business import BusinessService
+from memory_core.services.embedding_access import EmbeddingAccess
+from memory_core.services.preferences import PreferenceService
+from memory_core.services.scratchpad import ScratchpadService
+
+__all__ = ["KnowledgeServices", "KnowledgeStores", "build_knowledge"]
+
+
+@dataclass(frozen=True)
+class KnowledgeStores:
+    """The storage of the three tiers, from one backend (server/backends.py opens them)."""
+
+    scratchpad: ScratchpadStore
+    preferences: PreferenceStore
+    playbooks: PlaybookStore
+    documents: DocumentStore
+
+
+@dataclass(frozen=True)
+class KnowledgeServices:
+    """The three tiers of the cache hierarchy: session, user, tenant."""
+
+    scratchpad: ScratchpadService
+    preferences: PreferenceService
+    business: BusinessService
+
+
+def build_knowledge(
+    stores: KnowledgeStores,
+    embedder: EmbeddingProvider | None,
+    clock: Clock,
+    policy: KnowledgePolicy,
+) -> KnowledgeServices:
+    """Build the services on the stores of the configured backend."""
+    access = EmbeddingAccess(provider=embedder, write_wait=policy.embed_wait_seconds)
+    preferences = PreferenceService(
+        preferences=stores.preferences,
+        playbooks=stores.playbooks,
+        embedding=access,
+        clock=clock,
+        policy=policy,
+    )
+    business = BusinessService(store=stores.documents, embedding=access, clock=clock, policy=policy)
+    scratchpad = ScratchpadService(
+        store=stores.scratchpad,
+        preferences=preferences,
+        business=business,
+        embedding=access,
+        clock=clock,
+        policy=policy,
+    )
+    return KnowledgeServices(scratchpad=scratchpad, preferences=preferences, business=business)

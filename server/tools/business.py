@@ -1,0 +1,128 @@
+"""Tools of business context (per tenant): ingest, search, seed from and export to agent.md."""
+
+from typing import Annotated
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from server.app_context import AppContext
+from server.errors import domain_errors_as_tool_errors
+from server.knowledge_schemas import (
+    BusinessHitOut,
+    BusinessSearchOut,
+    ExportOut,
+    IngestOut,
+    SeedOut,
+)
+from server.settings import Settings
+from server.tools import tool
+
+__all__ = ["register"]
+
+# Re-ingesting a source replaces its previous version, as `learn` replaces a fact's value: an
+# update the client asked for, not a deletion, so it is not flagged destructive.
+_WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+Tenant = Annotated[
+    str, Field(description="The tenant (organisation) whose business context this is.")
+]
+
+
+def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
+    """Register ingest_document, search_business_context, seed_tenant_from_agent_md, export."""
+    results = settings.knowledge.results
+
+    @tool(mcp, title="Ingest a business document", annotations=_WRITE)
+    async def ingest_document(
+        tenant: Tenant,
+        source: Annotated[
+            str, Field(description="The document's name (path, URL or title), unique per tenant.")
+        ],
+        text: Annotated[str, Field(description="The whole document, plain text or markdown.")],
+        ctx: Context[AppContext],
+    ) -> IngestOut:
+        """Add a document to a tenant's business context, split into searchable chunks.
+
+        Sending the same source with the same text again does nothing (status "unchanged");
+        with new text it replaces the old version (status "replaced"). Large documents report
+        progress while they are embedded. Find chunks with `search_business_context`.
+        """
+        app = ctx.request_context.lifespan_context.container
+
+        async def progress(done: int, total: int) -> None:
+            await ctx.report_progress(done, total, "embedding chunks")
+
+        with domain_errors_as_tool_errors("ingest_document", ctx.request_id):
+            result = await app.knowledge.business.ingest(tenant, source, text, progress=progress)
+        return IngestOut.of(result)
+
+    @tool(mcp, title="Search business context", annotations=_READ)
+    async def search_business_context(
+        tenant: Tenant,
+        query: Annotated[str, Field(description="A question or topic, in plain words.")],
+        ctx: Context[AppContext],
+        limit: Annotated[
+            int, Field(ge=1, le=100, description=f"Most chunks to return (default {results}).")
+        ] = results,
+    ) -> BusinessSearchOut:
+        """Search a tenant's documents by meaning and words; each hit names its source.
+
+        About 100 keyword and vector candidates are fused and then spread across documents
+        (a few chunks per document at most while others match), so the answer covers more
+        than one long document. Quote `source` when you use a hit.
+        """
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("search_business_context", ctx.request_id):
+            found = await app.knowledge.business.search(tenant, query, limit=limit)
+        return BusinessSearchOut(
+            tenant=tenant,
+            mode=found.mode,
+            count=len(found.hits),
+            candidates=found.candidates,
+            hits=[BusinessHitOut.of(h) for h in found.hits],
+            notes=found.notes,
+        )
+
+    @tool(mcp, title="Seed a tenant from agent.md", annotations=_WRITE)
+    async def seed_tenant_from_agent_md(
+        tenant: Tenant,
+        text: Annotated[str, Field(description="The agent.md file's content (markdown).")],
+        ctx: Context[AppContext],
+    ) -> SeedOut:
+        """Give a new tenant its starting business context from an agent.md file.
+
+        Each `#`/`##` section becomes a document `agent.md#<heading>`. Uploading the file
+        again changes only the sections that changed.
+        """
+        app = ctx.request_context.lifespan_context.container
+
+        async def progress(done: int, total: int) -> None:
+            await ctx.report_progress(done, total, "ingesting sections")
+
+        with domain_errors_as_tool_errors("seed_tenant_from_agent_md", ctx.request_id):
+            done = await app.knowledge.business.seed_from_agent_md(tenant, text, progress=progress)
+        sections = [IngestOut.of(r) for r in done]
+        return SeedOut(
+            tenant=tenant,
+            created=sum(s.status == "created" for s in sections),
+            replaced=sum(s.status == "replaced" for s in sections),
+            unchanged=sum(s.status == "unchanged" for s in sections),
+            sections=sections,
+        )
+
+    @tool(mcp, title="Export business context as agent.md", annotations=_READ)
+    async def export_agent_md(tenant: Tenant, ctx: Context[AppContext]) -> ExportOut:
+        """Write a tenant's agent.md sections and everything promoted since as one agent.md.
+
+        Promoted scratchpad snippets appear under "## Learned". Uploading the text with
+        `seed_tenant_from_agent_md` recreates the context in another tenant or store.
+        """
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("export_agent_md", ctx.request_id):
+            text, seeded, learned = await app.knowledge.business.export_agent_md(tenant)
+        return ExportOut(tenant=tenant, seeded_sections=seeded, learned_items=learned, text=text)

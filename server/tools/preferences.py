@@ -1,0 +1,188 @@
+"""Tools of user preferences and playbooks (per user, across conversations)."""
+
+from typing import Annotated
+
+from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
+from mcp.types import ToolAnnotations
+from pydantic import Field, JsonValue
+
+from server.app_context import AppContext
+from server.errors import domain_errors_as_tool_errors
+from server.knowledge_schemas import (
+    PlaybookFindOut,
+    PlaybookMatchOut,
+    PlaybookOut,
+    PlaybookRecordOut,
+    PreferenceFindOut,
+    PreferenceGetOut,
+    PreferenceMatchOut,
+    PreferenceOut,
+    PreferenceUpdateOut,
+)
+from server.settings import Settings
+from server.tools import tool
+
+__all__ = ["register"]
+
+_WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
+_READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+
+User = Annotated[str, Field(description="The user whose preferences these are (e.g. an id).")]
+Limit = Annotated[int, Field(ge=1, le=50, description="Most results, 1-50.")]
+
+
+def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
+    """Register preferences_update/get/find and playbook_record/find."""
+    threshold = settings.knowledge.playbook_similarity
+
+    @tool(mcp, title="Set a user preference", annotations=_WRITE)
+    async def preferences_update(
+        user: User,
+        key: Annotated[str, Field(description="The rule's name, e.g. 'response.verbosity'.")],
+        value: Annotated[
+            str, Field(description="The rule itself, e.g. 'Short answers, no preamble.'")
+        ],
+        ctx: Context[AppContext],
+        flow_id: Annotated[
+            str | None, Field(description="The flow this rule belongs to, if only one.")
+        ] = None,
+    ) -> PreferenceUpdateOut:
+        """Set a rule that changes how you behave for this user, replacing the old value.
+
+        Use when the user states a lasting preference (verbosity, tone, units, tools to use).
+        Rules apply across all of the user's conversations and are never seen by others.
+        """
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("preferences_update", ctx.request_id):
+            result = await app.knowledge.preferences.update(user, key, value, flow_id=flow_id)
+        return PreferenceUpdateOut(
+            user=result.preference.user,
+            status="created" if result.previous_value is None else "updated",
+            preference=PreferenceOut.of(result.preference),
+            previous_value=result.previous_value,
+            notes=result.notes,
+        )
+
+    @tool(mcp, title="Get a user preference", annotations=_READ)
+    async def preferences_get(
+        user: User,
+        key: Annotated[str, Field(description="The rule's exact name.")],
+        ctx: Context[AppContext],
+    ) -> PreferenceGetOut:
+        """Read one rule of a user by its exact key. A missing key is not an error: found=false.
+
+        Use `preferences_find` when you know the situation but not the key.
+        """
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("preferences_get", ctx.request_id):
+            found = await app.knowledge.preferences.get(user, key)
+        return PreferenceGetOut(
+            user=user,
+            key=key,
+            found=found is not None,
+            preference=PreferenceOut.of(found) if found else None,
+            message=f"Found {key!r}."
+            if found
+            else (f"No rule {key!r} for this user; try `preferences_find` with the situation."),
+        )
+
+    @tool(mcp, title="Find preferences for a situation", annotations=_READ)
+    async def preferences_find(
+        user: User,
+        situation: Annotated[
+            str, Field(description="What you are about to do, e.g. 'summarising a report'.")
+        ],
+        ctx: Context[AppContext],
+        flow_id: Annotated[
+            str | None, Field(description="The flow you are in, if known: its rules match exactly.")
+        ] = None,
+        limit: Limit = 5,
+    ) -> PreferenceFindOut:
+        """Find the user's rules that apply to what you are about to do.
+
+        Inside a known flow (`flow_id` with rules recorded for it) those rules come back
+        exactly (match="flow"); otherwise rules are matched by meaning against their keys
+        and values (match="semantic"), or by words when no embedding model is available.
+        Call it before acting for a user, and follow the rules it returns.
+        """
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("preferences_find", ctx.request_id):
+            result = await app.knowledge.preferences.find(
+                user, situation, flow_id=flow_id, limit=limit
+            )
+        return PreferenceFindOut(
+            user=user,
+            mode=result.mode,
+            count=len(result.matches),
+            matches=[
+                PreferenceMatchOut(preference=PreferenceOut.of(m.item), score=m.score, match=m.how)
+                for m in result.matches
+            ],
+            notes=result.notes,
+        )
+
+    @tool(mcp, title="Record a playbook", annotations=_WRITE)
+    async def playbook_record(
+        user: User,
+        flow: Annotated[str, Field(description="The flow (skill, task type) this solved.")],
+        user_query: Annotated[str, Field(description="What the user asked, in their words.")],
+        slots: Annotated[
+            dict[str, JsonValue], Field(description="The slots filled, as a JSON object.")
+        ],
+        tool_calls: Annotated[
+            list[JsonValue], Field(description="The tool calls made, in order, as JSON values.")
+        ],
+        outcome: Annotated[str, Field(description="What came of it, e.g. 'booked, confirmed'.")],
+        ctx: Context[AppContext],
+    ) -> PlaybookRecordOut:
+        """Record a trajectory that worked, so a later similar request can follow it.
+
+        Call after a flow succeeds. Recording the identical trajectory again keeps one copy
+        (status "duplicate"). Find playbooks with `playbook_find`.
+        """
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("playbook_record", ctx.request_id):
+            result = await app.knowledge.preferences.record_playbook(
+                user, flow, slots, tool_calls, outcome, user_query
+            )
+        return PlaybookRecordOut(
+            user=result.playbook.user,
+            status="created" if result.created else "duplicate",
+            playbook=PlaybookOut.of(result.playbook),
+            notes=result.notes,
+        )
+
+    @tool(mcp, title="Find playbooks", annotations=_READ)
+    async def playbook_find(
+        user: User,
+        query: Annotated[str, Field(description="The user's current request.")],
+        ctx: Context[AppContext],
+        flow: Annotated[str | None, Field(description="Only playbooks of this flow.")] = None,
+        limit: Limit = 5,
+    ) -> PlaybookFindOut:
+        """Find proven recipes: the user's playbooks whose request means what `query` means.
+
+        Only playbooks at or above the similarity `threshold` are returned, best first; an
+        empty list means none is close enough, so plan from scratch.
+        """
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("playbook_find", ctx.request_id):
+            result = await app.knowledge.preferences.find_playbooks(
+                user, query, flow=flow, limit=limit
+            )
+        return PlaybookFindOut(
+            user=user,
+            mode=result.mode,
+            threshold=threshold
+            if result.mode == "semantic"
+            else settings.knowledge.keyword_overlap,
+            count=len(result.matches),
+            matches=[
+                PlaybookMatchOut(playbook=PlaybookOut.of(m.item), similarity=m.score, match=m.how)
+                for m in result.matches
+            ],
+            notes=result.notes,
+        )
