@@ -12,12 +12,24 @@ import sqlite_vec
 
 from memory_core.errors import StorageError
 
-__all__ = ["DriverError", "open_database", "sqlite_versions"]
+__all__ = ["DriverError", "is_busy", "open_database", "sqlite_versions"]
 
 # aiosqlite re-exports the *stdlib* exception classes, which do not catch sqlean's errors.
 DriverError: type[Exception] = sqlean.Error
 
 BUSY_TIMEOUT_MS = 5_000
+_SQLITE_BUSY, _SQLITE_LOCKED = 5, 6
+
+
+def is_busy(exc: BaseException) -> bool:
+    """Whether a driver error means another connection holds the lock (worth retrying)."""
+    if not isinstance(exc, DriverError):
+        return False
+    code = getattr(exc, "sqlite_errorcode", None)
+    if isinstance(code, int):
+        return code & 0xFF in (_SQLITE_BUSY, _SQLITE_LOCKED)
+    text = str(exc).lower()
+    return "database is locked" in text or "database is busy" in text
 
 
 def _connect(path: str) -> Any:

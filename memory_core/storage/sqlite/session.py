@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import random
 import weakref
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -11,15 +12,26 @@ from typing import Any
 
 import aiosqlite
 import anyio
+import structlog
 
 from memory_core.domain.models import Memory
 from memory_core.errors import StorageError
-from memory_core.storage.sqlite.connection import DriverError
+from memory_core.storage.sqlite.connection import DriverError, is_busy
 from memory_core.storage.sqlite.rows import row_to_memory
 
 __all__ = ["Params", "SqliteSession"]
 
 Params = Sequence[Any] | dict[str, Any]
+
+log = structlog.get_logger(__name__)
+
+# BEGIN IMMEDIATE already waits up to the busy timeout (connection.BUSY_TIMEOUT_MS) for another
+# process's write lock; these retries cover the rest (a long writer elsewhere, SQLITE_BUSY
+# returned early without waiting), with full jitter so that waiting processes do not retry in
+# lockstep.
+BEGIN_ATTEMPTS = 6
+BACKOFF_BASE_S = 0.05
+BACKOFF_CAP_S = 2.0
 
 # One lock per connection, however many adapters wrap it: two locks on one connection would
 # let their transactions interleave ("cannot start a transaction within a transaction").
@@ -60,10 +72,27 @@ class SqliteSession:
         async with self._lock, self._transaction("BEGIN", operation):
             yield self.db
 
+    async def _begin(self, begin: str, operation: str) -> None:
+        """Start a transaction, retrying a busy database a bounded number of times.
+
+        Only BEGIN is retried: nothing of the caller's has run yet, so a retry repeats no work.
+        """
+        for attempt in range(1, BEGIN_ATTEMPTS + 1):
+            try:
+                await self.db.execute(begin)
+                return
+            except DriverError as exc:
+                if not is_busy(exc) or attempt == BEGIN_ATTEMPTS:
+                    raise
+                await self._rollback()  # normally a no-op; guarantees a clean connection
+                delay = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
+                log.info("storage.busy_retry", operation=operation, attempt=attempt, delay=delay)
+                await asyncio.sleep(delay)
+
     @asynccontextmanager
     async def _transaction(self, begin: str, operation: str) -> AsyncIterator[None]:
         try:
-            await self.db.execute(begin)
+            await self._begin(begin, operation)
             yield
             await self.db.execute("COMMIT")
         except BaseException as exc:

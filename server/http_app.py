@@ -1,0 +1,100 @@
+"""The ASGI app `serve --http` runs: MCP streamable HTTP behind auth, host checks and limits."""
+
+from __future__ import annotations
+
+import structlog
+from mcp.server.auth.settings import AuthSettings
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.types import ASGIApp
+
+from server.auth import AuthConfigError, TokenAuthority, is_loopback, load_authority
+from server.http_guard import HttpGuard
+from server.settings import Settings
+
+__all__ = ["HttpStartError", "build_http_app", "transport_security"]
+
+log = structlog.get_logger(__name__)
+
+_LOOPBACK_HOSTS = ["127.0.0.1:*", "localhost:*", "[::1]:*"]
+_LOOPBACK_ORIGINS = ["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"]
+
+
+class HttpStartError(SystemExit):
+    """HTTP cannot start safely (bad token settings, or no token beyond loopback).
+
+    A SystemExit: the CLI ends with the reason on stderr and status 1, not a traceback.
+    """
+
+
+def _split(value: str) -> list[str]:
+    return [item.strip() for item in value.split(",") if item.strip()]
+
+
+def transport_security(settings: Settings, host: str) -> TransportSecuritySettings:
+    """DNS-rebinding protection: the Host and Origin headers a request may carry.
+
+    Trigger: bound beyond loopback and no MEMSTRATA_HTTP_ALLOWED_HOSTS. Why: the names clients
+    use for this machine are unknown, so any Host list would refuse them all. Outcome: Host is
+    not checked (tokens still are), and a warning says how to turn the check on.
+    """
+    hosts, origins = _split(settings.http_allowed_hosts), _split(settings.http_allowed_origins)
+    if is_loopback(host):
+        hosts, origins = _LOOPBACK_HOSTS + hosts, _LOOPBACK_ORIGINS + origins
+    elif not hosts:
+        log.warning("http.host_check_off", hint="set MEMSTRATA_HTTP_ALLOWED_HOSTS")
+        return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    return TransportSecuritySettings(
+        enable_dns_rebinding_protection=True, allowed_hosts=hosts, allowed_origins=origins
+    )
+
+
+async def build_http_app(
+    settings: Settings, host: str, port: int, *, insecure: bool = False
+) -> ASGIApp:
+    """The streamable HTTP app with bearer auth (when tokens are configured) and the guard.
+
+    Raises:
+        HttpStartError: The token settings are invalid, or `host` is not loopback, no token
+            is configured and not `insecure`.
+    """
+    from server.app import build_server  # deferred: server.app imports this module lazily too
+
+    try:
+        authority: TokenAuthority | None = load_authority(settings)
+    except AuthConfigError as exc:
+        raise HttpStartError(f"memstrata: {exc}") from exc
+    if authority is None and not is_loopback(host) and not insecure:
+        raise HttpStartError(
+            f"memstrata: refusing to serve HTTP on {host} without authentication; set "
+            "MEMSTRATA_AUTH_TOKENS or MEMSTRATA_AUTH_TOKENS_FILE, or pass --insecure"
+        )
+    auth = None
+    if authority is not None:
+        # No OAuth server and no resource metadata: the issuer URL is required by the model
+        # but only used for those, so it names this server.
+        auth = AuthSettings(issuer_url=f"http://{host}:{port}", resource_server_url=None)
+    mcp = build_server(settings, token_verifier=authority, auth=auth)
+    tools = await mcp.list_tools()
+    read_only = frozenset(
+        t.name for t in tools if t.annotations is not None and t.annotations.read_only_hint
+    )
+    # Tools scoped by user or tenant, not project: a project-limited token cannot use them.
+    unscoped = frozenset(t.name for t in tools if "project" not in t.input_schema["properties"])
+    app = mcp.streamable_http_app(
+        host=host,
+        transport_security=transport_security(settings, host),
+        max_request_body_size=settings.http_max_body_bytes,
+    )
+    log.info(
+        "http.auth",
+        enabled=authority is not None,
+        tokens=[g.name for g in authority.grants] if authority else [],
+    )
+    return HttpGuard(
+        app,
+        authority=authority,
+        default_project=settings.project,
+        read_only_tools=read_only,
+        unscoped_tools=unscoped,
+        max_body_bytes=settings.http_max_body_bytes,
+    )

@@ -1,0 +1,222 @@
+"""ASGI middleware in front of streamable HTTP: request body limit, then per-token grants.
+
+Why grants are checked here and not in the tools: a JSON-RPC message names the tool and its
+`project` argument, so the edge can refuse a call outside a token's grant with HTTP 403 before
+any MCP session, tool code or database sees it. Every tool (including ones added later) is
+covered by the same rule, read-only-ness comes from the tools' own annotations, and a refused
+call is logged once with the token's name (never the token).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping
+from typing import Any
+from urllib.parse import unquote
+
+import structlog
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from server.auth import Grant, TokenAuthority
+
+__all__ = ["HttpGuard", "refusal"]
+
+log = structlog.get_logger(__name__)
+
+# Tools where an omitted `project` means every project rather than the default one.
+ALL_PROJECTS_WHEN_OMITTED = frozenset({"recalculate_memory_tiers"})
+RESOURCE_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
+RESOURCE_SCHEME = "memory://"
+FORBIDDEN_CODE = -32003  # JSON-RPC server-error range; the HTTP status (403) is what counts
+
+
+def _project_refusal(grant: Grant, project: object) -> str | None:
+    if not isinstance(project, str):
+        return "the project must be a string"
+    if not grant.allows_project(project):
+        return f"project {project!r} is outside this token's grant"
+    return None
+
+
+def refusal(
+    grant: Grant,
+    message: object,
+    *,
+    default_project: str,
+    read_only_tools: frozenset[str],
+    unscoped_tools: frozenset[str] = frozenset(),
+) -> str | None:
+    """Why `grant` may not send this JSON-RPC message, or None when it may.
+
+    Args:
+        grant: The grant of the token that sent the message.
+        message: One decoded JSON-RPC message.
+        default_project: The project a tool uses when its call names none.
+        read_only_tools: Tools annotated read-only (all a read-only token may call).
+        unscoped_tools: Tools scoped by user or tenant rather than project, which a
+            project-limited token may not call (its grant cannot express their scope).
+    """
+    if not isinstance(message, Mapping):
+        return None  # not JSON-RPC; the transport rejects it
+    method = message.get("method")
+    params = message.get("params")
+    params = params if isinstance(params, Mapping) else {}
+    if method == "tools/call":
+        tool = params.get("name")
+        if grant.read_only and tool not in read_only_tools:
+            return f"tool {tool!r} writes, and this token is read-only"
+        if grant.projects is None:
+            return None
+        if tool in unscoped_tools:
+            return f"tool {tool!r} is not scoped by project, and this token is limited to projects"
+        arguments = params.get("arguments")
+        arguments = arguments if isinstance(arguments, Mapping) else {}
+        project = arguments.get("project")
+        if project is None:
+            if tool in ALL_PROJECTS_WHEN_OMITTED:
+                return f"tool {tool!r} without `project` covers every project; name one"
+            project = default_project
+        return _project_refusal(grant, project)
+    if method in RESOURCE_METHODS and grant.projects is not None:
+        uri = params.get("uri")
+        if not isinstance(uri, str) or not uri.startswith(RESOURCE_SCHEME):
+            return "this token may read only memory://<project>/... resources"
+        return _project_refusal(grant, unquote(uri[len(RESOURCE_SCHEME) :].split("/", 1)[0]))
+    return None
+
+
+def _messages(body: bytes) -> Iterable[object]:
+    try:
+        decoded = json.loads(body)
+    except ValueError:
+        return []  # malformed JSON: the transport answers with a parse error
+    return decoded if isinstance(decoded, list) else [decoded]
+
+
+def _bearer(scope: Scope) -> str | None:
+    for name, value in scope.get("headers", []):
+        if name == b"authorization":
+            text = bytes(value).decode("latin-1")
+            if text[:7].lower() == "bearer ":
+                return str(text[7:])
+    return None
+
+
+async def _respond(send: Send, status: int, payload: dict[str, Any]) -> None:
+    body = json.dumps(payload).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
+
+
+class HttpGuard:
+    """Refuse oversized bodies (413) and calls outside a token's grant (403)."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        *,
+        authority: TokenAuthority | None,
+        default_project: str,
+        read_only_tools: frozenset[str],
+        max_body_bytes: int,
+        unscoped_tools: frozenset[str] = frozenset(),
+    ) -> None:
+        self.app = app
+        self.authority = authority
+        self.default_project = default_project
+        self.read_only_tools = read_only_tools
+        self.unscoped_tools = unscoped_tools
+        self.max_body_bytes = max_body_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        """Run one ASGI request through the checks, then the wrapped app."""
+        if scope["type"] != "http" or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        body = await self._read_body(scope, receive)
+        if body is None:
+            log.warning("http.body_too_large", limit=self.max_body_bytes)
+            await _respond(
+                send,
+                413,
+                {"error": f"request body larger than {self.max_body_bytes} bytes"},
+            )
+            return
+        token = _bearer(scope)
+        grant = self.authority.lookup(token) if self.authority and token is not None else None
+        if grant is not None:
+            for message in _messages(body):
+                reason = refusal(
+                    grant,
+                    message,
+                    default_project=self.default_project,
+                    read_only_tools=self.read_only_tools,
+                    unscoped_tools=self.unscoped_tools,
+                )
+                if reason is not None:
+                    await self._forbid(send, grant, message, reason)
+                    return
+        await self.app(scope, _replay(body, receive), send)
+
+    async def _read_body(self, scope: Scope, receive: Receive) -> bytes | None:
+        """The whole body, or None once it exceeds the limit (checked before buffering it)."""
+        for name, value in scope.get("headers", []):
+            if name == b"content-length" and value.isdigit() and int(value) > self.max_body_bytes:
+                return None
+        chunks: list[bytes] = []
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] != "http.request":
+                break  # the client went away; the app sees an empty body
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_body_bytes:
+                return None
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                break
+        return b"".join(chunks)
+
+    async def _forbid(self, send: Send, grant: Grant, message: object, reason: str) -> None:
+        details = message if isinstance(message, Mapping) else {}
+        params = details.get("params")
+        params = params if isinstance(params, Mapping) else {}
+        log.warning(
+            "auth.refused",
+            client=grant.name,
+            method=details.get("method"),
+            tool=params.get("name"),
+            reason=reason,
+        )
+        await _respond(
+            send,
+            403,
+            {
+                "jsonrpc": "2.0",
+                "id": details.get("id"),
+                "error": {"code": FORBIDDEN_CODE, "message": f"Forbidden: {reason}."},
+            },
+        )
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

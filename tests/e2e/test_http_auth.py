@@ -1,0 +1,204 @@
+"""`memstrata serve --http` with bearer tokens: 401, 403 outside a grant, 421, 413, isolation."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import urllib.error
+import urllib.request
+from collections.abc import AsyncIterator, Iterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
+from mcp.shared._httpx_utils import create_mcp_http_client
+
+from tests.e2e.conftest import free_port, initialize_message, memstrata_exe, ok, server_env
+from tests.e2e.test_http import HttpServer, _wait_until_listening
+
+pytestmark = pytest.mark.e2e
+
+ADMIN = "admin-token-0123456789abcdef"
+ALPHA = "alpha-token-0123456789abcdef"
+BETA = "beta-token-0123456789abcdef0"
+READER = "reader-token-0123456789abcdef"
+TOKENS = {
+    "tokens": [
+        {"name": "admin", "token": ADMIN},
+        {"name": "alpha", "token": ALPHA, "projects": ["alpha"]},
+        {"name": "beta", "token": BETA, "projects": ["beta"]},
+        {"name": "reader", "token": READER, "projects": ["alpha"], "read_only": True},
+    ]
+}
+MAX_BODY = 64 * 1024
+
+
+def _start(tmp_path: Path, extra_env: dict[str, str], args: list[str]) -> HttpServer:
+    port = free_port()
+    db = tmp_path / "memory.db"
+    stdout_path, stderr_path = tmp_path / "stdout.log", tmp_path / "stderr.log"
+    env = {**server_env(db, project="alpha"), "MEMSTRATA_EMBEDDING_MODEL": "none", **extra_env}
+    with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
+        proc = subprocess.Popen(
+            [str(memstrata_exe()), "serve", "--http", "--port", str(port), *args],
+            stdin=subprocess.DEVNULL,
+            stdout=out,
+            stderr=err,
+            env=env,
+        )
+    return HttpServer(proc, port, db, stdout_path, stderr_path)
+
+
+@pytest.fixture
+def auth_server(tmp_path: Path) -> Iterator[HttpServer]:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(json.dumps(TOKENS))
+    server = _start(
+        tmp_path,
+        {"MEMSTRATA_AUTH_TOKENS_FILE": str(tokens), "MEMSTRATA_HTTP_MAX_BODY_BYTES": str(MAX_BODY)},
+        ["--host", "127.0.0.1"],
+    )
+    try:
+        _wait_until_listening(server)
+        yield server
+    finally:
+        server.stop()
+
+
+@asynccontextmanager
+async def _client(server: HttpServer, token: str) -> AsyncIterator[Client]:
+    http = create_mcp_http_client(headers={"Authorization": f"Bearer {token}"})
+    async with http, Client(streamable_http_client(server.url, http_client=http)) as client:
+        yield client
+
+
+def _post(server: HttpServer, body: bytes, headers: dict[str, str]) -> tuple[int, bytes]:
+    request = urllib.request.Request(
+        server.url,
+        data=body,
+        method="POST",
+        headers={
+            "Content-Type": "application/json",
+            "Accept": "application/json, text/event-stream",
+            **headers,
+        },
+    )
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return int(response.status), response.read()
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, exc.read()
+
+
+def _call(tool: str, arguments: dict[str, Any]) -> bytes:
+    message = {
+        "jsonrpc": "2.0",
+        "id": 7,
+        "method": "tools/call",
+        "params": {"name": tool, "arguments": arguments},
+    }
+    return json.dumps(message).encode()
+
+
+def test_no_token_or_a_wrong_token_is_401(auth_server: HttpServer):
+    body = json.dumps(initialize_message("auth-check")).encode()
+    assert _post(auth_server, body, {})[0] == 401
+    assert _post(auth_server, body, {"Authorization": "Bearer not-a-known-token-at-all"})[0] == 401
+    assert _post(auth_server, body, {"Authorization": f"Bearer {ADMIN}"})[0] == 200
+
+
+def test_foreign_host_header_is_421_even_with_a_token(auth_server: HttpServer):
+    body = json.dumps(initialize_message("auth-check")).encode()
+    auth = {"Authorization": f"Bearer {ADMIN}"}
+    assert _post(auth_server, body, {**auth, "Host": "evil.example"})[0] == 421
+
+
+def test_oversized_body_is_413(auth_server: HttpServer):
+    huge = _call("append", {"layer": "episodic", "content": "x" * (MAX_BODY + 1)})
+    assert _post(auth_server, huge, {"Authorization": f"Bearer {ADMIN}"})[0] == 413
+
+
+def test_calls_outside_the_grant_are_403_and_logged(auth_server: HttpServer):
+    alpha = {"Authorization": f"Bearer {ALPHA}"}
+    reader = {"Authorization": f"Bearer {READER}"}
+    other = _call("search", {"query": "anything", "project": "beta"})
+    status, body = _post(auth_server, other, alpha)
+    assert status == 403
+    assert "outside this token's grant" in json.loads(body)["error"]["message"]
+    # Omitting `project` means the default project (alpha here), which alpha may use; a tool
+    # whose omitted project means every project must name one.
+    everything = _call("recalculate_memory_tiers", {})
+    assert _post(auth_server, everything, alpha)[0] == 403
+    # A read-only token cannot write, even in its own project.
+    write = _call("append", {"layer": "episodic", "content": "nope", "project": "alpha"})
+    assert _post(auth_server, write, reader)[0] == 403
+    resource = json.dumps(
+        {
+            "jsonrpc": "2.0",
+            "id": 3,
+            "method": "resources/read",
+            "params": {"uri": "memory://beta/stats"},
+        }
+    ).encode()
+    assert _post(auth_server, resource, alpha)[0] == 403
+    # Tenant- and user-scoped tools cannot be limited by project, so such a token is refused.
+    tenant = _call("search_business_context", {"tenant": "acme", "query": "pricing"})
+    assert _post(auth_server, tenant, alpha)[0] == 403
+
+    _, stderr = auth_server.stop()
+    refusals = [
+        json.loads(line)
+        for line in stderr.splitlines()
+        if line.startswith("{") and '"auth.refused"' in line
+    ]
+    assert {r["client"] for r in refusals} == {"alpha", "reader"}
+    assert len(refusals) == 5
+    for secret in (ADMIN, ALPHA, BETA, READER):
+        assert secret not in stderr
+
+
+async def test_no_project_sees_another_projects_data(auth_server: HttpServer):
+    async with _client(auth_server, ALPHA) as alpha:
+        ok(await alpha.call_tool("append", {"layer": "episodic", "content": "alpha launch codes"}))
+    async with _client(auth_server, BETA) as beta:
+        ok(
+            await beta.call_tool(
+                "append", {"layer": "episodic", "content": "beta launch codes", "project": "beta"}
+            )
+        )
+        mine = ok(await beta.call_tool("search", {"query": "launch codes", "project": "beta"}))
+        assert [h["content"] for h in mine["hits"]] == ["beta launch codes"]
+        with pytest.raises(Exception, match=r"outside this token.s grant"):
+            await beta.call_tool("search", {"query": "launch codes", "project": "alpha"})
+    async with _client(auth_server, READER) as reader:
+        seen = ok(await reader.call_tool("search", {"query": "launch codes"}))
+        assert [h["content"] for h in seen["hits"]] == ["alpha launch codes"]
+        stats = ok(await reader.call_tool("get_memory_stats", {"project": "alpha"}))
+        assert stats["total"] == 1
+    async with _client(auth_server, ADMIN) as admin:
+        everything = ok(await admin.call_tool("search", {"query": "launch", "project": "beta"}))
+        assert everything["count"] == 1
+
+
+def test_refuses_a_public_address_without_tokens(tmp_path: Path):
+    server = _start(tmp_path, {}, ["--host", "0.0.0.0"])
+    try:
+        assert server.proc.wait(timeout=30) != 0
+    finally:
+        _, stderr = server.stop()
+    assert "without authentication" in stderr
+    assert "--insecure" in stderr
+
+
+def test_a_token_shorter_than_16_characters_is_refused_at_start(tmp_path: Path):
+    server = _start(tmp_path, {"MEMSTRATA_AUTH_TOKENS": "short"}, ["--host", "127.0.0.1"])
+    try:
+        assert server.proc.wait(timeout=30) != 0
+    finally:
+        _, stderr = server.stop()
+    assert "shorter than 16" in stderr
+    assert "Traceback" not in stderr

@@ -1,0 +1,90 @@
+"""Writes across connections to one file: BEGIN IMMEDIATE retried with jitter, then given up."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+import sqlean
+
+from memory_core.errors import StorageError
+from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
+from memory_core.storage.sqlite import session as session_module
+from memory_core.storage.sqlite.connection import is_busy
+
+
+async def _no_wait(db) -> None:
+    # Without the busy timeout, a locked database fails at once: only our retries can help.
+    await db.execute("PRAGMA busy_timeout = 0")
+
+
+async def test_a_write_waits_out_another_connections_lock(tmp_path: Path):
+    holder, writer = await open_database(tmp_path / "m.db"), await open_database(tmp_path / "m.db")
+    try:
+        await apply_migrations(holder)
+        await _no_wait(writer)
+        await holder.execute("BEGIN IMMEDIATE")
+
+        async def release() -> None:
+            await asyncio.sleep(0.3)
+            await holder.execute("COMMIT")
+
+        releaser = asyncio.create_task(release())
+        async with SqliteSession(writer).write("test") as db:
+            await db.execute("CREATE TABLE t (x)")
+        await releaser
+        assert not writer.in_transaction
+    finally:
+        await holder.close()
+        await writer.close()
+
+
+async def test_retries_are_bounded_and_leave_no_transaction(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(session_module, "BACKOFF_CAP_S", 0.01)
+    holder, writer = await open_database(tmp_path / "m.db"), await open_database(tmp_path / "m.db")
+    try:
+        await _no_wait(writer)
+        await holder.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StorageError, match="test") as caught:
+            async with SqliteSession(writer).write("test"):
+                pytest.fail("the body must not run without the lock")
+        assert is_busy(caught.value.__cause__)  # type: ignore[arg-type]
+        assert not writer.in_transaction
+        await holder.execute("ROLLBACK")
+    finally:
+        await holder.close()
+        await writer.close()
+
+
+async def test_other_errors_are_not_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    attempts = 0
+    db = await open_database(tmp_path / "m.db")
+    session = SqliteSession(db)
+    original = session._begin
+
+    async def counting(begin: str, operation: str) -> None:
+        nonlocal attempts
+        attempts += 1
+        await original(begin, operation)
+
+    monkeypatch.setattr(session, "_begin", counting)
+    try:
+        with pytest.raises(StorageError):
+            async with session.write("bad sql") as conn:
+                await conn.execute("INSERT INTO no_such_table VALUES (1)")
+        assert attempts == 1
+        assert not db.in_transaction
+    finally:
+        await db.close()
+
+
+def test_is_busy_recognises_locked_and_busy_only():
+    conn = sqlean.connect(":memory:")
+    with pytest.raises(sqlean.Error) as caught:
+        conn.execute("select * from nope")
+    conn.close()
+    assert not is_busy(caught.value)
+    assert not is_busy(ValueError("database is locked"))
