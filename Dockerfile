@@ -1,7 +1,10 @@
 # memstrata as a streamable-HTTP MCP service on http://<host>:8765/mcp, database in /data.
 #   docker build -t memstrata .
-#   docker run --rm -p 127.0.0.1:8765:8765 -v memstrata-data:/data memstrata
-# The HTTP endpoint has no authentication: publish it on loopback or a trusted network only.
+#   docker run --rm -p 127.0.0.1:8765:8765 -v memstrata-data:/data \
+#     -v "$PWD/tokens.toml:/run/secrets/memstrata_tokens.toml:ro" \
+#     -e MEMSTRATA_AUTH_TOKENS_FILE=/run/secrets/memstrata_tokens.toml memstrata
+# It binds 0.0.0.0 inside the container, so bearer-token auth is required: without
+# MEMSTRATA_AUTH_TOKENS or MEMSTRATA_AUTH_TOKENS_FILE the server refuses to start (fails fast).
 
 # --- builder: turn the source tree into a wheel (the SQL migrations travel inside it) -------
 FROM python:3.11-slim AS builder
@@ -32,4 +35,5 @@ EXPOSE 8765
 HEALTHCHECK --interval=30s --timeout=3s --start-period=10s --retries=3 \
     CMD ["python", "-c", "import socket; socket.create_connection(('127.0.0.1', 8765), 2).close()"]
 ENTRYPOINT ["memstrata"]
+# No --insecure here: a public bind without a token must fail, never serve memories openly.
 CMD ["serve", "--http", "--host", "0.0.0.0", "--port", "8765"]

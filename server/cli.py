@@ -1,57 +1,261 @@
-"""The `memstrata` command: serve, migrate, maintain and inspect from a terminal."""
+"""The `memstrata` command: serve, migrate, maintain and inspect from a terminal.
+
+Every command runs over the same services as the MCP tools (server.container.open_container).
+Results go to stdout (rich tables, or JSON with --json); messages, progress and errors go to
+stderr. `serve` never imports rich output: in stdio mode stdout belongs to MCP.
+"""
 
 from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import sys
+import textwrap
 from collections.abc import Sequence
 
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
 from memory_core.errors import MemoryCoreError
-from memory_core.services import maintenance
 from server.container import open_container
 from server.logging import configure_logging
 from server.settings import Settings
 
-__all__ = ["main"]
+__all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "main"]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+
+# Commands that read or write the SQLite file itself, not the configured store.
+_SQLITE_FILE_COMMANDS = frozenset({"doctor", "export", "import", "backup"})
+
+_EXIT_CODES = """\
+exit codes:
+  0    success
+  1    failure (storage, embedding model, invalid data); the reason is on stderr
+  2    usage error: bad arguments or invalid MEMSTRATA_* configuration
+  3    not found (recall: no fact under that key; import/backup: no such file)
+  4    problems found (doctor: a check failed; backup: the copy failed verification)
+  5    refused to overwrite an existing file (export/backup without --force)
+  130  interrupted (Ctrl-C)"""
+
+_FORMATTER = argparse.RawDescriptionHelpFormatter
+
+
+def _command(
+    sub: argparse._SubParsersAction[argparse.ArgumentParser],
+    name: str,
+    summary: str,
+    description: str,
+    examples: str,
+) -> argparse.ArgumentParser:
+    return sub.add_parser(
+        name,
+        help=summary,
+        description=textwrap.fill(description, 88),
+        epilog=f"examples:\n{examples}\n\n{_EXIT_CODES}",
+        formatter_class=_FORMATTER,
+    )
+
+
+def _add_json(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--json", action="store_true", help="print JSON for scripts, not a table")
+
+
+def _add_project(parser: argparse.ArgumentParser, default: str) -> None:
+    parser.add_argument("--project", "-p", metavar="P", help=f"the project ({default})")
 
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="memstrata",
-        description="Long-term memory for AI clients (an MCP server on one SQLite file). "
-        "Configuration comes from MEMSTRATA_* environment variables.",
+        description=textwrap.fill(
+            "Long-term memory for AI clients (an MCP server on one SQLite file). "
+            "Configuration comes from MEMSTRATA_* environment variables (MEMSTRATA_DB is the "
+            "database file). Run `memstrata COMMAND --help` for its options and examples.",
+            88,
+        ),
+        epilog="examples:\n"
+        "  memstrata serve                        # stdio, for Claude Desktop / Claude Code\n"
+        "  memstrata stats                        # tiers and layers of every project\n"
+        "  memstrata search 'deploy checklist'    # find memories from a terminal\n"
+        "  memstrata doctor                       # check the installation and database\n\n"
+        + _EXIT_CODES,
+        formatter_class=_FORMATTER,
     )
-    sub = parser.add_subparsers(dest="command")
-    serve = sub.add_parser("serve", help="run the MCP server (stdio unless --http)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    serve = _command(
+        sub,
+        "serve",
+        "run the MCP server (stdio unless --http)",
+        "Run the MCP server: over stdio (the default, for clients that start it) or as "
+        "streamable HTTP at http://HOST:PORT/mcp.",
+        "  memstrata serve\n"
+        "  memstrata serve --http --port 8765\n"
+        "  MEMSTRATA_AUTH_TOKENS_FILE=/run/secrets/memstrata memstrata serve --http --host 0.0.0.0",
+    )
     serve.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
     serve.add_argument("--host", help="HTTP interface (default MEMSTRATA_HTTP_HOST, 127.0.0.1)")
     serve.add_argument("--port", type=int, help="HTTP port (default MEMSTRATA_HTTP_PORT, 8765)")
-    sub.add_parser("migrate", help="create or upgrade the database schema, then exit")
-    maintain = sub.add_parser("maintain", help="recalculate tiers and/or prune, then exit")
+    serve.add_argument(
+        "--insecure",
+        action="store_true",
+        help="allow HTTP beyond loopback without MEMSTRATA_AUTH_TOKENS (trusted networks only)",
+    )
+    _command(
+        sub,
+        "migrate",
+        "create or upgrade the database schema, then exit",
+        "Apply every pending migration (forward-only) to MEMSTRATA_DB, creating it if needed.",
+        "  memstrata migrate\n  MEMSTRATA_DB=/srv/memory.db memstrata migrate",
+    )
+    maintain = _command(
+        sub,
+        "maintain",
+        "recalculate tiers and/or prune EXPIRED memories",
+        "Recalculate every memory's tier from its last use, and/or delete EXPIRED memories "
+        "(unused for 30 days by default). Covers every project unless --project is given. "
+        "Run it from cron for stores used only through stdio clients.",
+        "  memstrata maintain --recalculate --prune\n"
+        "  memstrata maintain --prune --dry-run --project work\n"
+        "  memstrata maintain --prune --limit 500 --json",
+    )
     maintain.add_argument("--recalculate", action="store_true", help="recalculate tiers")
     maintain.add_argument("--prune", action="store_true", help="delete EXPIRED memories")
     maintain.add_argument("--limit", type=int, help="prune at most this many")
     maintain.add_argument("--dry-run", action="store_true", help="list what prune would delete")
-    maintain.add_argument("--project", help="only this project (default: all projects)")
-    reindex = sub.add_parser(
-        "reindex", help="re-embed every memory with the configured model (after changing it)"
+    _add_project(maintain, "default: all projects")
+    _add_json(maintain)
+    reindex = _command(
+        sub,
+        "reindex",
+        "re-embed every memory with the configured model (after changing it)",
+        "Drop every stored vector, record the configured MEMSTRATA_EMBEDDING_MODEL and embed "
+        "every memory again, with a progress bar. Needed after changing the model: the "
+        "server refuses a database indexed by another one.",
+        "  memstrata reindex\n  MEMSTRATA_EMBEDDING_MODEL=st:all-mpnet-base-v2 "
+        "MEMSTRATA_EMBEDDING_DIMS=768 memstrata reindex",
     )
     reindex.add_argument("--batch-size", type=int, default=64, help="texts per model call")
-    stats = sub.add_parser("stats", help="counts per tier and layer of a project")
-    stats.add_argument("--project", help="the project (default MEMSTRATA_PROJECT)")
-    stats.add_argument("--json", action="store_true", help="machine-readable output")
+    _add_json(reindex)
+    stats = _command(
+        sub,
+        "stats",
+        "a table of tiers and layers per project",
+        "Count memories per tier (ACTIVE, RECENT, ARCHIVED, EXPIRED, as of now) and per "
+        "layer, for one project or for every project in the database, with health notes.",
+        "  memstrata stats\n  memstrata stats --project work\n  memstrata stats --json | jq",
+    )
+    _add_project(stats, "default: every project")
+    _add_json(stats)
+    search = _command(
+        sub,
+        "search",
+        "search memories by meaning and words (as the `search` tool)",
+        "Hybrid search exactly as the `search` tool runs it; the hits are marked as used. "
+        "Semantic modes load the embedding model first (about a second).",
+        "  memstrata search 'how do we deploy'\n"
+        "  memstrata search billing --mode keyword --layer episodic --limit 5\n"
+        "  memstrata search 'release notes' --project work --json",
+    )
+    search.add_argument("query", help="what to look for, in plain words")
+    search.add_argument(
+        "--mode", choices=("hybrid", "keyword", "semantic"), default="hybrid", help="(hybrid)"
+    )
+    search.add_argument(
+        "--layer", choices=("working", "episodic", "semantic", "procedural"), help="only this"
+    )
+    search.add_argument("--limit", "-n", type=int, default=10, help="most hits (10)")
+    search.add_argument("--session", help="only this session id")
+    _add_project(search, "default: MEMSTRATA_PROJECT")
+    _add_json(search)
+    recall = _command(
+        sub,
+        "recall",
+        "read a fact by key (as the `recall` tool)",
+        "Read the semantic fact stored under KEY and the procedural rules whose condition "
+        "matches it. Exit code 3 when no fact is stored under KEY.",
+        "  memstrata recall user.preferred_language\n"
+        "  memstrata recall 'deploying to production' --json",
+    )
+    recall.add_argument("key", help="the key given to `learn`, or a situation")
+    _add_project(recall, "default: MEMSTRATA_PROJECT")
+    _add_json(recall)
+    export = _command(
+        sub,
+        "export",
+        "write memories as JSON lines (a file, or - for stdout)",
+        "Write every memory of every layer (or of one project) as JSON lines: a header "
+        '({"format": "memstrata-export", "format_version": 1, "schema_version": N, ...}), '
+        "then one line per memory with all its fields, tier and access fields included. "
+        "Embeddings are not exported.",
+        "  memstrata export memories.jsonl\n"
+        "  memstrata export - --project work | gzip > work.jsonl.gz",
+    )
+    export.add_argument("path", help="the file to write, or - for stdout")
+    export.add_argument("--force", action="store_true", help="overwrite an existing file")
+    _add_project(export, "default: every project")
+    _add_json(export)
+    imp = _command(
+        sub,
+        "import",
+        "load a JSON-lines export into the database",
+        "Validate the whole file, then import it in one transaction (all or nothing). Into "
+        "an empty database the rows come back exactly as exported, ids included. A memory "
+        "already stored (same key in its project and layer, or same text in its project and "
+        "layer, and session for working notes) is skipped and counted, never overwritten; a "
+        "new memory whose id is taken gets a new id. Imported memories are embedded by the "
+        "server's background backfill at start-up, or by `memstrata reindex`.",
+        "  memstrata import memories.jsonl\n"
+        "  gunzip -c work.jsonl.gz | memstrata import - --project work --json",
+    )
+    imp.add_argument("path", help="the export file, or - for stdin")
+    _add_project(imp, "default: every project in the file")
+    _add_json(imp)
+    backup = _command(
+        sub,
+        "backup",
+        "copy the database safely while it is in use, and verify the copy",
+        "Copy MEMSTRATA_DB with SQLite's online backup API (safe while a server is writing), "
+        "check the copy with PRAGMA integrity_check, and only then move it to PATH. The "
+        "database is not migrated first, so a backup taken before an upgrade is the store "
+        "as it was.",
+        "  memstrata backup ~/backups/memory-$(date +%F).db\n"
+        "  memstrata backup /srv/backup/memory.db --force --json",
+    )
+    backup.add_argument("path", help="the backup file to create")
+    backup.add_argument("--force", action="store_true", help="replace an existing file")
+    _add_json(backup)
+    doctor = _command(
+        sub,
+        "doctor",
+        "check the installation and the database, with a fix for each problem",
+        "Check the SQLite driver (extension loading, sqlite-vec, FTS5), the embedding model "
+        "package, its file's sha256 and the tokenizer, the database path and permissions, "
+        "its integrity, its schema version against the migrations shipped, and the model it "
+        "was indexed with against the configured one. Prints how to fix each failure; "
+        "exit code 4 when any check fails. Never changes the database.",
+        "  memstrata doctor\n  MEMSTRATA_DB=/srv/memory.db memstrata doctor --json",
+    )
+    _add_json(doctor)
+    ingest = _command(
+        sub,
+        "ingest",
+        "load text and markdown files into a tenant's business context",
+        "Chunk each file along paragraph boundaries, embed the chunks and store them as "
+        "documents of TENANT (searched by the `search_business_context` tool). A folder is "
+        "read recursively (.md, .markdown, .txt, .rst; hidden files skipped); each file's "
+        "source is its path relative to the folder, so ingesting the folder again only "
+        "replaces the files that changed. Files that are not UTF-8 text are skipped and listed.",
+        "  memstrata ingest docs/ --tenant acme\n"
+        "  memstrata ingest handbook.md --tenant acme --json",
+    )
+    ingest.add_argument("path", help="a text/markdown file or a folder of them")
+    ingest.add_argument("--tenant", "-t", required=True, help="whose business context")
+    _add_json(ingest)
+    from server import cli_copy  # light: rich loads only when copy-store runs
+
+    cli_copy.add_parser(sub)
     return parser
-
-
-def _out(text: str) -> None:
-    sys.stdout.write(text + "\n")
 
 
 def _err(text: str) -> None:
@@ -66,89 +270,58 @@ async def _preflight(settings: Settings) -> None:
 async def _migrate(settings: Settings) -> int:
     async with open_container(settings):
         pass
-    _err(f"database up to date: {settings.db}")
+    _err(f"database up to date: {settings.store_location}")
     return EXIT_OK
 
 
-async def _maintain(settings: Settings, args: argparse.Namespace) -> int:
-    if not (args.recalculate or args.prune):
-        _err("nothing to do: give --recalculate and/or --prune")
-        return EXIT_USAGE
-    result: dict[str, object] = {}
-    async with open_container(settings) as c:
-        if args.recalculate:
-            result["tiers_changed"] = await maintenance.recalculate_tiers(
-                c.repo, c.clock, settings.tiers, args.project
-            )
-        if args.prune:
-            outcome = await maintenance.prune_expired(
-                c.repo,
-                c.clock,
-                settings.tiers,
-                project=args.project,
-                limit=args.limit,
-                dry_run=args.dry_run,
-            )
-            result["pruned" if not args.dry_run else "would_prune"] = len(outcome.ids)
-    _out(json.dumps(result))
+def _serve(settings: Settings, args: argparse.Namespace) -> int:
+    from server.app import serve_http, serve_stdio
+
+    # Preflight: open, migrate and check the store (embedding model) before MCP starts,
+    # so a problem prints one clear line instead of a traceback from inside the SDK.
+    asyncio.run(_preflight(settings))
+    if getattr(args, "http", False):
+        host = args.host or settings.http_host
+        port = args.port or settings.http_port
+        where = settings.store_location
+        _err(f"memstrata: serving MCP at http://{host}:{port}/mcp (database {where})")
+        asyncio.run(serve_http(settings, host, port, insecure=args.insecure))
+    else:
+        serve_stdio(settings)
     return EXIT_OK
 
 
-class _Progress:
-    """A one-line progress bar on stderr (plain lines when stderr is not a terminal)."""
+def _run(command: str, settings: Settings, args: argparse.Namespace) -> int:
+    """Run one non-serve command; its modules (and rich) load only here, never for `serve`."""
+    from server import cli_copy, cli_doctor, cli_ingest, cli_memory, cli_transfer
 
-    def __init__(self, label: str) -> None:
-        self._label = label
-        self._tty = sys.stderr.isatty()
-        self._last = -1
-
-    def __call__(self, done: int, total: int) -> None:
-        percent = 100 * done // max(total, 1)
-        if self._tty:
-            filled = percent // 5
-            bar = "#" * filled + "." * (20 - filled)
-            sys.stderr.write(f"\r{self._label} [{bar}] {done}/{total} {percent}%")
-            if done >= total:
-                sys.stderr.write("\n")
-        elif percent // 10 != self._last // 10 or done >= total:
-            _err(f"{self._label}: {done}/{total} ({percent}%)")
-        self._last = percent
-
-
-async def _reindex(settings: Settings, args: argparse.Namespace) -> int:
-    if settings.embedding.kind == "none":
-        _err("MEMSTRATA_EMBEDDING_MODEL is 'none': there is no model to index with")
-        return EXIT_USAGE
-    async with open_container(settings, check_model=False) as c:
-        assert c.embedder is not None
-        assert c.indexer is not None
-        embedder = await c.embedder.wait()
-        await c.indexer.vectors.reset_model(embedder.model_id, embedder.dims)
-        count = await c.indexer.backfill(
-            embedder, batch_size=args.batch_size, progress=_Progress("reindex")
+    if settings.database_url and command in _SQLITE_FILE_COMMANDS:
+        _err(
+            f"memstrata {command} works on the SQLite file (MEMSTRATA_DB); the store is on "
+            "PostgreSQL (MEMSTRATA_DATABASE_URL). Use `memstrata copy-store` to move memories "
+            "between backends, and pg_dump for PostgreSQL backups."
         )
-    _out(json.dumps({"model": settings.embedding.model_id, "embedded": count}))
-    return EXIT_OK
+        return EXIT_USAGE
 
-
-async def _stats(settings: Settings, args: argparse.Namespace) -> int:
-    async with open_container(settings) as c:
-        report = await maintenance.memory_stats(
-            c.repo, c.clock, settings.tiers, args.project or settings.project
-        )
-    if args.json:
-        _out(report.model_dump_json(indent=2))
-        return EXIT_OK
-    s = report.stats
-    _out(
-        f"project {s.project}: {s.total} memories, {s.content_bytes} bytes of text, "
-        f"database {s.database_bytes} bytes"
-    )
-    _out("  tiers:  " + "  ".join(f"{t.value} {n}" for t, n in s.by_tier.items()))
-    _out("  layers: " + "  ".join(f"{k.value} {n}" for k, n in s.by_layer.items()))
-    for note in report.health:
-        _out(f"  note: {note.message}")
-    return EXIT_OK
+    sync_runners = {
+        "doctor": cli_doctor.run_doctor,
+        "export": cli_transfer.run_export,
+        "import": cli_transfer.run_import,
+        "backup": cli_transfer.run_backup,
+        "copy-store": cli_copy.run_command,
+    }
+    if command in sync_runners:
+        return int(sync_runners[command](settings, args))
+    runners = {
+        "migrate": lambda: _migrate(settings),
+        "maintain": lambda: cli_memory.run_maintain(settings, args),
+        "reindex": lambda: cli_memory.run_reindex(settings, args),
+        "stats": lambda: cli_memory.run_stats(settings, args),
+        "search": lambda: cli_memory.run_search(settings, args),
+        "recall": lambda: cli_memory.run_recall(settings, args),
+        "ingest": lambda: cli_ingest.run_ingest(settings, args),
+    }
+    return int(asyncio.run(runners[command]()))
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -164,31 +337,11 @@ def main(argv: Sequence[str] | None = None) -> None:
     # (serve configures it again after MCPServer() installs its own handlers.)
     configure_logging(settings.log_level, settings.log_format)
     try:
-        if command == "serve":
-            from server.app import serve_http, serve_stdio
-
-            # Preflight: open, migrate and check the store (embedding model) before MCP starts,
-            # so a problem prints one clear line instead of a traceback from inside the SDK.
-            asyncio.run(_preflight(settings))
-            if getattr(args, "http", False):
-                host = args.host or settings.http_host
-                port = args.port or settings.http_port
-                _err(f"memstrata: serving MCP at http://{host}:{port}/mcp (database {settings.db})")
-                asyncio.run(serve_http(settings, host, port))
-            else:
-                serve_stdio(settings)
-            code = EXIT_OK
-        elif command == "migrate":
-            code = asyncio.run(_migrate(settings))
-        elif command == "maintain":
-            code = asyncio.run(_maintain(settings, args))
-        elif command == "reindex":
-            code = asyncio.run(_reindex(settings, args))
-        else:
-            code = asyncio.run(_stats(settings, args))
+        code = _serve(settings, args) if command == "serve" else _run(command, settings, args)
     except MemoryCoreError as exc:
         _err(f"memstrata: {exc}")
         code = EXIT_ERROR
     except KeyboardInterrupt:
-        code = EXIT_OK
+        # Ctrl-C is how a person stops `serve`; for any other command it cut the work short.
+        code = EXIT_OK if command == "serve" else 130
     sys.exit(code)

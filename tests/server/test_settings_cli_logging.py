@@ -45,12 +45,12 @@ def cli_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
 def test_cli_migrate_maintain_and_stats(cli_env: Path, capsys: pytest.CaptureFixture[str]) -> None:
     code, _, err = run_cli(capsys, "migrate")
     assert code == 0 and "database up to date" in err and cli_env.exists()
-    code, out, _ = run_cli(capsys, "maintain", "--recalculate", "--prune", "--limit", "5")
+    code, out, _ = run_cli(capsys, "maintain", "--recalculate", "--prune", "--limit", "5", "--json")
     assert code == 0 and json.loads(out) == {"tiers_changed": 0, "pruned": 0}
-    code, out, _ = run_cli(capsys, "maintain", "--prune", "--dry-run", "--project", "x")
-    assert json.loads(out) == {"would_prune": 0}
+    code, out, _ = run_cli(capsys, "maintain", "--prune", "--dry-run", "--project", "x", "--json")
+    assert json.loads(out) == {"would_prune": 0, "ids": []}
     code, out, _ = run_cli(capsys, "stats", "--json")
-    assert code == 0 and json.loads(out)["stats"]["total"] == 0
+    assert code == 0 and json.loads(out)["projects"][0]["total"] == 0
     code, out, _ = run_cli(capsys, "stats")
     assert "project default: 0 memories" in out and "No memories yet" in out
 

@@ -1,0 +1,199 @@
+"""CLI commands over the memory services: stats, search, recall, maintain, reindex."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from memory_core.domain.models import Layer, SearchMode, Tier
+from memory_core.services import maintenance
+from memory_core.services.memories import SearchRequest
+from server.cli_output import Exit, err, out_json, progress_bar, stdout_console
+from server.container import open_container
+from server.schemas import RecallOut, SearchOut, StatsOut
+from server.settings import Settings
+
+__all__ = ["run_maintain", "run_recall", "run_reindex", "run_search", "run_stats"]
+
+
+async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
+    """Tiers and layers per project: the named one, else every project in the store."""
+    async with open_container(settings) as c:
+        names = [args.project] if args.project else await c.repo.projects()
+        if not names:
+            names = [settings.project]  # an empty store: show the default project's zeros
+        reports = [
+            StatsOut.of(await maintenance.memory_stats(c.repo, c.clock, settings.tiers, name))
+            for name in names
+        ]
+    if args.json:
+        out_json(
+            {
+                "database": str(settings.db),
+                "database_bytes": reports[0].database_bytes,
+                "projects": [r.model_dump(mode="json") for r in reports],
+            }
+        )
+        return Exit.OK
+    table = Table(title=f"memstrata: {settings.db} ({reports[0].database_bytes} bytes)")
+    table.add_column("project")
+    table.add_column("total", justify="right")
+    for tier in Tier:
+        table.add_column(tier.value, justify="right")
+    for layer in Layer:
+        table.add_column(layer.value, justify="right")
+    table.add_column("text bytes", justify="right")
+    for r in reports:
+        table.add_row(
+            r.project,
+            str(r.total),
+            *(str(r.by_tier.get(t, 0)) for t in Tier),
+            *(str(r.by_layer.get(layer, 0)) for layer in Layer),
+            str(r.content_bytes),
+        )
+    console = stdout_console()
+    console.print(table)
+    for r in reports:
+        console.print(
+            f"project {r.project}: {r.total} memories, {r.content_bytes} bytes of text",
+            markup=False,
+        )
+        for note in r.health:
+            console.print(f"  note: {note.message}", markup=False)
+    return Exit.OK
+
+
+async def run_search(settings: Settings, args: argparse.Namespace) -> int:
+    """The `search` tool from a terminal (hits are marked as used, as for a client)."""
+    async with open_container(settings) as c:
+        if c.embedder is not None and args.mode != "keyword":
+            # A one-shot command has no server start-up to hide the model load behind.
+            c.embedder.start()
+            await c.embedder.until_ready()
+        result = await c.memories.search(
+            SearchRequest(
+                project=c.project(args.project),
+                query=args.query,
+                mode=SearchMode(args.mode),
+                layer=Layer(args.layer) if args.layer else None,
+                session_id=args.session,
+                limit=args.limit,
+            )
+        )
+    found = SearchOut.of(args.query, result)
+    if args.json:
+        out_json(found)
+        return Exit.OK
+    table = Table(title=f"{found.count} hit(s) for {args.query!r} ({found.mode})")
+    for name, justify in (("id", "right"), ("layer", "left"), ("tier", "left")):
+        table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    table.add_column("score", justify="right")
+    table.add_column("key")
+    table.add_column("content", overflow="fold")
+    for h in found.hits:
+        table.add_row(
+            str(h.id), h.layer.value, h.tier.value, f"{h.score:.3f}", h.key or "", h.content
+        )
+    console = stdout_console()
+    console.print(table)
+    for note in found.notes:
+        console.print(f"note: {note}", markup=False)
+    return Exit.OK
+
+
+async def run_recall(settings: Settings, args: argparse.Namespace) -> int:
+    """The `recall` tool from a terminal; exit 3 when no fact is stored under the key."""
+    async with open_container(settings) as c:
+        result = await c.memories.recall(c.project(args.project), args.key)
+    recalled = RecallOut.of(result)
+    if args.json:
+        out_json(recalled)
+    else:
+        console = stdout_console()
+        if recalled.memory is not None:
+            table = Table(title=f"{recalled.key} (id {recalled.memory.id})", show_header=False)
+            table.add_column("field")
+            table.add_column("value", overflow="fold")
+            table.add_row("value", recalled.memory.content)
+            table.add_row("tier", recalled.memory.tier.value)
+            table.add_row("updated", recalled.memory.updated_at.isoformat())
+            table.add_row("accessed", str(recalled.memory.access_count))
+            console.print(table)
+        else:
+            console.print(recalled.message, markup=False)
+        if recalled.rules:
+            rules = Table(title="procedural rules that apply")
+            rules.add_column("id", justify="right")
+            rules.add_column("when")
+            rules.add_column("do", overflow="fold")
+            for rule in recalled.rules:
+                rules.add_row(str(rule.id), rule.condition, rule.action)
+            console.print(rules)
+    return Exit.OK if recalled.found else Exit.NOT_FOUND
+
+
+async def run_maintain(settings: Settings, args: argparse.Namespace) -> int:
+    """Recalculate tiers and/or prune EXPIRED memories, across projects unless one is named."""
+    if not (args.recalculate or args.prune):
+        err("nothing to do: give --recalculate and/or --prune")
+        return Exit.USAGE
+    result: dict[str, object] = {}
+    async with open_container(settings) as c:
+        if args.recalculate:
+            result["tiers_changed"] = await maintenance.recalculate_tiers(
+                c.repo, c.clock, settings.tiers, args.project
+            )
+        if args.prune:
+            with progress_bar("prune") as bar:
+                outcome = await maintenance.prune_expired(
+                    c.repo,
+                    c.clock,
+                    settings.tiers,
+                    project=args.project,
+                    limit=args.limit,
+                    dry_run=args.dry_run,
+                    progress=None if args.dry_run else bar,
+                )
+            result["would_prune" if args.dry_run else "pruned"] = len(outcome.ids)
+            if args.dry_run:
+                result["ids"] = outcome.ids
+    if args.json:
+        out_json(result)
+        return Exit.OK
+    console = stdout_console()
+    if "tiers_changed" in result:
+        console.print(f"tiers recalculated: {result['tiers_changed']} memories changed tier")
+    if "pruned" in result:
+        console.print(f"pruned: {result['pruned']} EXPIRED memories deleted")
+    if "would_prune" in result:
+        console.print(
+            f"dry run: {result['would_prune']} EXPIRED memories would be deleted "
+            f"(ids {result['ids']})",
+            markup=False,
+        )
+    return Exit.OK
+
+
+async def run_reindex(settings: Settings, args: argparse.Namespace) -> int:
+    """Drop every vector, record the configured model and embed every memory again."""
+    if settings.embedding.kind == "none":
+        err("MEMSTRATA_EMBEDDING_MODEL is 'none': there is no model to index with")
+        return Exit.USAGE
+    async with open_container(settings, check_model=False) as c:
+        assert c.embedder is not None  # kind != "none"
+        assert c.indexer is not None
+        embedder = await c.embedder.wait()
+        await c.indexer.vectors.reset_model(embedder.model_id, embedder.dims)
+        with progress_bar("reindex") as bar:
+            count = await c.indexer.backfill(
+                embedder, batch_size=args.batch_size, progress=bar.update
+            )
+    if args.json:
+        out_json({"model": settings.embedding.model_id, "embedded": count})
+    else:
+        stdout_console().print(
+            f"reindexed: {count} memories embedded with {settings.embedding.model_id}",
+            markup=False,
+        )
+    return Exit.OK

@@ -1,0 +1,108 @@
+"""How the CLI talks to a person: rich tables on stdout, progress on stderr, exit codes.
+
+Only CLI commands use this module; `memstrata serve` never does, because in stdio mode stdout
+belongs to MCP. Colours and live bars appear only on a terminal (and never with NO_COLOR).
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from enum import IntEnum
+
+from pydantic import BaseModel
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+__all__ = [
+    "Exit",
+    "ProgressSink",
+    "err",
+    "out_json",
+    "progress_bar",
+    "stderr_console",
+    "stdout_console",
+]
+
+
+class Exit(IntEnum):
+    """Exit codes of every `memstrata` command (documented in `memstrata --help`)."""
+
+    OK = 0
+    ERROR = 1  # the command failed (storage, embedding model, bad data)
+    USAGE = 2  # bad arguments or MEMSTRATA_* configuration
+    NOT_FOUND = 3  # what was asked for does not exist (recall: no such key; import: no file)
+    PROBLEMS = 4  # doctor found at least one failing check; backup failed verification
+    EXISTS = 5  # refused to overwrite an existing file (backup without --force)
+    INTERRUPTED = 130  # Ctrl-C
+
+
+def stdout_console() -> Console:
+    """Results go to stdout; on a non-terminal (a pipe, a file) no colour and no markup codes."""
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+
+
+def stderr_console() -> Console:
+    """Messages and progress bars go to stderr, so stdout stays clean for results."""
+    return Console(file=sys.stderr, highlight=False)
+
+
+def err(text: str) -> None:
+    """One plain line on stderr (no markup interpretation: paths may hold brackets)."""
+    sys.stderr.write(text + "\n")
+
+
+def out_json(value: BaseModel | dict[str, object] | list[object]) -> None:
+    """A JSON document on stdout, for scripts."""
+    if isinstance(value, BaseModel):
+        text = value.model_dump_json(indent=2)
+    else:
+        import json
+
+        text = json.dumps(value, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write(text + "\n")
+
+
+class ProgressSink:
+    """A (done, total) progress callback, awaitable for services and plain for the indexer."""
+
+    def __init__(self, label: str, update: Callable[[int, int], None]) -> None:
+        self.label = label
+        self._update = update
+
+    def update(self, done: int, total: int) -> None:
+        """Report progress synchronously."""
+        self._update(done, total)
+
+    async def __call__(self, done: int, total: int) -> None:
+        """Report progress (the awaitable form services take)."""
+        self._update(done, total)
+
+
+@contextmanager
+def progress_bar(label: str) -> Iterator[ProgressSink]:
+    """A live bar on a terminal's stderr, else one plain stderr line per 10% of the work."""
+    console = stderr_console()
+    if console.is_terminal:
+        columns = (
+            TextColumn("{task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        )
+        with Progress(*columns, console=console) as bar:
+            task = bar.add_task(label, total=None)
+            yield ProgressSink(
+                label, lambda done, total: bar.update(task, completed=done, total=total)
+            )
+        return
+    last = [-1]
+
+    def line(done: int, total: int) -> None:
+        percent = 100 * done // max(total, 1)
+        if percent // 10 != last[0] // 10 or (done >= total and last[0] != percent):
+            err(f"{label}: {done}/{total} ({percent}%)")
+        last[0] = percent
+
+    yield ProgressSink(label, line)

@@ -1,0 +1,132 @@
+"""CLI commands that move whole stores: export, import (JSON lines) and backup."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import TextIO
+
+from memory_core.clock import SystemClock
+from memory_core.services import transfer
+from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
+from memory_core.storage.sqlite.transfer import SqliteMemoryTransfer
+from memory_core.transfer_ports import MemoryTransfer
+from server.cli_output import Exit, err, out_json, progress_bar
+from server.settings import Settings
+
+__all__ = ["run_backup", "run_export", "run_import"]
+
+
+@asynccontextmanager
+async def open_transfer(settings: Settings, *, migrate: bool) -> AsyncIterator[MemoryTransfer]:
+    """The store's transfer adapter on its own connection (migrated first unless told not to)."""
+    db = await open_database(settings.db)
+    try:
+        if migrate:
+            await apply_migrations(db)
+        yield SqliteMemoryTransfer(SqliteSession(db), settings.db)
+    finally:
+        await db.close()
+
+
+def run_export(settings: Settings, args: argparse.Namespace) -> int:
+    """Write every memory (or one project's) as JSON lines to a file or stdout."""
+    target = None if args.path == "-" else Path(args.path)
+    if target is not None and target.exists() and not args.force:
+        err(f"memstrata: {target} exists; pass --force to overwrite it")
+        return Exit.EXISTS
+    stream: TextIO = (
+        sys.stdout if target is None else target.open("w", encoding="utf-8", newline="\n")
+    )
+    try:
+        count = asyncio.run(_export(settings, args, stream))
+    finally:
+        if target is not None:
+            stream.close()
+    if args.json and target is not None:
+        out_json({"path": str(target), "exported": count, "project": args.project})
+    else:
+        err(f"memstrata: exported {count} memories to {target or 'stdout'}")
+    return Exit.OK
+
+
+async def _export(settings: Settings, args: argparse.Namespace, stream: TextIO) -> int:
+    count = -1  # the header line is not a memory
+    async with open_transfer(settings, migrate=True) as store:
+        with progress_bar("export") as bar:
+            async for line in transfer.export_lines(
+                store, SystemClock(), args.project, progress=bar
+            ):
+                stream.write(line + "\n")
+                count += 1
+    return count
+
+
+def run_import(settings: Settings, args: argparse.Namespace) -> int:
+    """Validate a whole export, then import it in one transaction."""
+    if args.path == "-":
+        lines = sys.stdin.read().splitlines()
+    else:
+        source = Path(args.path)
+        if not source.is_file():
+            err(f"memstrata: no export file at {source}")
+            return Exit.NOT_FOUND
+        lines = source.read_text(encoding="utf-8").splitlines()
+    return asyncio.run(_import(settings, args, lines))
+
+
+async def _import(settings: Settings, args: argparse.Namespace, lines: list[str]) -> int:
+    async with open_transfer(settings, migrate=True) as store:
+        parsed = transfer.parse_export(lines, schema_version=await store.schema_version())
+        with progress_bar("import") as bar:
+            counts = await transfer.import_memories(
+                store, parsed, project=args.project, progress=bar
+            )
+    if args.json:
+        out_json(counts)
+    else:
+        err(
+            f"memstrata: imported {counts.imported} memories ({counts.renumbered} under new ids), "
+            f"skipped {counts.skipped} already stored"
+        )
+        if counts.imported:
+            err(
+                "memstrata: imported memories are found by keyword search now, and by meaning "
+                "once embedded: `memstrata serve` embeds them in the background at start-up, "
+                "or run `memstrata reindex`"
+            )
+    return Exit.OK
+
+
+def run_backup(settings: Settings, args: argparse.Namespace) -> int:
+    """Copy the live database with SQLite's online backup API and verify the copy."""
+    target = Path(args.path)
+    if not settings.db.is_file():
+        err(f"memstrata: no database at {settings.db} (set MEMSTRATA_DB)")
+        return Exit.NOT_FOUND
+    if target.resolve() == settings.db.resolve():
+        err("memstrata: the backup path is the database itself; choose another file")
+        return Exit.USAGE
+    if target.exists() and not args.force:
+        err(f"memstrata: {target} exists; pass --force to replace it")
+        return Exit.EXISTS
+    target.parent.mkdir(parents=True, exist_ok=True)
+    return asyncio.run(_backup(settings, args, target))
+
+
+async def _backup(settings: Settings, args: argparse.Namespace, target: Path) -> int:
+    # No migration: a backup taken before an upgrade must be the store as it was.
+    async with open_transfer(settings, migrate=False) as store:
+        report = await store.backup(target)
+    if args.json:
+        out_json(report)
+    elif report.integrity == "ok":
+        err(f"memstrata: backed up {settings.db} to {target} ({report.bytes} bytes, verified)")
+    if report.integrity != "ok":
+        err(f"memstrata: the copy failed its integrity check ({report.integrity}); not kept")
+        return Exit.PROBLEMS
+    return Exit.OK
