@@ -5,6 +5,8 @@ APScheduler 3 is untyped; its use stays in this module.
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
@@ -12,9 +14,10 @@ from apscheduler.schedulers.asyncio import AsyncIOScheduler
 from apscheduler.triggers.cron import CronTrigger
 
 from memory_core.services import maintenance
+from server.backends import LocalJobLeases
 from server.container import Container
 
-__all__ = ["build_scheduler", "parse_cron", "prune_job", "recalculate_job"]
+__all__ = ["build_scheduler", "once_per_schedule", "parse_cron", "prune_job", "recalculate_job"]
 
 log = structlog.get_logger(__name__)
 
@@ -104,6 +107,47 @@ async def prune_job(container: Container) -> int:
     return len(outcome.ids)
 
 
+MISFIRE_GRACE_S = 3600
+
+
+def schedule_slot(trigger: Any, now: datetime) -> datetime:
+    """The newest fire time of `trigger` at or before `now`: the slot a late run belongs to.
+
+    Replicas whose timers fire a little apart agree on it, so they can tell "this slot already
+    ran" from "a new slot". Looks back as far as a run may be late (the misfire grace).
+    """
+    slot = start = now - timedelta(seconds=MISFIRE_GRACE_S)
+    fire = trigger.get_next_fire_time(None, start)
+    while fire is not None and fire <= now:
+        slot = fire
+        fire = trigger.get_next_fire_time(fire, fire + timedelta(microseconds=1))
+    return slot.astimezone(UTC)
+
+
+def once_per_schedule(
+    job_id: str, trigger: Any, func: Callable[[Container], Awaitable[int]]
+) -> Callable[[Container], Awaitable[int | None]]:
+    """Wrap a job so that one replica runs each fire; each logs whether it ran or skipped.
+
+    On PostgreSQL the container's leases take an advisory lock and claim the slot; on SQLite
+    every fire runs (LocalJobLeases), as before.
+    """
+
+    async def run(container: Container) -> int | None:
+        leases = container.leases or LocalJobLeases()
+        slot = schedule_slot(trigger, datetime.now(UTC))
+        async with leases.claim(job_id, slot) as skipped:
+            if skipped is not None:
+                log.info("maintenance.skipped", job=job_id, slot=slot.isoformat(), reason=skipped)
+                return None
+            result = await func(container)
+            log.info("maintenance.ran", job=job_id, slot=slot.isoformat(), result=result)
+            return result
+
+    run.__name__ = f"{job_id}_once"
+    return run
+
+
 def build_scheduler(container: Container) -> Any | None:
     """An AsyncIOScheduler with the configured jobs, not yet started; None when disabled.
 
@@ -121,14 +165,15 @@ def build_scheduler(container: Container) -> Any | None:
     for job_id, cron, func in jobs:
         if not cron:
             continue
+        trigger = parse_cron(cron)
         scheduler.add_job(
-            func,
-            parse_cron(cron),
+            once_per_schedule(job_id, trigger, func),
+            trigger,
             args=[container],
             id=job_id,
             coalesce=True,
             max_instances=1,
-            misfire_grace_time=3600,
+            misfire_grace_time=MISFIRE_GRACE_S,
         )
     if not scheduler.get_jobs():
         return None

@@ -1,0 +1,119 @@
+"""Copy every memory (rows, ids, embeddings, model record) from one store into another.
+
+Used by `memstrata copy-store` to move between SQLite and PostgreSQL. The target must be
+empty: ids are kept (clients hold them), so a non-empty target could collide, and the final
+verification compares counts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+from memory_core.domain.models import Memory
+from memory_core.errors import InvalidInputError
+
+__all__ = ["BATCH", "CopyEndpoint", "CopyReport", "CopyRow", "copy_store"]
+
+Vector = npt.NDArray[np.float32]
+# A row, and its embedding with the hash of the text embedded, when it has one.
+CopyRow = tuple[Memory, str | None, Vector | None]
+BATCH = 500
+
+
+class CopyEndpoint(Protocol):
+    """One store as a copy source or target (a storage backend implements it)."""
+
+    async def model(self) -> tuple[str, int] | None:
+        """The embedding model recorded in the store (id, dims), if any."""
+        ...
+
+    async def counts(self) -> tuple[int, int]:
+        """(memories, embeddings) in the whole store."""
+        ...
+
+    async def read(self, after_id: int, limit: int) -> list[CopyRow]:
+        """Up to `limit` rows with ids above `after_id`, in id order, with their vectors."""
+        ...
+
+    async def prepare(self, model: tuple[str, int] | None) -> None:
+        """Get an empty target ready (record the model, size the vector index)."""
+        ...
+
+    async def write(self, rows: Sequence[CopyRow]) -> None:
+        """Insert rows keeping their ids, and their vectors, in one transaction."""
+        ...
+
+    async def finish(self) -> None:
+        """After the last batch: make new ids continue above the copied ones."""
+        ...
+
+
+@dataclass(frozen=True)
+class CopyReport:
+    """What was copied and whether the target's counts match the source's."""
+
+    memories: int
+    embeddings: int
+    target_memories: int
+    target_embeddings: int
+    model: str | None
+
+    @property
+    def verified(self) -> bool:
+        """Whether the target holds exactly what the source held."""
+        return (self.memories, self.embeddings) == (self.target_memories, self.target_embeddings)
+
+
+async def copy_store(
+    source: CopyEndpoint,
+    target: CopyEndpoint,
+    *,
+    progress: Callable[[int, int], None] | None = None,
+    batch: int = BATCH,
+) -> CopyReport:
+    """Copy every row and vector from `source` into the empty `target`, then verify counts.
+
+    Args:
+        source: The store read from (not changed).
+        target: An empty store (migrated, possibly with the same model recorded).
+        progress: Called with (rows copied, rows in total) after each batch.
+        batch: Rows per transaction.
+
+    Raises:
+        InvalidInputError: The target already holds memories.
+        SchemaMismatchError: The target records another embedding model.
+    """
+    existing, _ = await target.counts()
+    if existing:
+        raise InvalidInputError(
+            "to", f"the target store already holds {existing} memories; copy into an empty one"
+        )
+    total, vectors = await source.counts()
+    model = await source.model()
+    await target.prepare(model)
+    done, last = 0, 0
+    if progress:
+        progress(0, total)
+    while True:
+        rows = await source.read(last, batch)
+        if not rows:
+            break
+        await target.write(rows)
+        done += len(rows)
+        last = rows[-1][0].id
+        if progress:
+            progress(done, total)
+    await target.finish()
+    target_rows, target_vectors = await target.counts()
+    return CopyReport(
+        memories=total,
+        embeddings=vectors,
+        target_memories=target_rows,
+        target_embeddings=target_vectors,
+        model=model[0] if model else None,
+    )

@@ -1,0 +1,642 @@
+"""PostgresConversationStore: the ConversationStore port on PostgreSQL (same semantics as SQLite).
+
+Every write locks the session row first (`SELECT ... FOR UPDATE`): concurrent writers of one
+session, in this process or another replica, take turns, as under SQLite's file-wide write
+lock, so per-session numbers are never handed out twice and a summary never double-counts.
+Writers of different sessions do not wait for each other.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Any
+
+from pydantic import JsonValue
+
+from memory_core.conversation_ports import FoldFn
+from memory_core.domain.conversation import (
+    CachedResult,
+    Entry,
+    EntryDraft,
+    EntryType,
+    Exchange,
+    ExchangeOutcome,
+    PendingSummary,
+    Role,
+    SessionExport,
+    SessionInfo,
+    Summary,
+    SummaryDraft,
+    canonical_json,
+)
+from memory_core.errors import ConflictError, SessionNotFoundError
+from memory_core.storage.postgres.rows import aware
+from memory_core.storage.postgres.session import PostgresSession, rowcount
+
+__all__ = ["PostgresConversationStore"]
+
+_SCOPE = "project = $1 AND session_id = $2"
+# Ties broken in byte order, as SQLite's BINARY collation sorts (not the database's locale).
+_CACHE_ORDER = 'ORDER BY created_at, cache_key COLLATE "C"'
+
+
+def _opt(value: datetime | None) -> datetime | None:
+    return aware(value) if value is not None else None
+
+
+def _session(row: Any) -> SessionInfo:
+    pending = json.loads(row["pending_summary"]) if row["pending_summary"] else None
+    return SessionInfo(
+        project=row["project"],
+        session_id=row["session_id"],
+        created_at=aware(row["created_at"]),
+        updated_at=aware(row["updated_at"]),
+        config=json.loads(row["config"]),
+        qa_summary=row["qa_summary"],
+        qa_summary_from=_opt(row["qa_summary_from"]),
+        qa_summary_until=_opt(row["qa_summary_until"]),
+        last_entry=row["next_entry"] - 1,
+        pending=PendingSummary.model_validate(pending) if pending else None,
+    )
+
+
+def _entry(row: Any) -> Entry:
+    return Entry(
+        id=row["entry_no"],
+        type=EntryType(row["type"]),
+        role=Role(row["role"]),
+        content=row["content"],
+        tool_name=row["tool_name"],
+        arguments=json.loads(row["arguments"]) if row["arguments"] is not None else None,
+        source=row["source"],
+        is_error=bool(row["is_error"]),
+        timestamp=aware(row["created_at"]),
+        token_count=row["token_count"],
+        compressed=bool(row["compressed"]),
+        summary_id=row["summary_no"],
+    )
+
+
+def _summary(row: Any) -> Summary:
+    return Summary(
+        id=row["summary_no"],
+        text=row["text"],
+        entry_ids=tuple(json.loads(row["entry_ids"])),
+        token_count=row["token_count"],
+        original_tokens=row["original_tokens"],
+        ratio=row["ratio"],
+        covers_from=aware(row["covers_from"]),
+        covers_until=aware(row["covers_until"]),
+        source=row["source"],
+        created_at=aware(row["created_at"]),
+    )
+
+
+def _exchange(row: Any) -> Exchange:
+    return Exchange(
+        id=row["exchange_no"],
+        question=row["question"],
+        answer=row["answer"],
+        answer_shortened=bool(row["answer_shortened"]),
+        timestamp=aware(row["created_at"]),
+        folded=bool(row["folded"]),
+    )
+
+
+def _cached(row: Any) -> CachedResult:
+    return CachedResult(
+        key=row["cache_key"],
+        tool_name=row["tool_name"],
+        parameters=json.loads(row["parameters"]),
+        result=json.loads(row["result"]),
+        duration=row["duration"],
+        remaining=row["remaining"],
+        created_at=aware(row["created_at"]),
+    )
+
+
+def _json(value: JsonValue) -> str:
+    # The same text the SQLite backend stores, so exports match across backends.
+    return json.dumps(value, ensure_ascii=False)
+
+
+def _next(ids: Iterable[int]) -> int:
+    return max(ids, default=0) + 1
+
+
+class PostgresConversationStore:
+    """Conversation memory in the tables of migrations/postgres/0003."""
+
+    def __init__(self, session: PostgresSession) -> None:
+        self._s = session
+
+    @staticmethod
+    async def _require(conn: Any, project: str, session_id: str, *, lock: bool) -> Any:
+        """The session row (locked for this transaction when `lock`), else SessionNotFoundError."""
+        row = await conn.fetchrow(
+            f"SELECT * FROM conversation_sessions WHERE {_SCOPE}" + (" FOR UPDATE" if lock else ""),
+            project,
+            session_id,
+        )
+        if row is None:
+            raise SessionNotFoundError(session_id, project)
+        return row
+
+    async def create_session(
+        self, project: str, session_id: str, now: datetime
+    ) -> tuple[SessionInfo, bool]:
+        """See ConversationStore.create_session."""
+        async with self._s.write("create_session") as conn:
+            status = await conn.execute(
+                "INSERT INTO conversation_sessions (project, session_id, created_at, updated_at)"
+                " VALUES ($1, $2, $3, $3) ON CONFLICT DO NOTHING",
+                project,
+                session_id,
+                aware(now),
+            )
+            row = await self._require(conn, project, session_id, lock=False)
+        return _session(row), rowcount(status) == 1
+
+    async def get_session(self, project: str, session_id: str) -> SessionInfo:
+        """See ConversationStore.get_session."""
+        async with self._s.read("get_session") as conn:
+            return _session(await self._require(conn, project, session_id, lock=False))
+
+    async def list_sessions(self, project: str, limit: int) -> list[SessionInfo]:
+        """See ConversationStore.list_sessions."""
+        async with self._s.read("list_sessions") as conn:
+            rows = await conn.fetch(
+                "SELECT * FROM conversation_sessions WHERE project = $1"
+                ' ORDER BY updated_at DESC, session_id COLLATE "C" LIMIT $2',
+                project,
+                limit,
+            )
+        return [_session(r) for r in rows]
+
+    async def add_entry(
+        self, project: str, session_id: str, draft: EntryDraft, now: datetime
+    ) -> Entry:
+        """See ConversationStore.add_entry."""
+        stamp = aware(now)
+        async with self._s.write("add_entry") as conn:
+            row = await self._require(conn, project, session_id, lock=True)
+            number = row["next_entry"]
+            await conn.execute(
+                "INSERT INTO conversation_entries (project, session_id, entry_no, type, role,"
+                " content, tool_name, arguments, source, is_error, created_at, token_count)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                project,
+                session_id,
+                number,
+                draft.type.value,
+                draft.role.value,
+                draft.content,
+                draft.tool_name,
+                _json(draft.arguments) if draft.arguments is not None else None,
+                draft.source,
+                draft.is_error,
+                stamp,
+                draft.token_count,
+            )
+            await conn.execute(
+                "UPDATE conversation_sessions SET next_entry = next_entry + 1, updated_at = $3"
+                f" WHERE {_SCOPE}",
+                project,
+                session_id,
+                stamp,
+            )
+        return Entry(id=number, timestamp=now, **draft.model_dump())
+
+    async def entries(self, project: str, session_id: str, *, active_only: bool) -> list[Entry]:
+        """See ConversationStore.entries."""
+        only = " AND NOT compressed" if active_only else ""
+        async with self._s.snapshot("entries") as conn:
+            await self._require(conn, project, session_id, lock=False)
+            rows = await conn.fetch(
+                f"SELECT * FROM conversation_entries WHERE {_SCOPE}{only} ORDER BY entry_no",
+                project,
+                session_id,
+            )
+        return [_entry(r) for r in rows]
+
+    async def summaries(self, project: str, session_id: str) -> list[Summary]:
+        """See ConversationStore.summaries."""
+        async with self._s.snapshot("summaries") as conn:
+            await self._require(conn, project, session_id, lock=False)
+            rows = await conn.fetch(
+                f"SELECT * FROM conversation_summaries WHERE {_SCOPE} ORDER BY summary_no",
+                project,
+                session_id,
+            )
+        return [_summary(r) for r in rows]
+
+    async def exchanges(
+        self, project: str, session_id: str, *, active_only: bool
+    ) -> list[Exchange]:
+        """See ConversationStore.exchanges."""
+        only = " AND NOT folded" if active_only else ""
+        async with self._s.snapshot("exchanges") as conn:
+            await self._require(conn, project, session_id, lock=False)
+            rows = await conn.fetch(
+                f"SELECT * FROM conversation_exchanges WHERE {_SCOPE}{only} ORDER BY exchange_no",
+                project,
+                session_id,
+            )
+        return [_exchange(r) for r in rows]
+
+    async def apply_summary(
+        self, project: str, session_id: str, draft: SummaryDraft, now: datetime
+    ) -> Summary | None:
+        """See ConversationStore.apply_summary."""
+        ids = [int(i) for i in draft.entry_ids]
+        stamp = aware(now)
+        async with self._s.write("apply_summary") as conn:
+            row = await self._require(conn, project, session_id, lock=True)
+            found = await conn.fetchval(
+                f"SELECT count(*) FROM conversation_entries WHERE {_SCOPE} AND NOT compressed"
+                " AND entry_no = ANY($3::int[])",
+                project,
+                session_id,
+                ids,
+            )
+            if found != len(set(ids)):
+                return None
+            number = row["next_summary"]
+            await conn.execute(
+                "INSERT INTO conversation_summaries (project, session_id, summary_no, text,"
+                " entry_ids, token_count, original_tokens, ratio, covers_from, covers_until,"
+                " source, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                project,
+                session_id,
+                number,
+                draft.text,
+                json.dumps(ids),
+                draft.token_count,
+                draft.original_tokens,
+                draft.ratio,
+                aware(draft.covers_from),
+                aware(draft.covers_until),
+                draft.source,
+                stamp,
+            )
+            await conn.execute(
+                "UPDATE conversation_entries SET compressed = true, summary_no = $3"
+                f" WHERE {_SCOPE} AND entry_no = ANY($4::int[])",
+                project,
+                session_id,
+                number,
+                ids,
+            )
+            pending = json.loads(row["pending_summary"]) if row["pending_summary"] else None
+            clear_pending = pending is not None and set(pending["entry_ids"]) & set(ids)
+            await conn.execute(
+                "UPDATE conversation_sessions SET next_summary = next_summary + 1, updated_at = $3"
+                + (", pending_summary = NULL" if clear_pending else "")
+                + f" WHERE {_SCOPE}",
+                project,
+                session_id,
+                stamp,
+            )
+        return Summary(
+            id=number,
+            text=draft.text,
+            entry_ids=draft.entry_ids,
+            token_count=draft.token_count,
+            original_tokens=draft.original_tokens,
+            ratio=draft.ratio,
+            covers_from=draft.covers_from,
+            covers_until=draft.covers_until,
+            source=draft.source,
+            created_at=now,
+        )
+
+    async def set_pending(
+        self, project: str, session_id: str, pending: PendingSummary | None
+    ) -> None:
+        """See ConversationStore.set_pending."""
+        async with self._s.write("set_pending") as conn:
+            await self._require(conn, project, session_id, lock=True)
+            await conn.execute(
+                f"UPDATE conversation_sessions SET pending_summary = $3 WHERE {_SCOPE}",
+                project,
+                session_id,
+                pending.model_dump_json() if pending else None,
+            )
+
+    async def set_config(
+        self, project: str, session_id: str, config: dict[str, JsonValue], now: datetime
+    ) -> None:
+        """See ConversationStore.set_config."""
+        async with self._s.write("set_config") as conn:
+            await self._require(conn, project, session_id, lock=True)
+            await conn.execute(
+                f"UPDATE conversation_sessions SET config = $3, updated_at = $4 WHERE {_SCOPE}",
+                project,
+                session_id,
+                canonical_json(config),
+                aware(now),
+            )
+
+    async def finalize_exchange(
+        self,
+        project: str,
+        session_id: str,
+        exchange: tuple[str, str, bool],
+        now: datetime,
+        max_active: int,
+        fold: FoldFn,
+    ) -> ExchangeOutcome:
+        """See ConversationStore.finalize_exchange."""
+        question, answer, shortened = exchange
+        stamp = aware(now)
+        async with self._s.write("finalize_exchange") as conn:
+            row = await self._require(conn, project, session_id, lock=True)
+            number = row["next_exchange"]
+            await conn.execute(
+                "INSERT INTO conversation_exchanges (project, session_id, exchange_no, question,"
+                " answer, answer_shortened, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+                project,
+                session_id,
+                number,
+                question,
+                answer,
+                shortened,
+                stamp,
+            )
+            active = [
+                _exchange(r)
+                for r in await conn.fetch(
+                    f"SELECT * FROM conversation_exchanges WHERE {_SCOPE} AND NOT folded"
+                    " ORDER BY exchange_no",
+                    project,
+                    session_id,
+                )
+            ]
+            overflow = active[: max(0, len(active) - max_active)]
+            summary: str = row["qa_summary"]
+            span_from, span_until = row["qa_summary_from"], row["qa_summary_until"]
+            if overflow:
+                summary = fold(summary, overflow)
+                span_from = span_from or overflow[0].timestamp
+                span_until = overflow[-1].timestamp
+                await conn.execute(
+                    "UPDATE conversation_exchanges SET folded = true"
+                    f" WHERE {_SCOPE} AND exchange_no <= $3",
+                    project,
+                    session_id,
+                    overflow[-1].id,
+                )
+            await conn.execute(
+                "UPDATE conversation_sessions SET next_exchange = next_exchange + 1,"
+                " qa_summary = $3, qa_summary_from = $4, qa_summary_until = $5, updated_at = $6"
+                f" WHERE {_SCOPE}",
+                project,
+                session_id,
+                summary,
+                _opt(span_from),
+                _opt(span_until),
+                stamp,
+            )
+            await conn.execute(
+                f"UPDATE tool_result_cache SET remaining = remaining - 1 WHERE {_SCOPE}",
+                project,
+                session_id,
+            )
+            expired = [
+                _cached(r)
+                for r in await conn.fetch(
+                    f"DELETE FROM tool_result_cache WHERE {_SCOPE} AND remaining <= 0 RETURNING *",
+                    project,
+                    session_id,
+                )
+            ]
+        stored = Exchange(
+            id=number,
+            question=question,
+            answer=answer,
+            answer_shortened=shortened,
+            timestamp=now,
+            folded=any(x.id == number for x in overflow),
+        )
+        return ExchangeOutcome(
+            exchange=stored, folded=tuple(overflow), qa_summary=summary, expired=tuple(expired)
+        )
+
+    async def replace_qa_summary(
+        self, project: str, session_id: str, expected: str, new: str
+    ) -> bool:
+        """See ConversationStore.replace_qa_summary."""
+        async with self._s.write("replace_qa_summary") as conn:
+            await self._require(conn, project, session_id, lock=True)
+            status = await conn.execute(
+                f"UPDATE conversation_sessions SET qa_summary = $3 WHERE {_SCOPE}"
+                " AND qa_summary = $4",
+                project,
+                session_id,
+                new,
+                expected,
+            )
+        return rowcount(status) == 1
+
+    async def cache_put(self, project: str, session_id: str, item: CachedResult) -> None:
+        """See ConversationStore.cache_put."""
+        async with self._s.write("cache_put") as conn:
+            await self._require(conn, project, session_id, lock=True)
+            # INSERT OR REPLACE in SQLite: the whole row is replaced, created_at included.
+            await conn.execute(
+                "INSERT INTO tool_result_cache (project, session_id, cache_key, tool_name,"
+                " parameters, result, duration, remaining, created_at)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
+                " ON CONFLICT (project, session_id, cache_key) DO UPDATE SET"
+                " tool_name = EXCLUDED.tool_name, parameters = EXCLUDED.parameters,"
+                " result = EXCLUDED.result, duration = EXCLUDED.duration,"
+                " remaining = EXCLUDED.remaining, created_at = EXCLUDED.created_at",
+                project,
+                session_id,
+                item.key,
+                item.tool_name,
+                canonical_json(item.parameters),
+                _json(item.result),
+                item.duration,
+                item.remaining,
+                aware(item.created_at),
+            )
+
+    async def cache_get(self, project: str, session_id: str, key: str) -> CachedResult | None:
+        """See ConversationStore.cache_get."""
+        async with self._s.write("cache_get") as conn:
+            await self._require(conn, project, session_id, lock=True)
+            row = await conn.fetchrow(
+                "UPDATE tool_result_cache SET remaining = duration"
+                f" WHERE {_SCOPE} AND cache_key = $3 RETURNING *",
+                project,
+                session_id,
+                key,
+            )
+        return _cached(row) if row is not None else None
+
+    async def cache_list(self, project: str, session_id: str) -> list[CachedResult]:
+        """See ConversationStore.cache_list."""
+        async with self._s.snapshot("cache_list") as conn:
+            await self._require(conn, project, session_id, lock=False)
+            rows = await conn.fetch(
+                f"SELECT * FROM tool_result_cache WHERE {_SCOPE} {_CACHE_ORDER}",
+                project,
+                session_id,
+            )
+        return [_cached(r) for r in rows]
+
+    async def export_session(self, project: str, session_id: str) -> SessionExport:
+        """See ConversationStore.export_session."""
+        scope = (project, session_id)
+        async with self._s.snapshot("export_session") as conn:
+            info = _session(await self._require(conn, project, session_id, lock=False))
+            entries = await conn.fetch(
+                f"SELECT * FROM conversation_entries WHERE {_SCOPE} ORDER BY entry_no", *scope
+            )
+            summaries = await conn.fetch(
+                f"SELECT * FROM conversation_summaries WHERE {_SCOPE} ORDER BY summary_no", *scope
+            )
+            exchanges = await conn.fetch(
+                f"SELECT * FROM conversation_exchanges WHERE {_SCOPE} ORDER BY exchange_no",
+                *scope,
+            )
+            cache = await conn.fetch(
+                f"SELECT * FROM tool_result_cache WHERE {_SCOPE} {_CACHE_ORDER}", *scope
+            )
+        return SessionExport(
+            session_id=session_id,
+            created_at=info.created_at,
+            updated_at=info.updated_at,
+            config=info.config,
+            qa_summary=info.qa_summary,
+            qa_summary_from=info.qa_summary_from,
+            qa_summary_until=info.qa_summary_until,
+            entries=[_entry(r) for r in entries],
+            summaries=[_summary(r) for r in summaries],
+            exchanges=[_exchange(r) for r in exchanges],
+            cache=[_cached(r) for r in cache],
+        )
+
+    async def import_session(self, project: str, data: SessionExport) -> None:
+        """See ConversationStore.import_session."""
+        sid = data.session_id
+        async with self._s.write("import_session") as conn:
+            status = await conn.execute(
+                "INSERT INTO conversation_sessions (project, session_id, created_at, updated_at,"
+                " config, qa_summary, qa_summary_from, qa_summary_until, next_entry,"
+                " next_summary, next_exchange) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
+                " $11) ON CONFLICT DO NOTHING",
+                project,
+                sid,
+                aware(data.created_at),
+                aware(data.updated_at),
+                canonical_json(data.config),
+                data.qa_summary,
+                _opt(data.qa_summary_from),
+                _opt(data.qa_summary_until),
+                _next(e.id for e in data.entries),
+                _next(s.id for s in data.summaries),
+                _next(x.id for x in data.exchanges),
+            )
+            if rowcount(status) != 1:
+                raise ConflictError(f"session {sid!r} already exists")
+            # Summaries first: entries point at them.
+            await conn.executemany(
+                "INSERT INTO conversation_summaries (project, session_id, summary_no, text,"
+                " entry_ids, token_count, original_tokens, ratio, covers_from, covers_until,"
+                " source, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+                [
+                    (
+                        project,
+                        sid,
+                        s.id,
+                        s.text,
+                        json.dumps(list(s.entry_ids)),
+                        s.token_count,
+                        s.original_tokens,
+                        s.ratio,
+                        aware(s.covers_from),
+                        aware(s.covers_until),
+                        s.source,
+                        aware(s.created_at),
+                    )
+                    for s in data.summaries
+                ],
+            )
+            await conn.executemany(
+                "INSERT INTO conversation_entries (project, session_id, entry_no, type, role,"
+                " content, tool_name, arguments, source, is_error, created_at, token_count,"
+                " compressed, summary_no)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                [
+                    (
+                        project,
+                        sid,
+                        e.id,
+                        e.type.value,
+                        e.role.value,
+                        e.content,
+                        e.tool_name,
+                        _json(e.arguments) if e.arguments is not None else None,
+                        e.source,
+                        e.is_error,
+                        aware(e.timestamp),
+                        e.token_count,
+                        e.compressed,
+                        e.summary_id,
+                    )
+                    for e in data.entries
+                ],
+            )
+            await conn.executemany(
+                "INSERT INTO conversation_exchanges (project, session_id, exchange_no, question,"
+                " answer, answer_shortened, created_at, folded)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                [
+                    (
+                        project,
+                        sid,
+                        x.id,
+                        x.question,
+                        x.answer,
+                        x.answer_shortened,
+                        aware(x.timestamp),
+                        x.folded,
+                    )
+                    for x in data.exchanges
+                ],
+            )
+            await conn.executemany(
+                "INSERT INTO tool_result_cache (project, session_id, cache_key, tool_name,"
+                " parameters, result, duration, remaining, created_at)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+                [
+                    (
+                        project,
+                        sid,
+                        c.key,
+                        c.tool_name,
+                        canonical_json(c.parameters),
+                        _json(c.result),
+                        c.duration,
+                        c.remaining,
+                        aware(c.created_at),
+                    )
+                    for c in data.cache
+                ],
+            )
+
+    async def delete_session(self, project: str, session_id: str) -> int:
+        """See ConversationStore.delete_session."""
+        async with self._s.write("delete_session") as conn:
+            await self._require(conn, project, session_id, lock=True)
+            count = await conn.fetchval(
+                f"SELECT count(*) FROM conversation_entries WHERE {_SCOPE}", project, session_id
+            )
+            await conn.execute(
+                f"DELETE FROM conversation_sessions WHERE {_SCOPE}", project, session_id
+            )
+        return int(count or 0)

@@ -1,0 +1,183 @@
+"""PostgresPreferenceStore and PostgresPlaybookStore: per-user rules and trajectories."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference
+from memory_core.knowledge_ports import Vector
+from memory_core.storage.postgres.rows import aware
+from memory_core.storage.postgres.scratchpad import from_bytes, lock_text, to_bytes
+from memory_core.storage.postgres.session import PostgresSession
+
+__all__ = ["PostgresPlaybookStore", "PostgresPreferenceStore"]
+
+
+def _preference(row: Any) -> Preference:
+    return Preference(
+        id=row["id"],
+        user=row["user_id"],
+        key=row["key"],
+        value=row["value"],
+        flow_id=row["flow_id"],
+        origin=row["origin"],
+        created_at=aware(row["created_at"]),
+        updated_at=aware(row["updated_at"]),
+    )
+
+
+def _playbook(row: Any) -> Playbook:
+    return Playbook(
+        id=row["id"],
+        user=row["user_id"],
+        flow=row["flow"],
+        user_query=row["user_query"],
+        slots=json.loads(row["slots"]),
+        tool_calls=json.loads(row["tool_calls"]),
+        outcome=row["outcome"],
+        created_at=aware(row["created_at"]),
+    )
+
+
+def _vector_of(row: Any, model_id: str | None) -> Vector | None:
+    return from_bytes(row["embedding"]) if model_id and row["embed_model"] == model_id else None
+
+
+async def _set_vectors(
+    session: PostgresSession, table: str, items: Sequence[tuple[int, Vector]], model_id: str
+) -> None:
+    if not items:
+        return
+    async with session.write(f"storing {table} vectors") as conn:
+        await conn.execute(
+            f"UPDATE {table} AS t SET embedding = u.embedding, embed_model = $3"
+            " FROM unnest($1::bigint[], $2::bytea[]) AS u(id, embedding) WHERE t.id = u.id",
+            [int(i) for i, _ in items],
+            [to_bytes(v) for _, v in items],
+            model_id,
+        )
+
+
+class PostgresPreferenceStore:
+    """Rules per user in user_preferences, unique by (user, key)."""
+
+    def __init__(self, session: PostgresSession) -> None:
+        self._session = session
+
+    async def upsert(
+        self,
+        user: str,
+        key: str,
+        value: str,
+        flow_id: str | None,
+        origin: str,
+        vector: Vector | None,
+        model_id: str | None,
+        now: datetime,
+    ) -> tuple[Preference, str | None]:
+        """Insert or replace the rule under (user, key)."""
+        stamp = aware(now)
+        async with self._session.write("storing a preference") as conn:
+            # Two writers of one rule take turns, so each reports the value it replaced.
+            await lock_text(conn, f"preference\x1f{user}\x1f{key}")
+            old = await conn.fetchval(
+                "SELECT value FROM user_preferences WHERE user_id = $1 AND key = $2", user, key
+            )
+            row = await conn.fetchrow(
+                "INSERT INTO user_preferences (user_id, key, value, flow_id, origin, embedding,"
+                " embed_model, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)"
+                " ON CONFLICT (user_id, key) DO UPDATE SET value = EXCLUDED.value,"
+                " flow_id = EXCLUDED.flow_id, origin = EXCLUDED.origin,"
+                " embedding = EXCLUDED.embedding, embed_model = EXCLUDED.embed_model,"
+                " updated_at = EXCLUDED.updated_at RETURNING *",
+                user,
+                key,
+                value,
+                flow_id,
+                origin,
+                to_bytes(vector),
+                model_id if vector is not None else None,
+                stamp,
+            )
+        return _preference(row), (str(old) if old is not None else None)
+
+    async def get(self, user: str, key: str) -> Preference | None:
+        """The rule under this key."""
+        async with self._session.read("reading a preference") as conn:
+            row = await conn.fetchrow(
+                "SELECT * FROM user_preferences WHERE user_id = $1 AND key = $2", user, key
+            )
+        return _preference(row) if row is not None else None
+
+    async def list_user(
+        self, user: str, model_id: str | None
+    ) -> list[tuple[Preference, Vector | None]]:
+        """Every rule of a user with its vector by `model_id`, by key in byte order."""
+        async with self._session.read("reading preferences") as conn:
+            rows = await conn.fetch(
+                'SELECT * FROM user_preferences WHERE user_id = $1 ORDER BY key COLLATE "C"',
+                user,
+            )
+        return [(_preference(r), _vector_of(r, model_id)) for r in rows]
+
+    async def set_vectors(self, items: Sequence[tuple[int, Vector]], model_id: str) -> None:
+        """Store vectors of rules written without one."""
+        await _set_vectors(self._session, "user_preferences", items, model_id)
+
+
+class PostgresPlaybookStore:
+    """Trajectories per user in playbooks."""
+
+    def __init__(self, session: PostgresSession) -> None:
+        self._session = session
+
+    async def add(
+        self, draft: PlaybookDraft, vector: Vector | None, model_id: str | None, now: datetime
+    ) -> tuple[Playbook, bool]:
+        """Record a trajectory, or return the identical one already recorded."""
+        async with self._session.write("recording a playbook") as conn:
+            # ON CONFLICT DO NOTHING waits for a concurrent insert of the same trajectory to
+            # commit; the SELECT (a new statement, a new READ COMMITTED snapshot) then sees it.
+            row = await conn.fetchrow(
+                "INSERT INTO playbooks (user_id, flow, user_query, slots, tool_calls, outcome,"
+                " record_hash, embedding, embed_model, created_at)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
+                " ON CONFLICT (user_id, record_hash) DO NOTHING RETURNING *",
+                draft.user,
+                draft.flow,
+                draft.user_query,
+                json.dumps(draft.slots, ensure_ascii=False, sort_keys=True),
+                json.dumps(draft.tool_calls, ensure_ascii=False),
+                draft.outcome,
+                draft.record_hash,
+                to_bytes(vector),
+                model_id if vector is not None else None,
+                aware(now),
+            )
+            created = row is not None
+            if not created:
+                row = await conn.fetchrow(
+                    "SELECT * FROM playbooks WHERE user_id = $1 AND record_hash = $2",
+                    draft.user,
+                    draft.record_hash,
+                )
+        return _playbook(row), created
+
+    async def list_user(
+        self, user: str, flow: str | None, model_id: str | None
+    ) -> list[tuple[Playbook, Vector | None]]:
+        """Playbooks of a user (optionally of one flow) with vectors by `model_id`."""
+        sql, params = "SELECT * FROM playbooks WHERE user_id = $1", [user]
+        if flow is not None:
+            sql += " AND flow = $2"
+            params.append(flow)
+        async with self._session.read("reading playbooks") as conn:
+            rows = await conn.fetch(sql + " ORDER BY id", *params)
+        return [(_playbook(r), _vector_of(r, model_id)) for r in rows]
+
+    async def set_vectors(self, items: Sequence[tuple[int, Vector]], model_id: str) -> None:
+        """Store vectors of playbooks recorded without one."""
+        await _set_vectors(self._session, "playbooks", items, model_id)

@@ -1,0 +1,582 @@
+"""PostgresMemoryRepository: the MemoryRepository port on PostgreSQL (same semantics as SQLite)."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from memory_core.domain.models import (
+    AddOutcome,
+    Layer,
+    Memory,
+    MemoryDraft,
+    PruneOutcome,
+    StoreStats,
+    TextMatch,
+    TextQuery,
+    Tier,
+    TierCutoffs,
+)
+from memory_core.storage.postgres.rows import COLUMNS, aware, row_to_memory
+from memory_core.storage.postgres.session import PostgresSession, rowcount
+from memory_core.storage.postgres.tsquery import to_tsquery_text
+
+__all__ = ["PostgresMemoryRepository"]
+
+_REFERENCE = "coalesce(last_accessed, created_at)"
+
+
+def _live_tier(first: int) -> str:
+    """The live tier of a row, with the three cutoffs as parameters $first..$first+2.
+
+    The strict '>' matches domain.tiers.classify_tier (an age of exactly one threshold is the
+    older tier), as in the SQLite backend.
+    """
+    a, r, z = first, first + 1, first + 2
+    return (
+        f"CASE WHEN {_REFERENCE} > ${a} THEN 'ACTIVE' WHEN {_REFERENCE} > ${r} THEN 'RECENT'"
+        f" WHEN {_REFERENCE} > ${z} THEN 'ARCHIVED' ELSE 'EXPIRED' END"
+    )
+
+
+def _cutoffs(cutoffs: TierCutoffs) -> list[datetime]:
+    return [
+        aware(cutoffs.active_after),
+        aware(cutoffs.recent_after),
+        aware(cutoffs.archived_after),
+    ]
+
+
+def _filters(query: TextQuery, args: list[Any]) -> str:
+    """SQL conditions (on alias `s`) for a query's optional filters; appends to `args`."""
+    where: list[str] = []
+    if query.layer is not None:
+        args.append(query.layer.value)
+        where.append(f"s.layer = ${len(args)}")
+    if query.session_id is not None:
+        args.append(query.session_id)
+        where.append(f"s.session_id = ${len(args)}")
+    if query.since is not None:
+        args.append(aware(query.since))
+        where.append(f"s.created_at >= ${len(args)}")
+    if query.until is not None:
+        args.append(aware(query.until))
+        where.append(f"s.created_at < ${len(args)}")
+    return "".join(f" AND {w}" for w in where)
+
+
+def _scope(draft: MemoryDraft) -> str:
+    """The session part of an unkeyed identity (working rows are unique per session)."""
+    return (draft.session_id or "") if draft.layer is Layer.WORKING else ""
+
+
+def _identity(draft: MemoryDraft) -> tuple[str, str, str, str]:
+    """An unkeyed draft's identity, as ux_snapshots_content sees it."""
+    return (draft.project, draft.layer.value, _scope(draft), draft.content_hash)
+
+
+def _stored_identity(memory: Memory) -> tuple[str, str, str, str]:
+    scope = (memory.session_id or "") if memory.layer is Layer.WORKING else ""
+    return (memory.project, memory.layer.value, scope, memory.content_hash)
+
+
+def _lock_name(draft: MemoryDraft) -> str:
+    """The advisory lock text of a draft's identity (key, else content hash)."""
+    if draft.key is not None:
+        return f"k\x1f{draft.project}\x1f{draft.layer.value}\x1f{draft.key}"
+    return f"c\x1f{draft.project}\x1f{draft.layer.value}\x1f{_scope(draft)}\x1f{draft.content_hash}"
+
+
+async def _lock_identities(conn: Any, drafts: Sequence[MemoryDraft]) -> None:
+    """Take every draft's identity lock up front, in one global order.
+
+    Trigger: two batches (replicas, or add_many/replace_with calls) share identities.
+    Why: taking the locks in batch order could deadlock them (A holds x and waits for y,
+    B holds y and waits for x). Outcome: all locks in ascending hash order, before any row is
+    touched; the per-draft lock in `_add_in_transaction` then finds it already held. A volatile
+    function in the select list is evaluated after the ORDER BY, so the order holds.
+    """
+    await conn.execute(
+        "SELECT pg_advisory_xact_lock(h) FROM (SELECT DISTINCT hashtextextended(n, 0) AS h"
+        " FROM unnest($1::text[]) AS n) AS locks ORDER BY h",
+        [_lock_name(d) for d in drafts],
+    )
+
+
+_KNOWN_LAYERS = frozenset(layer.value for layer in Layer)
+_S_COLUMNS = ", ".join(f"s.{c.strip()}" for c in COLUMNS.split(","))
+# ts_rank_cd weighs the key and the content alike (FTS5's bm25 weighs its columns equally);
+# normalisation 1 divides by 1 + log(document length), so shorter matches rank first.
+_RANK = "ts_rank_cd('{1,1,1,1}', s.search_vector, q, 1)"
+
+
+class PostgresMemoryRepository:
+    """Rows of context_snapshots in PostgreSQL, a tsvector + GIN index for keyword search."""
+
+    def __init__(self, session: PostgresSession) -> None:
+        self._session = session
+
+    # -- writes ---------------------------------------------------------------------------
+
+    async def add(self, draft: MemoryDraft, now: datetime) -> AddOutcome:
+        """Insert or upsert a draft; see MemoryRepository.add."""
+        async with self._session.write("add") as conn:
+            return await self._add_in_transaction(conn, draft, now)
+
+    async def add_many(self, drafts: Sequence[MemoryDraft], now: datetime) -> list[AddOutcome]:
+        """Add drafts in one transaction, each as `add` would; see MemoryRepository.add_many.
+
+        Trigger: most of a batch is new unkeyed text (imports, bulk appends). Why: `add` costs
+        three round trips per row. Outcome: after taking every identity lock (in one order),
+        the unkeyed drafts whose identity is neither stored nor repeated earlier in the batch
+        are inserted by one INSERT ... SELECT FROM unnest; keyed drafts and the rest then go
+        through `add`'s logic in batch order, so the outcomes equal adding them one by one.
+        """
+        if not drafts:
+            return []
+        async with self._session.write("add many") as conn:
+            await _lock_identities(conn, drafts)
+            outcomes = await self._insert_fresh(conn, drafts, aware(now))
+            for i, draft in enumerate(drafts):
+                if i not in outcomes:
+                    outcomes[i] = await self._add_in_transaction(conn, draft, now)
+        return [outcomes[i] for i in range(len(drafts))]
+
+    async def _insert_fresh(
+        self, conn: Any, drafts: Sequence[MemoryDraft], stamp: datetime
+    ) -> dict[int, AddOutcome]:
+        """Insert the first draft of each unkeyed identity not stored yet; outcomes by index."""
+        first: dict[tuple[str, str, str, str], int] = {}
+        for i, draft in enumerate(drafts):
+            if draft.key is None:
+                first.setdefault(_identity(draft), i)
+        if not first:
+            return {}
+        probe = list(first)
+        rows = await conn.fetch(
+            "SELECT u.i FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])"
+            " WITH ORDINALITY AS u(project, layer, scope, hash, i) WHERE EXISTS ("
+            " SELECT 1 FROM context_snapshots AS s WHERE s.project = u.project"
+            " AND s.layer = u.layer AND s.key IS NULL AND s.content_hash = u.hash"
+            " AND (CASE WHEN s.layer = 'working' THEN coalesce(s.session_id, '') ELSE '' END)"
+            " = u.scope)",
+            *([ident[n] for ident in probe] for n in range(4)),
+        )
+        stored = {probe[int(r[0]) - 1] for r in rows}
+        fresh = [i for ident, i in first.items() if ident not in stored]
+        if not fresh:
+            return {}
+        batch = [drafts[i] for i in fresh]
+        created = await PostgresSession.memories(
+            conn,
+            "INSERT INTO context_snapshots (project, layer, key, content, metadata, session_id,"
+            " created_at, updated_at, last_accessed, access_count, memory_tier, content_hash,"
+            " token_count)"
+            " SELECT u.project, u.layer, NULL, u.content, u.metadata::jsonb, u.session_id,"
+            " u.created_at, $9, NULL, 0, 'ACTIVE', u.hash, u.tokens"
+            " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],"
+            " $6::timestamptz[], $7::text[], $8::int[])"
+            " WITH ORDINALITY AS u(project, layer, content, metadata, session_id, created_at,"
+            " hash, tokens, i)"
+            f" ORDER BY u.i RETURNING {COLUMNS}",
+            [d.project for d in batch],
+            [d.layer.value for d in batch],
+            [d.content for d in batch],
+            [json.dumps(d.metadata, ensure_ascii=False) for d in batch],
+            [d.session_id for d in batch],
+            [aware(d.created_at) if d.created_at else stamp for d in batch],
+            [d.content_hash for d in batch],
+            [d.token_count for d in batch],
+            stamp,
+        )
+        # Each fresh identity is unique in the batch, so a returned row maps back by it
+        # (RETURNING promises no order).
+        by_identity = {_stored_identity(m): m for m in created}
+        return {
+            i: AddOutcome(memory=by_identity[_identity(drafts[i])], status="created") for i in fresh
+        }
+
+    async def _add_in_transaction(self, conn: Any, draft: MemoryDraft, now: datetime) -> AddOutcome:
+        # Trigger: two writers (replicas, or two calls of one) add the same identity at once.
+        # Why: READ COMMITTED lets both see "absent" and one would fail on the unique index.
+        # Outcome: a transaction lock on the identity serialises them; the second finds the
+        # first's row and reports a duplicate/upsert, as SQLite's BEGIN IMMEDIATE does.
+        await conn.execute(
+            "SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", _lock_name(draft)
+        )
+        stamp = aware(now)
+        if draft.key is not None:
+            existing = await PostgresSession.one(
+                conn,
+                f"SELECT {COLUMNS} FROM context_snapshots"
+                " WHERE project = $1 AND layer = $2 AND key = $3",
+                draft.project,
+                draft.layer.value,
+                draft.key,
+            )
+        else:
+            # Mirrors ux_snapshots_content: working-layer rows are unique per session.
+            existing = await PostgresSession.one(
+                conn,
+                f"SELECT {COLUMNS} FROM context_snapshots WHERE project = $1 AND layer = $2"
+                " AND content_hash = $3 AND key IS NULL AND (layer <> 'working'"
+                " OR coalesce(session_id, '') = coalesce($4, ''))",
+                draft.project,
+                draft.layer.value,
+                draft.content_hash,
+                draft.session_id,
+            )
+        if existing is None:
+            created = await PostgresSession.one(
+                conn,
+                "INSERT INTO context_snapshots (project, layer, key, content, metadata,"
+                " session_id, created_at, updated_at, last_accessed, access_count, memory_tier,"
+                " content_hash, token_count)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, 0, 'ACTIVE', $9, $10)"
+                f" RETURNING {COLUMNS}",
+                draft.project,
+                draft.layer.value,
+                draft.key,
+                draft.content,
+                draft.metadata,
+                draft.session_id,
+                aware(draft.created_at) if draft.created_at else stamp,
+                stamp,
+                draft.content_hash,
+                draft.token_count,
+            )
+            assert created is not None
+            return AddOutcome(memory=created, status="created")
+        unchanged = existing.content_hash == draft.content_hash and (
+            draft.key is None or existing.metadata == draft.metadata
+        )
+        if unchanged:
+            # Restating a memory refreshes its reference time without counting a read; a
+            # duplicate's new metadata keys are merged in (as in the SQLite backend).
+            refreshed = await PostgresSession.one(
+                conn,
+                "UPDATE context_snapshots SET last_accessed = $1, memory_tier = 'ACTIVE',"
+                f" metadata = $2 WHERE id = $3 RETURNING {COLUMNS}",
+                stamp,
+                {**existing.metadata, **draft.metadata},
+                existing.id,
+            )
+            assert refreshed is not None
+            status = "unchanged" if draft.key is not None else "duplicate"
+            return AddOutcome(memory=refreshed, status=status)
+        updated = await PostgresSession.one(
+            conn,
+            "UPDATE context_snapshots SET content = $1, metadata = $2, content_hash = $3,"
+            " token_count = $4, session_id = coalesce($5, session_id), updated_at = $6,"
+            f" last_accessed = $6, memory_tier = 'ACTIVE' WHERE id = $7 RETURNING {COLUMNS}",
+            draft.content,
+            draft.metadata,
+            draft.content_hash,
+            draft.token_count,
+            draft.session_id,
+            stamp,
+            existing.id,
+        )
+        assert updated is not None
+        return AddOutcome(memory=updated, status="updated", previous_content=existing.content)
+
+    async def hand_out(self, project: str, ids: Sequence[int], at: datetime) -> list[Memory]:
+        """Record an access on each row and return them as updated; see the port."""
+        if not ids:
+            return []
+        async with self._session.write("recording access") as conn:
+            rows = await PostgresSession.memories(
+                conn,
+                "UPDATE context_snapshots SET last_accessed = $1,"
+                " access_count = access_count + 1, memory_tier = 'ACTIVE'"
+                f" WHERE project = $2 AND id = ANY($3::bigint[]) RETURNING {COLUMNS}",
+                aware(at),
+                project,
+                PostgresSession.ids(ids),
+            )
+        by_id = {m.id: m for m in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    async def delete(self, project: str, ids: Sequence[int]) -> int:
+        """Delete rows of a project by id."""
+        if not ids:
+            return 0
+        async with self._session.write("delete") as conn:
+            status = await conn.execute(
+                "DELETE FROM context_snapshots WHERE project = $1 AND id = ANY($2::bigint[])",
+                project,
+                PostgresSession.ids(ids),
+            )
+        return rowcount(status)
+
+    async def delete_layer(self, project: str, layer: Layer | None) -> int:
+        """Delete a layer of a project, or all of it."""
+        async with self._session.write("clear") as conn:
+            if layer is None:
+                status = await conn.execute(
+                    "DELETE FROM context_snapshots WHERE project = $1", project
+                )
+            else:
+                status = await conn.execute(
+                    "DELETE FROM context_snapshots WHERE project = $1 AND layer = $2",
+                    project,
+                    layer.value,
+                )
+        return rowcount(status)
+
+    async def trim_session(
+        self, project: str, layer: Layer, session_id: str | None, *, keep: int
+    ) -> int:
+        """Delete all but the newest `keep` rows of a project+layer+session."""
+        async with self._session.write("trim") as conn:
+            status = await conn.execute(
+                "DELETE FROM context_snapshots WHERE id IN ("
+                " SELECT id FROM context_snapshots"
+                " WHERE project = $1 AND layer = $2 AND session_id IS NOT DISTINCT FROM $3"
+                " ORDER BY created_at DESC, id DESC OFFSET $4)",
+                project,
+                layer.value,
+                session_id,
+                keep,
+            )
+        return rowcount(status)
+
+    async def replace_with(
+        self, project: str, ids: Sequence[int], drafts: Sequence[MemoryDraft], now: datetime
+    ) -> list[Memory]:
+        """Delete `ids` and add `drafts` atomically."""
+        async with self._session.write("compact") as conn:
+            await _lock_identities(conn, drafts)
+            if ids:
+                await conn.execute(
+                    "DELETE FROM context_snapshots WHERE project = $1 AND id = ANY($2::bigint[])",
+                    project,
+                    PostgresSession.ids(ids),
+                )
+            return [(await self._add_in_transaction(conn, d, now)).memory for d in drafts]
+
+    # -- reads ----------------------------------------------------------------------------
+
+    async def get(self, project: str, memory_id: int) -> Memory | None:
+        """One row by id."""
+        async with self._session.read("get") as conn:
+            return await PostgresSession.one(
+                conn,
+                f"SELECT {COLUMNS} FROM context_snapshots WHERE project = $1 AND id = $2",
+                project,
+                memory_id,
+            )
+
+    async def get_many(self, project: str, ids: Sequence[int], query: TextQuery) -> list[Memory]:
+        """Rows by id that pass the query's filters."""
+        if not ids:
+            return []
+        args: list[Any] = [project, PostgresSession.ids(ids)]
+        where = _filters(query, args)
+        async with self._session.read("get many") as conn:
+            return await PostgresSession.memories(
+                conn,
+                f"SELECT {_S_COLUMNS} FROM context_snapshots AS s WHERE s.project = $1"
+                f" AND s.id = ANY($2::bigint[]){where} ORDER BY s.id",
+                *args,
+            )
+
+    async def get_by_key(self, project: str, layer: Layer, key: str) -> Memory | None:
+        """One keyed row."""
+        async with self._session.read("get by key") as conn:
+            return await PostgresSession.one(
+                conn,
+                f"SELECT {COLUMNS} FROM context_snapshots"
+                " WHERE project = $1 AND layer = $2 AND key = $3",
+                project,
+                layer.value,
+                key,
+            )
+
+    async def list_layer(
+        self, project: str, layer: Layer, session_id: str | None, *, newest_first: bool
+    ) -> list[Memory]:
+        """All rows of a layer, optionally of one session, in creation order."""
+        order = "DESC" if newest_first else "ASC"
+        args: list[Any] = [project, layer.value]
+        where = "project = $1 AND layer = $2"
+        if session_id is not None:
+            args.append(session_id)
+            where += " AND session_id = $3"
+        async with self._session.read("list layer") as conn:
+            return await PostgresSession.memories(
+                conn,
+                f"SELECT {COLUMNS} FROM context_snapshots WHERE {where}"
+                f" ORDER BY created_at {order}, id {order}",
+                *args,
+            )
+
+    async def search_text(self, query: TextQuery) -> list[TextMatch]:
+        """Keyword candidates by ts_rank_cd, reported as a BM25-like value (lower is better)."""
+        tsquery = to_tsquery_text(query.fts)
+        if not tsquery:
+            return []
+        args: list[Any] = [tsquery, query.project, query.limit]
+        where = _filters(query, args)
+        sql = (
+            f"SELECT {_S_COLUMNS}, {_RANK} AS rank"
+            " FROM context_snapshots AS s, to_tsquery('memstrata', $1) AS q"
+            f" WHERE s.search_vector @@ q AND s.project = $2{where}"
+            " ORDER BY rank DESC, s.id DESC LIMIT $3"
+        )
+        async with self._session.read("keyword search") as conn:
+            rows = await conn.fetch(sql, *args)
+        return [TextMatch(memory=row_to_memory(r), bm25=-float(r["rank"])) for r in rows]
+
+    async def search_keys(
+        self, project: str, layer: Layer, fts: str, *, limit: int
+    ) -> list[Memory]:
+        """Keyed rows whose key matches `fts` (weight A of the tsvector)."""
+        tsquery = to_tsquery_text(fts, weight="A")
+        if not tsquery:
+            return []
+        async with self._session.read("key search") as conn:
+            return await PostgresSession.memories(
+                conn,
+                f"SELECT {_S_COLUMNS} FROM context_snapshots AS s,"
+                " to_tsquery('memstrata', $1) AS q"
+                " WHERE s.search_vector @@ q AND s.project = $2 AND s.layer = $3"
+                f" AND s.key IS NOT NULL ORDER BY {_RANK} DESC, s.id DESC LIMIT $4",
+                tsquery,
+                project,
+                layer.value,
+                limit,
+            )
+
+    async def list_recent(self, project: str, layer: Layer | None, *, limit: int) -> list[Memory]:
+        """Most recently used or created first."""
+        args: list[Any] = [project, limit]
+        where = "project = $1"
+        if layer is not None:
+            args.append(layer.value)
+            where += " AND layer = $3"
+        async with self._session.read("load context") as conn:
+            return await PostgresSession.memories(
+                conn,
+                f"SELECT {COLUMNS} FROM context_snapshots WHERE {where}"
+                f" ORDER BY {_REFERENCE} DESC, id DESC LIMIT $2",
+                *args,
+            )
+
+    # -- maintenance ----------------------------------------------------------------------
+
+    async def recalculate_tiers(self, cutoffs: TierCutoffs, project: str | None) -> int:
+        """One set-based UPDATE over the project (or all rows)."""
+        async with self._session.write("tier recalculation") as conn:
+            return await self._recalculate(conn, cutoffs, project)
+
+    async def _recalculate(self, conn: Any, cutoffs: TierCutoffs, project: str | None) -> int:
+        args: list[Any] = _cutoffs(cutoffs)
+        scope = ""
+        if project is not None:
+            args.append(project)
+            scope = " AND project = $4"
+        live = _live_tier(1)
+        status = await conn.execute(
+            f"UPDATE context_snapshots SET memory_tier = {live}"
+            f" WHERE memory_tier IS DISTINCT FROM {live}{scope}",
+            *args,
+        )
+        return rowcount(status)
+
+    async def prune_expired(
+        self, cutoffs: TierCutoffs, project: str | None, *, limit: int | None, dry_run: bool
+    ) -> PruneOutcome:
+        """Delete (or list, when dry_run) EXPIRED rows, oldest first."""
+        args: list[Any] = [aware(cutoffs.archived_after), limit]  # LIMIT NULL: no limit
+        scope = ""
+        if project is not None:
+            args.append(project)
+            scope = " AND project = $3"
+        # The live condition guards the delete even if the stored tier were stale.
+        candidates = (
+            "SELECT id FROM context_snapshots"
+            f" WHERE {_REFERENCE} <= $1{scope}"
+            f" ORDER BY {_REFERENCE}, id LIMIT $2"
+        )
+        if dry_run:
+            async with self._session.read("prune (dry run)") as conn:
+                rows = await conn.fetch(candidates, *args)
+            return PruneOutcome(ids=[int(r[0]) for r in rows], dry_run=True)
+        async with self._session.write("prune") as conn:
+            await self._recalculate(conn, cutoffs, project)
+            # A row handed out after the recalculation above is re-checked by the DELETE
+            # (READ COMMITTED re-evaluates memory_tier on the newest row version): it stays.
+            rows = await conn.fetch(
+                "DELETE FROM context_snapshots WHERE memory_tier = 'EXPIRED'"
+                f" AND id IN ({candidates}) RETURNING id",
+                *args,
+            )
+        return PruneOutcome(ids=sorted(int(r[0]) for r in rows), dry_run=False)
+
+    async def delete_expired(self, ids: Sequence[int], cutoffs: TierCutoffs) -> list[int]:
+        """Delete those of `ids` that are EXPIRED by their reference time; see the port."""
+        if not ids:
+            return []
+        async with self._session.write("prune") as conn:
+            # READ COMMITTED re-checks the condition on the newest version of a row that is
+            # being handed out meanwhile: a row used since it was listed stays.
+            rows = await conn.fetch(
+                "DELETE FROM context_snapshots WHERE id = ANY($1::bigint[])"
+                f" AND {_REFERENCE} <= $2 RETURNING id",
+                PostgresSession.ids(ids),
+                aware(cutoffs.archived_after),
+            )
+        return sorted(int(r[0]) for r in rows)
+
+    async def stats(self, project: str, cutoffs: TierCutoffs) -> StoreStats:
+        """Live tier and layer counts, sizes and dates."""
+        live = _live_tier(1)
+        async with self._session.snapshot("stats") as conn:
+            rows = await conn.fetch(
+                f"SELECT {live} AS tier, layer, count(*) AS n,"
+                " sum(octet_length(content)) AS bytes,"
+                " min(created_at) AS oldest, max(created_at) AS newest,"
+                f" count(*) FILTER (WHERE memory_tier IS DISTINCT FROM {live}) AS stale"
+                " FROM context_snapshots WHERE project = $4 GROUP BY 1, 2",
+                *_cutoffs(cutoffs),
+                project,
+            )
+            size = await conn.fetchval(
+                "SELECT pg_total_relation_size('context_snapshots')"
+                " + coalesce(pg_total_relation_size(to_regclass('context_embeddings')), 0)"
+            )
+        by_tier = dict.fromkeys(Tier, 0)
+        by_layer = dict.fromkeys(Layer, 0)
+        oldest: datetime | None = None
+        newest: datetime | None = None
+        content_bytes = stale = 0
+        for r in rows:
+            by_tier[Tier(r["tier"])] += r["n"]
+            if r["layer"] in _KNOWN_LAYERS:
+                by_layer[Layer(r["layer"])] += r["n"]
+            content_bytes += int(r["bytes"] or 0)
+            stale += int(r["stale"] or 0)
+            oldest = r["oldest"] if oldest is None else min(oldest, r["oldest"])
+            newest = r["newest"] if newest is None else max(newest, r["newest"])
+        return StoreStats(
+            project=project,
+            total=sum(by_tier.values()),
+            by_tier=by_tier,
+            by_layer=by_layer,
+            content_bytes=content_bytes,
+            database_bytes=int(size),
+            oldest=aware(oldest) if oldest else None,
+            newest=aware(newest) if newest else None,
+            stale_tiers=stale,
+        )
+
+    async def projects(self) -> list[str]:
+        """Projects holding rows, in byte order (as SQLite sorts them)."""
+        async with self._session.read("list projects") as conn:
+            rows = await conn.fetch(
+                'SELECT DISTINCT project COLLATE "C" AS project FROM context_snapshots ORDER BY 1'
+            )
+        return [str(r[0]) for r in rows]

@@ -1,0 +1,77 @@
+"""A pool shared by the PostgreSQL adapters, with their transaction discipline."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
+from typing import Any
+
+from memory_core.domain.models import Memory
+from memory_core.errors import StorageError
+from memory_core.storage.postgres.connection import DRIVER_ERRORS
+from memory_core.storage.postgres.rows import row_to_memory
+
+__all__ = ["PostgresSession", "rowcount"]
+
+
+def rowcount(status: str) -> int:
+    """Rows touched, from a command status such as "UPDATE 3" or "DELETE 0"."""
+    last = status.rsplit(" ", 1)[-1]
+    return int(last) if last.isdigit() else 0
+
+
+class PostgresSession:
+    """Hands out pooled connections and wraps driver errors in StorageError.
+
+    Unlike the SQLite session there is no process-wide lock: each operation has its own
+    connection, and the database arbitrates between them (and between replicas).
+    """
+
+    def __init__(self, pool: Any) -> None:
+        self.pool = pool
+
+    @asynccontextmanager
+    async def read(self, operation: str) -> AsyncIterator[Any]:
+        """A connection for statements outside an explicit transaction."""
+        try:
+            async with self.pool.acquire() as conn:
+                yield conn
+        except DRIVER_ERRORS as exc:
+            raise StorageError(operation) from exc
+
+    @asynccontextmanager
+    async def write(self, operation: str) -> AsyncIterator[Any]:
+        """A connection inside one READ COMMITTED transaction, rolled back on any exception."""
+        try:
+            async with self.pool.acquire() as conn, conn.transaction():
+                yield conn
+        except DRIVER_ERRORS as exc:
+            raise StorageError(operation) from exc
+
+    @asynccontextmanager
+    async def snapshot(self, operation: str) -> AsyncIterator[Any]:
+        """A read-only REPEATABLE READ transaction, so its reads all see the same data."""
+        try:
+            async with (
+                self.pool.acquire() as conn,
+                conn.transaction(isolation="repeatable_read", readonly=True),
+            ):
+                yield conn
+        except DRIVER_ERRORS as exc:
+            raise StorageError(operation) from exc
+
+    @staticmethod
+    async def memories(conn: Any, sql: str, *args: Any) -> list[Memory]:
+        """Rows of context_snapshots as Memory objects."""
+        return [row_to_memory(r) for r in await conn.fetch(sql, *args)]
+
+    @staticmethod
+    async def one(conn: Any, sql: str, *args: Any) -> Memory | None:
+        """The first Memory of a statement, or None."""
+        row = await conn.fetchrow(sql, *args)
+        return row_to_memory(row) if row is not None else None
+
+    @staticmethod
+    def ids(values: Sequence[int]) -> list[int]:
+        """Ids as a list of ints, for a bigint[] parameter."""
+        return [int(v) for v in values]

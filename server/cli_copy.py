@@ -1,0 +1,144 @@
+"""`memstrata copy-store`: move every memory between SQLite and PostgreSQL, then verify."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import textwrap
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+from memory_core.errors import InvalidInputError, MemoryCoreError
+from memory_core.services.copy_store import CopyEndpoint, CopyReport, copy_store
+from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
+from memory_core.storage.sqlite.copy import SqliteCopyEndpoint
+from server.backends import redacted_url
+from server.settings import Settings
+
+__all__ = ["add_parser", "copy_between", "open_endpoint", "run", "run_command"]
+
+_EXAMPLES = """\
+examples:
+  memstrata copy-store --from sqlite:///home/me/.local/share/memstrata/memory.db \\
+                       --to postgresql://memstrata:secret@db:5432/memstrata
+  memstrata copy-store --from postgresql://memstrata@db/memstrata --to sqlite:///tmp/copy.db
+
+exit codes:
+  0    copied and verified (the target's counts equal the source's)
+  1    failure (unreachable database, target not empty, another embedding model)
+  4    copied, but the counts differ (see the report)"""
+
+
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
+    """Register `copy-store` on the `memstrata` command's subparsers."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(
+        "copy-store",
+        help="copy every memory between SQLite and PostgreSQL, then verify counts",
+        description=textwrap.fill(
+            "Copy every memory (ids, tiers, access counts, embeddings and the embedding model "
+            "record) from one store into an empty one, in batches with a progress bar, then "
+            "compare counts. The source is never changed. Conversations and the knowledge "
+            "stores (scratchpad, preferences, playbooks, documents) are not copied "
+            "(see docs/postgres.md).",
+            88,
+        ),
+        epilog=_EXAMPLES,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        required=True,
+        metavar="URL",
+        help="sqlite:///path or postgresql://...",
+    )
+    parser.add_argument(
+        "--to",
+        dest="target",
+        required=True,
+        metavar="URL",
+        help="sqlite:///path or postgresql://...",
+    )
+    parser.add_argument("--batch", type=int, default=500, help="rows per transaction (500)")
+    parser.add_argument("--json", action="store_true", help="print the report as JSON")
+    return parser
+
+
+def _sqlite_path(url: str) -> Path | None:
+    """The file of a sqlite:// URL (everything after `sqlite://`), or of a bare path."""
+    if url.startswith("sqlite://"):
+        return Path(url[len("sqlite://") :])
+    if "://" not in url:
+        return Path(url)
+    return None
+
+
+@asynccontextmanager
+async def open_endpoint(url: str, *, create: bool) -> AsyncIterator[CopyEndpoint]:
+    """A migrated store as a copy endpoint; SQLite files are created only when `create`.
+
+    Raises:
+        InvalidInputError: The URL is neither sqlite:// nor postgresql://, or names no file.
+    """
+    path = _sqlite_path(url)
+    if path is not None:
+        if not create and not path.is_file():
+            raise InvalidInputError("from", f"no SQLite database at {path}")
+        db = await open_database(path)
+        try:
+            await apply_migrations(db)
+            yield SqliteCopyEndpoint(SqliteSession(db))
+        finally:
+            await db.close()
+        return
+    if url.split("://", 1)[0] not in ("postgresql", "postgres"):
+        raise InvalidInputError("url", "use sqlite:///path/to/file.db or postgresql://...")
+    from memory_core.storage import postgres
+    from memory_core.storage.postgres.copy import PostgresCopyEndpoint
+
+    store = await postgres.open_store(url, pool_max=2)
+    try:
+        yield PostgresCopyEndpoint(postgres.PostgresSession(store.pool))
+    finally:
+        await store.close()
+
+
+async def copy_between(source_url: str, target_url: str, *, batch: int = 500) -> CopyReport:
+    """Open both stores and copy, with a progress bar on stderr."""
+    from server.cli_output import progress_bar  # rich loads for this command only
+
+    async with (
+        open_endpoint(source_url, create=False) as source,
+        open_endpoint(target_url, create=True) as target,
+    ):
+        with progress_bar("copying memories") as bar:
+            return await copy_store(source, target, progress=bar.update, batch=batch)
+
+
+def run_command(settings: Settings, args: argparse.Namespace) -> int:
+    """The `memstrata` dispatcher's form of `run` (copy-store reads no MEMSTRATA_* store)."""
+    return run(args)
+
+
+def run(args: argparse.Namespace) -> int:
+    """Run `copy-store`; returns the exit code."""
+    from server.cli_output import Exit, err, out_json
+
+    try:
+        report = asyncio.run(copy_between(args.source, args.target, batch=args.batch))
+    except MemoryCoreError as exc:
+        err(f"memstrata: {exc}")
+        return int(Exit.ERROR)
+    if args.json:
+        out_json({**report.__dict__, "verified": report.verified})
+    else:
+        err(
+            f"copied {report.memories} memories and {report.embeddings} embeddings "
+            f"({report.model or 'no embedding model'}) from {redacted_url(args.source)} to "
+            f"{redacted_url(args.target)}: target holds {report.target_memories} memories, "
+            f"{report.target_embeddings} embeddings"
+            + (" (verified)" if report.verified else " (COUNTS DIFFER)")
+        )
+    return int(Exit.OK) if report.verified else int(Exit.PROBLEMS)
