@@ -50,6 +50,14 @@ class MemoryRepository(Protocol):
         """
         ...
 
+    async def add_many(self, drafts: Sequence[MemoryDraft], now: datetime) -> list[AddOutcome]:
+        """Add drafts in ONE transaction (all or none), each outcome as `add` would give it.
+
+        Outcomes are in the order of `drafts`; a draft repeating an earlier one of the same
+        batch gets what `add` would give the second of two calls (duplicate or unchanged).
+        """
+        ...
+
     async def get(self, project: str, memory_id: int) -> Memory | None:
         """One row by id, without touching its access fields."""
         ...
@@ -121,6 +129,15 @@ class MemoryRepository(Protocol):
 
         Tiers are recomputed in the same transaction first, so a row used since the last
         recalculation is never deleted on the strength of a stale tier.
+        """
+        ...
+
+    async def delete_expired(self, ids: Sequence[int], cutoffs: TierCutoffs) -> list[int]:
+        """Delete, in one transaction, those of `ids` that are EXPIRED by their reference time.
+
+        The live condition (last access, else creation, at or before `archived_after`) is
+        checked in the DELETE itself, so a row used since it was listed is kept. Any project;
+        returns the ids deleted, ascending.
         """
         ...
 

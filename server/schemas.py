@@ -10,9 +10,11 @@ from pydantic import BaseModel, Field, JsonValue
 from memory_core.domain.health import HealthNote
 from memory_core.domain.models import Layer, Memory, RankSignals, Tier
 from memory_core.services.maintenance import StatsReport
-from memory_core.services.memories import ContextResult
+from memory_core.services.memories import ContextResult, RecallResult, SearchResult
 
 __all__ = [
+    "AppendItemIn",
+    "AppendManyOut",
     "AppendOut",
     "ClearOut",
     "CompactOut",
@@ -84,6 +86,34 @@ class AppendOut(BaseModel):
         "duplicates (cosine similarity at or above the configured threshold, 0.95 by default).",
     )
     similarity: float | None = Field(None, description="Cosine similarity to `similar_to`.")
+    redacted: dict[str, int] = Field(
+        default_factory=dict,
+        description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
+    )
+
+
+class AppendItemIn(BaseModel):
+    """One memory of `append_many` (the fields of `append`)."""
+
+    layer: Literal["working", "episodic", "semantic", "procedural"] = Field(
+        description="working, episodic, semantic (needs `key`) or procedural (needs `key`)."
+    )
+    content: str = Field(description="The text to remember.")
+    key: str | None = Field(
+        None, description="Required for semantic (the fact's name) and procedural (the condition)."
+    )
+    metadata: dict[str, JsonValue] | None = Field(
+        None, description="Optional JSON object stored with the memory."
+    )
+    session_id: str | None = Field(None, description="Conversation/session scope.")
+
+
+class AppendManyOut(BaseModel):
+    """Result of `append_many`: one entry per item, in order."""
+
+    project: str
+    created: int = Field(description="How many items were stored as new memories.")
+    results: list[AppendOut]
 
 
 class LearnOut(BaseModel):
@@ -93,6 +123,10 @@ class LearnOut(BaseModel):
     key: str
     status: Literal["created", "updated", "unchanged", "duplicate"]
     previous_value: str | None = None
+    redacted: dict[str, int] = Field(
+        default_factory=dict,
+        description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
+    )
 
 
 class RuleOut(BaseModel):
@@ -113,6 +147,29 @@ class RecallOut(BaseModel):
     rules: list[RuleOut]
     suggestions: list[str] = Field(description="Existing keys close to the one asked for.")
     message: str
+
+    @classmethod
+    def of(cls, result: RecallResult) -> RecallOut:
+        """Project a recall result onto the wire shape (the tool and the CLI share it)."""
+        value, key = result.value, result.key
+        rules = [RuleOut(id=r.id, condition=r.key or "", action=r.content) for r in result.rules]
+        if value is not None:
+            message = f"Found {key!r}."
+        elif rules:
+            message = f"No fact under {key!r}, but {len(rules)} procedural rule(s) apply."
+        elif result.suggestions:
+            message = f"No fact under {key!r}; close keys: {', '.join(result.suggestions)}."
+        else:
+            message = f"No fact under {key!r}. Use `search` to look by words, or `learn` it."
+        return cls(
+            key=key,
+            found=value is not None,
+            value=value.content if value else None,
+            memory=MemoryOut.of(value) if value else None,
+            rules=rules,
+            suggestions=result.suggestions,
+            message=message,
+        )
 
 
 class SearchHitOut(BaseModel):
@@ -139,6 +196,32 @@ class SearchOut(BaseModel):
     omitted: int = Field(0, description="Hits left out to fit `token_budget`.")
     notes: list[str] = Field(default_factory=list, description="Anything the caller should know.")
     hits: list[SearchHitOut]
+
+    @classmethod
+    def of(cls, query: str, result: SearchResult) -> SearchOut:
+        """Project a search result onto the wire shape (the tool and the CLI share it)."""
+        return cls(
+            query=query,
+            mode=result.mode.value,
+            count=len(result.hits),
+            omitted=result.omitted,
+            notes=result.notes,
+            hits=[
+                SearchHitOut(
+                    id=h.memory.id,
+                    layer=h.memory.layer,
+                    key=h.memory.key,
+                    content=h.memory.content,
+                    metadata=h.memory.metadata,
+                    session_id=h.memory.session_id,
+                    created_at=h.memory.created_at,
+                    tier=h.signals.tier,
+                    score=h.signals.score,
+                    signals=h.signals,
+                )
+                for h in result.hits
+            ],
+        )
 
 
 class ContextItemOut(MemoryOut):

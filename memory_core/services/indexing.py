@@ -88,6 +88,19 @@ class Indexer:
         await self.vectors.put_vectors(list(zip(memories, hashes, vectors, strict=True)))
         return vectors
 
+    async def index_batch(self, memories: Sequence[Memory]) -> bool:
+        """Embed and store vectors of freshly written rows, in one model call.
+
+        Trigger: the model is not loaded yet (or the indexer is closing). Why: a batched
+        append must not wait for it either. Outcome: nothing is embedded and False is
+        returned; the rows are left for `backfill`, which runs once the model is ready.
+        """
+        embedder = self.source.current()
+        if embedder is None or self._closed or not memories:
+            return False
+        await self.index(memories, embedder)
+        return True
+
     async def index_new(
         self, memory: Memory, *, duplicate_similarity: float
     ) -> NearDuplicate | None:

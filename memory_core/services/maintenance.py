@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
+
 import structlog
 from pydantic import BaseModel, ConfigDict
 
 from memory_core.config import TierPolicy
 from memory_core.domain.health import HealthNote, assess_health
 from memory_core.domain.inputs import check_project
-from memory_core.domain.models import PruneOutcome, StoreStats
+from memory_core.domain.models import PruneOutcome, StoreStats, TierCutoffs
 from memory_core.domain.tiers import tier_cutoffs
 from memory_core.errors import InvalidInputError
 from memory_core.ports import Clock, MemoryRepository
@@ -16,6 +18,11 @@ from memory_core.ports import Clock, MemoryRepository
 __all__ = ["StatsReport", "memory_stats", "prune_expired", "recalculate_tiers"]
 
 log = structlog.get_logger(__name__)
+
+# Rows one transaction of a prune deletes: large enough that per-transaction costs vanish
+# (~0.1 ms per row deleted, with its FTS entry and vectors), small enough that the write lock
+# is held for well under a second at a time.
+PRUNE_BATCH = 2000
 
 
 class StatsReport(BaseModel):
@@ -49,17 +56,62 @@ async def prune_expired(
     project: str | None,
     limit: int | None = None,
     dry_run: bool = False,
+    progress: Callable[[int, int], Awaitable[None]] | None = None,
 ) -> PruneOutcome:
-    """Delete up to `limit` EXPIRED memories, oldest first (only list them when `dry_run`)."""
+    """Delete up to `limit` EXPIRED memories, oldest first (only list them when `dry_run`).
+
+    The candidates are listed first (the dry run's answer), then deleted in batches of
+    PRUNE_BATCH, each its own transaction that re-checks every row's live tier, so a memory
+    used since it was listed is kept. `progress(done, total)` is awaited after each batch.
+
+    Trigger: a large prune (100k rows). Why: a single DELETE holds the write lock for
+    seconds, and the former batches (200 rows) recalculated every tier of the store and
+    re-listed the candidates per batch (24 s for 60k rows at 100k). Outcome: one listing,
+    then one cheap DELETE by id per batch.
+    """
     if project is not None:
         check_project(project)
     if limit is not None and limit < 1:
         raise InvalidInputError("limit", f"must be at least 1 when given (got {limit})")
-    outcome = await repo.prune_expired(
-        tier_cutoffs(clock.now(), policy), project, limit=limit, dry_run=dry_run
-    )
+    cutoffs = tier_cutoffs(clock.now(), policy)
+    planned = await repo.prune_expired(cutoffs, project, limit=limit, dry_run=True)
+    if dry_run:
+        outcome = planned
+    else:
+        outcome = await _prune_in_batches(repo, cutoffs, project, limit, planned.ids, progress)
     log.info("memories.pruned", project=project or "*", count=len(outcome.ids), dry_run=dry_run)
     return outcome
+
+
+async def _prune_in_batches(
+    repo: MemoryRepository,
+    cutoffs: TierCutoffs,
+    project: str | None,
+    limit: int | None,
+    planned: list[int],
+    progress: Callable[[int, int], Awaitable[None]] | None,
+) -> PruneOutcome:
+    total = len(planned)
+    if progress is not None:
+        await progress(0, total)
+    deleted: list[int] = []
+    while planned:
+        shortfall = False
+        for start in range(0, len(planned), PRUNE_BATCH):
+            batch = planned[start : start + PRUNE_BATCH]
+            done = await repo.delete_expired(batch, cutoffs)
+            deleted.extend(done)
+            shortfall = shortfall or len(done) < len(batch)
+            if progress is not None:
+                await progress(min(len(deleted), total), total)
+        # Trigger: some listed rows were gone (another process pruned them) or used. Why: a
+        # limited prune must still delete up to `limit` rows when more are expired, as
+        # concurrent jobs sharing one file expect. Outcome: list again for what is left.
+        if not shortfall or (limit is not None and len(deleted) >= limit):
+            break
+        left = None if limit is None else limit - len(deleted)
+        planned = (await repo.prune_expired(cutoffs, project, limit=left, dry_run=True)).ids
+    return PruneOutcome(ids=sorted(deleted), dry_run=False)
 
 
 async def memory_stats(

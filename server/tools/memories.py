@@ -11,24 +11,24 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, JsonValue
 
 from memory_core.domain.models import Layer, SearchMode
-from memory_core.services.memories import SearchRequest
+from memory_core.services.memories import AppendItem, SearchRequest
 from server.app_context import AppContext
 from server.errors import domain_errors_as_tool_errors
 from server.schemas import (
+    AppendItemIn,
+    AppendManyOut,
     AppendOut,
     ClearOut,
     CompactOut,
     ContextOut,
     ForgetOut,
     LearnOut,
-    MemoryOut,
     RecallOut,
-    RuleOut,
-    SearchHitOut,
     SearchOut,
 )
 from server.settings import Settings
 from server.tools import tool
+from server.tools.progress import progress_reporter
 
 __all__ = ["register"]
 
@@ -45,6 +45,9 @@ Metadata = Annotated[
     dict[str, JsonValue] | None, Field(description="Optional JSON object stored with the memory.")
 ]
 
+# Items one append_many call may carry (the service allows more; a tool call stays small).
+APPEND_MANY_MAX = 100
+
 _WRITE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
@@ -57,8 +60,8 @@ _DESTROY = ToolAnnotations(
 )
 
 
-def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C901 - one closure per tool
-    """Register append, search, learn, recall, load_context, compact, clear and forget."""
+def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
+    """Register append, append_many, search, learn, recall, load_context, compact, clear, forget."""
     max_limit = settings.limits.max_limit
     Limit = Annotated[
         int, Field(ge=1, le=max_limit, description=f"How many results, 1-{max_limit}.")
@@ -97,6 +100,8 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
 
         Use semantic for durable facts (upserted by key), procedural for "when X, do Y" rules,
         episodic for events worth remembering, working for scratch notes of this session.
+        Credentials (API keys, private keys, tokens, passwords in URLs) are stored as
+        [REDACTED:<kind>]; `redacted` counts them.
         """
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("append", ctx.request_id):
@@ -120,6 +125,60 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
             key=m.key,
             previous_content=result.outcome.previous_content,
             trimmed=result.trimmed,
+            redacted=result.redacted,
+        )
+
+    @tool(mcp, title="Append several memories", annotations=_WRITE)
+    async def append_many(
+        items: Annotated[
+            list[AppendItemIn],
+            Field(
+                min_length=1,
+                max_length=APPEND_MANY_MAX,
+                description=f"1-{APPEND_MANY_MAX} memories, each as `append` takes them.",
+            ),
+        ],
+        ctx: Context[AppContext],
+        project: Project = None,
+    ) -> AppendManyOut:
+        """Store several memories at once: all of them, or none if any item is invalid.
+
+        Each item is stored as `append` would store it (duplicates return the existing id,
+        semantic items upsert by key, credentials are redacted). Faster than many `append`
+        calls for imports; it does not report near-duplicates (`similar_to`).
+        """
+        app = ctx.request_context.lifespan_context.container
+        name = app.project(project)
+        with domain_errors_as_tool_errors("append_many", ctx.request_id):
+            results = await app.memories.append_many(
+                name,
+                [
+                    AppendItem(
+                        layer=Layer(i.layer),
+                        content=i.content,
+                        key=i.key,
+                        metadata=i.metadata,
+                        session_id=i.session_id,
+                    )
+                    for i in items
+                ],
+            )
+        return AppendManyOut(
+            project=name,
+            created=sum(r.status == "created" for r in results),
+            results=[
+                AppendOut(
+                    id=r.memory.id,
+                    project=r.memory.project,
+                    layer=r.memory.layer,
+                    status=r.status,
+                    key=r.memory.key,
+                    previous_content=r.previous_content,
+                    trimmed=r.trimmed,
+                    redacted=r.redacted,
+                )
+                for r in results
+            ],
         )
 
     @tool(mcp, title="Search memories", annotations=_READ)
@@ -153,7 +212,9 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
         """Find memories by meaning and by words, best first.
 
         Combines keyword (BM25) and embedding-similarity evidence, then favours recently used
-        memories; each hit says why it ranked. Search before answering from memory.
+        memories; each hit says why it ranked. Search before answering from memory. Results
+        are ranked, not paged: if the answer is not among them, rephrase the query or filter
+        by `layer`, `session_id` or time rather than asking for more.
         """
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("search", ctx.request_id):
@@ -170,28 +231,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
                     token_budget=token_budget,
                 )
             )
-        return SearchOut(
-            query=query,
-            mode=result.mode.value,
-            count=len(result.hits),
-            omitted=result.omitted,
-            notes=result.notes,
-            hits=[
-                SearchHitOut(
-                    id=h.memory.id,
-                    layer=h.memory.layer,
-                    key=h.memory.key,
-                    content=h.memory.content,
-                    metadata=h.memory.metadata,
-                    session_id=h.memory.session_id,
-                    created_at=h.memory.created_at,
-                    tier=h.signals.tier,
-                    score=h.signals.score,
-                    signals=h.signals,
-                )
-                for h in result.hits
-            ],
-        )
+        return SearchOut.of(query, result)
 
     @tool(mcp, title="Learn a fact", annotations=_WRITE)
     async def learn(
@@ -210,6 +250,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
             key=outcome.memory.key or key,
             status=outcome.status,
             previous_value=outcome.previous_content,
+            redacted=outcome.redacted,
         )
 
     @tool(mcp, title="Recall a fact", annotations=_READ)
@@ -225,25 +266,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("recall", ctx.request_id):
             result = await app.memories.recall(app.project(project), key)
-        value = result.value
-        rules = [RuleOut(id=r.id, condition=r.key or "", action=r.content) for r in result.rules]
-        if value is not None:
-            message = f"Found {key!r}."
-        elif rules:
-            message = f"No fact under {key!r}, but {len(rules)} procedural rule(s) apply."
-        elif result.suggestions:
-            message = f"No fact under {key!r}; close keys: {', '.join(result.suggestions)}."
-        else:
-            message = f"No fact under {key!r}. Use `search` to look by words, or `learn` it."
-        return RecallOut(
-            key=result.key,
-            found=value is not None,
-            value=value.content if value else None,
-            memory=MemoryOut.of(value) if value else None,
-            rules=rules,
-            suggestions=result.suggestions,
-            message=message,
-        )
+        return RecallOut.of(result)
 
     @tool(mcp, title="Load recent context", annotations=_READ)
     async def load_context(
@@ -255,7 +278,9 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
     ) -> ContextOut:
         """Load the memories used most recently: ACTIVE first, then RECENT, ARCHIVED, EXPIRED.
 
-        Call this at the start of a task to pick up where earlier work left off.
+        Call this at the start of a task to pick up where earlier work left off. Loading marks
+        the memories as used, so there are no further pages: to see more, raise `limit`, pick
+        a `layer`, or `search` for what you need.
         """
         app = ctx.request_context.lifespan_context.container
         name = app.project(project)
@@ -296,7 +321,8 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
         """Shrink a layer to its newest entries, summarising the older ones.
 
         semantic is never compacted (each key is current knowledge); procedural keeps its
-        newest `keep_last` rules.
+        newest `keep_last` rules. Deletes the older entries (their summaries stay), so use it
+        when a layer has grown long, not routinely. Reports progress if the client asks.
         """
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("compact", ctx.request_id):
@@ -306,6 +332,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
                 keep_last=keep_last,
                 summarize_older=summarize_older,
                 session_id=session_id,
+                progress=progress_reporter(ctx, "compacted {done} of {total} steps"),
             )
         return CompactOut(
             layer=Layer(layer),

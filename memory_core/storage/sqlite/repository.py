@@ -74,8 +74,82 @@ def _filters(query: TextQuery) -> tuple[str, dict[str, Any]]:
     return "".join(f" AND {w}" for w in where), params
 
 
+# Keyword matches ranked per requested candidate before the row filters are applied; the
+# project filter is the one that usually bites (a project's share of the store).
+_OVERFETCH = 4
+# An OR query matching more rows than this ranks the rows holding every word first.
+_SCORE_ALL_MAX = 10_000
+# The service asks this many keyword candidates per hit it returns (services.memories).
+_CANDIDATES_PER_HIT = 4
+
+
+def _capped_text_sql(where: str) -> str:
+    """The best `:cap` FTS5 matches (-1: all), joined to their rows and filtered.
+
+    `rowid DESC` breaks BM25 ties inside the cap as the outer ORDER BY does (newest first),
+    so the cap never changes which of two equal rows is returned; SQLite's bounded sorter
+    also beats FTS5's own `ORDER BY rank` here (6.0 vs 8.6 ms at 80k rows).
+    """
+    return (
+        "WITH hits AS (SELECT rowid AS id, rank AS bm25 FROM context_snapshots_fts"
+        " WHERE context_snapshots_fts MATCH :fts ORDER BY rank, rowid DESC LIMIT :cap)"
+        " SELECT s.*, hits.bm25 AS bm25 FROM hits JOIN context_snapshots AS s ON s.id = hits.id"
+        f" WHERE s.project = :project{where} ORDER BY hits.bm25, s.id DESC LIMIT :limit"
+    )
+
+
+def _every_word(fts: str) -> str | None:
+    """The AND form of an OR of quoted words (domain.fts_query), or None for one word.
+
+    Quoted words hold no quote or space, so " OR " only ever separates them.
+    """
+    words = fts.split(" OR ")
+    return " AND ".join(words) if len(words) > 1 else None
+
+
+def _text_matches(rows: list[Any]) -> list[TextMatch]:
+    return [TextMatch(memory=row_to_memory(r), bm25=float(r["bm25"])) for r in rows]
+
+
 def _placeholders(ids: Sequence[int]) -> str:
+    # Statements that pick rows by id write the project check as `+project`: the unary plus
+    # keeps the planner (no ANALYZE statistics) from walking the project's whole index
+    # instead of probing the ids (hand_out at 80k rows: 6.2 ms -> 0.06 ms).
     return ", ".join("?" for _ in ids)
+
+
+# An unkeyed row's identity, as ux_snapshots_content indexes it (the CASE must match the
+# index's expression word for word, or SQLite cannot use the index past (project, layer)).
+_IDENTITY = (
+    "project = :project AND layer = :layer AND key IS NULL"
+    " AND CASE WHEN layer = 'working' THEN coalesce(session_id, '') ELSE '' END = :scope"
+)
+# Hashes looked up per statement when a batch checks which of its drafts are already stored.
+_HASH_CHUNK = 500
+
+
+def _scope(draft: MemoryDraft) -> str:
+    """The session part of an unkeyed draft's identity (working rows are unique per session)."""
+    return (draft.session_id or "") if draft.layer is Layer.WORKING else ""
+
+
+def _identity(draft: MemoryDraft) -> tuple[str, str, str, str]:
+    return (draft.project, draft.layer.value, _scope(draft), draft.content_hash)
+
+
+def _insert_params(draft: MemoryDraft, stamp: str) -> dict[str, Any]:
+    return {
+        "project": draft.project,
+        "layer": draft.layer.value,
+        "key": draft.key,
+        "content": draft.content,
+        "metadata": json.dumps(draft.metadata, ensure_ascii=False),
+        "session_id": draft.session_id,
+        "now": stamp,
+        "created": encode_time(draft.created_at) if draft.created_at else stamp,
+        "content_hash": draft.content_hash,
+        "token_count": draft.token_count,
+    }
 
 
 class SqliteMemoryRepository:
@@ -91,6 +165,73 @@ class SqliteMemoryRepository:
         async with self._session.write("add") as db:
             return await self._add_in_transaction(db, draft, now)
 
+    async def add_many(self, drafts: Sequence[MemoryDraft], now: datetime) -> list[AddOutcome]:
+        """Add drafts in one transaction, each as `add` would; see MemoryRepository.add_many.
+
+        Trigger: most of a batch is new unkeyed text (imports, benchmarks, bulk appends).
+        Why: `add` costs two statements per row, each a hop to the driver thread. Outcome: the
+        drafts whose identity is neither stored nor repeated earlier in the batch are inserted
+        with one executemany; keyed drafts and the rest then go through `add`'s logic in batch
+        order, so the outcomes equal those of adding the drafts one by one.
+        """
+        if not drafts:
+            return []
+        async with self._session.write("add many") as db:
+            return await self._add_many_in_transaction(db, drafts, now)
+
+    async def _add_many_in_transaction(
+        self, db: aiosqlite.Connection, drafts: Sequence[MemoryDraft], now: datetime
+    ) -> list[AddOutcome]:
+        stamp = encode_time(now)
+        first: dict[tuple[str, str, str, str], int] = {}
+        for i, draft in enumerate(drafts):
+            if draft.key is None:
+                first.setdefault(_identity(draft), i)
+        stored = await self._stored_identities(list(first))
+        fresh = [i for ident, i in first.items() if ident not in stored]
+        outcomes: dict[int, AddOutcome] = {}
+        if fresh:
+            top = await self._session.fetch("SELECT coalesce(max(id), 0) FROM context_snapshots")
+            await db.executemany(
+                _INSERT.replace("RETURNING *", ""),
+                [_insert_params(drafts[i], stamp) for i in fresh],
+            )
+            # AUTOINCREMENT ids only grow and this transaction holds the write lock, so the
+            # rows above the old maximum are exactly these inserts, in insertion order.
+            created = await self._session.fetch_memories(
+                "SELECT * FROM context_snapshots WHERE id > ? ORDER BY id", (int(top[0][0]),)
+            )
+            for i, memory in zip(fresh, created, strict=True):
+                outcomes[i] = AddOutcome(memory=memory, status="created")
+        for i, draft in enumerate(drafts):
+            if i not in outcomes:
+                outcomes[i] = await self._add_in_transaction(db, draft, now)
+        return [outcomes[i] for i in range(len(drafts))]
+
+    async def _stored_identities(
+        self, identities: Sequence[tuple[str, str, str, str]]
+    ) -> set[tuple[str, str, str, str]]:
+        """Which unkeyed identities are already stored (one index probe per hash)."""
+        groups: dict[tuple[str, str, str], list[str]] = {}
+        for project, layer, scope, digest in identities:
+            groups.setdefault((project, layer, scope), []).append(digest)
+        found: set[tuple[str, str, str, str]] = set()
+        for (project, layer, scope), hashes in groups.items():
+            for start in range(0, len(hashes), _HASH_CHUNK):
+                chunk = hashes[start : start + _HASH_CHUNK]
+                rows = await self._session.fetch(
+                    f"SELECT content_hash FROM context_snapshots WHERE {_IDENTITY}"
+                    " AND content_hash IN (" + ", ".join(f":h{n}" for n in range(len(chunk))) + ")",
+                    {
+                        "project": project,
+                        "layer": layer,
+                        "scope": scope,
+                        **{f"h{n}": h for n, h in enumerate(chunk)},
+                    },
+                )
+                found.update((project, layer, scope, str(r[0])) for r in rows)
+        return found
+
     async def _add_in_transaction(
         self, db: aiosqlite.Connection, draft: MemoryDraft, now: datetime
     ) -> AddOutcome:
@@ -101,32 +242,20 @@ class SqliteMemoryRepository:
                 (draft.project, draft.layer.value, draft.key),
             )
         else:
-            # Mirrors ux_snapshots_content: working-layer rows are unique per session.
+            # The identity expression spelled as ux_snapshots_content spells it, so the lookup
+            # is one probe of that index; `(layer != 'working' OR ...)` only used its
+            # (project, layer) prefix and scanned the whole layer (a 100k-row layer: ~30 ms).
             existing = await self._session.one(
-                "SELECT * FROM context_snapshots WHERE project = :project AND layer = :layer"
-                " AND content_hash = :hash AND key IS NULL AND (layer != 'working'"
-                " OR coalesce(session_id, '') = coalesce(:session, ''))",
+                f"SELECT * FROM context_snapshots WHERE {_IDENTITY} AND content_hash = :hash",
                 {
                     "project": draft.project,
                     "layer": draft.layer.value,
+                    "scope": _scope(draft),
                     "hash": draft.content_hash,
-                    "session": draft.session_id,
                 },
             )
         if existing is None:
-            params = {
-                "project": draft.project,
-                "layer": draft.layer.value,
-                "key": draft.key,
-                "content": draft.content,
-                "metadata": json.dumps(draft.metadata, ensure_ascii=False),
-                "session_id": draft.session_id,
-                "now": stamp,
-                "created": encode_time(draft.created_at) if draft.created_at else stamp,
-                "content_hash": draft.content_hash,
-                "token_count": draft.token_count,
-            }
-            created = await self._session.one(_INSERT, params)
+            created = await self._session.one(_INSERT, _insert_params(draft, stamp))
             assert created is not None
             return AddOutcome(memory=created, status="created")
         unchanged = existing.content_hash == draft.content_hash and (
@@ -170,7 +299,7 @@ class SqliteMemoryRepository:
         async with self._session.write("recording access"):
             rows = await self._session.fetch_memories(
                 "UPDATE context_snapshots SET last_accessed = ?, access_count = access_count + 1,"
-                f" memory_tier = 'ACTIVE' WHERE project = ? AND id IN ({_placeholders(ids)})"
+                f" memory_tier = 'ACTIVE' WHERE +project = ? AND id IN ({_placeholders(ids)})"
                 " RETURNING *",
                 (encode_time(at), project, *ids),
             )
@@ -183,7 +312,8 @@ class SqliteMemoryRepository:
             return 0
         async with self._session.write("delete") as db:
             cur = await db.execute(
-                f"DELETE FROM context_snapshots WHERE project = ? AND id IN ({_placeholders(ids)})",
+                "DELETE FROM context_snapshots"
+                f" WHERE +project = ? AND id IN ({_placeholders(ids)})",
                 (project, *ids),
             )
             return cur.rowcount
@@ -224,7 +354,7 @@ class SqliteMemoryRepository:
             if ids:
                 await db.execute(
                     "DELETE FROM context_snapshots"
-                    f" WHERE project = ? AND id IN ({_placeholders(ids)})",
+                    f" WHERE +project = ? AND id IN ({_placeholders(ids)})",
                     (project, *ids),
                 )
             return [(await self._add_in_transaction(db, d, now)).memory for d in drafts]
@@ -246,7 +376,7 @@ class SqliteMemoryRepository:
         where, params = _filters(query)
         async with self._session.read("get many"):
             return await self._session.fetch_memories(
-                f"SELECT s.* FROM context_snapshots AS s WHERE s.project = :project"
+                f"SELECT s.* FROM context_snapshots AS s WHERE +s.project = :project"
                 f" AND s.id IN ({', '.join(str(int(i)) for i in ids)}){where} ORDER BY s.id",
                 {**params, "project": project},
             )
@@ -277,23 +407,61 @@ class SqliteMemoryRepository:
             )
 
     async def search_text(self, query: TextQuery) -> list[TextMatch]:
-        """Keyword candidates by BM25."""
+        """Keyword candidates by BM25, best first.
+
+        FTS5 computes BM25 for every row an OR query matches (~1.5 us a match here), so the
+        cost grows with the store: common words match thousands of rows at 100k. Two
+        measures keep it bounded (bench/scale.py):
+        - only the best `limit * _OVERFETCH` matches are joined to their rows and filtered
+          (the former statement joined and sorted every match: 11.5 ms -> 6 ms at 80k). If
+          the filters leave fewer than `limit` while more rows matched, the search repeats
+          without the cap, so the answer is always the filtered top `limit`.
+        - Trigger: the OR query matches more than _SCORE_ALL_MAX rows (a large store). Why:
+          scoring them all costs tens of ms. Outcome: rows holding *every* word are ranked
+          first, and if there are at least `limit // _CANDIDATES_PER_HIT` of them (the hits
+          the service will return) they are the answer; otherwise the OR query runs as usual.
+          Smaller stores never take this path, so their answers are unchanged.
+        """
         where, params = _filters(query)
-        sql = (
-            "SELECT s.*, bm25(context_snapshots_fts) AS bm25 FROM context_snapshots_fts"
-            " JOIN context_snapshots AS s ON s.id = context_snapshots_fts.rowid"
-            " WHERE context_snapshots_fts MATCH :fts AND s.project = :project"
-            f"{where} ORDER BY bm25, s.id DESC LIMIT :limit"
-        )
-        params.update(fts=query.fts, project=query.project, limit=query.limit)
+        params.update(project=query.project, limit=query.limit)
         async with self._session.read("keyword search"):
-            rows = await self._session.fetch(sql, params)
-        return [TextMatch(memory=row_to_memory(r), bm25=float(r["bm25"])) for r in rows]
+            matched = await self._count_matches(query.fts, _SCORE_ALL_MAX)
+            every = _every_word(query.fts)
+            if matched > _SCORE_ALL_MAX and every is not None:
+                rows = await self._capped_text_search(where, {**params, "fts": every}, query.limit)
+                if len(rows) >= max(1, query.limit // _CANDIDATES_PER_HIT):
+                    return _text_matches(rows)
+            params["fts"] = query.fts
+            rows = await self._capped_text_search(where, params, query.limit)
+        return _text_matches(rows)
+
+    async def _capped_text_search(
+        self, where: str, params: dict[str, Any], limit: int
+    ) -> list[Any]:
+        cap = limit * _OVERFETCH
+        rows = await self._session.fetch(_capped_text_sql(where), {**params, "cap": cap})
+        if len(rows) < limit and await self._count_matches(params["fts"], cap) > cap:
+            rows = await self._session.fetch(_capped_text_sql(where), {**params, "cap": -1})
+        return rows
+
+    async def _count_matches(self, fts: str, at_most: int) -> int:
+        """How many rows (of any project) match `fts`, counted up to `at_most + 1`."""
+        rows = await self._session.fetch(
+            "SELECT count(*) FROM (SELECT rowid FROM context_snapshots_fts"
+            " WHERE context_snapshots_fts MATCH ? LIMIT ?)",
+            (fts, at_most + 1),
+        )
+        return int(rows[0][0])
 
     async def search_keys(
         self, project: str, layer: Layer, fts: str, *, limit: int
     ) -> list[Memory]:
-        """Keyed rows whose key matches `fts`."""
+        """Keyed rows whose key matches `fts`.
+
+        Not capped like `search_text`: the layer filter (procedural rules are a few percent of
+        the rows) would leave too few of the best matches, and the uncapped retry doubled the
+        work (recall at 1M rows: p50 5.6 ms as it is, 21.8 ms capped).
+        """
         async with self._session.read("key search"):
             return await self._session.fetch_memories(
                 "SELECT s.* FROM context_snapshots_fts"
@@ -369,6 +537,39 @@ class SqliteMemoryRepository:
                 params,
             )
         return PruneOutcome(ids=sorted(int(r[0]) for r in rows), dry_run=False)
+
+    async def delete_expired(self, ids: Sequence[int], cutoffs: TierCutoffs) -> list[int]:
+        """Delete those of `ids` that are EXPIRED by their reference time; see the port.
+
+        Trigger: every row deleted also drops its vectors, through a foreign-key cascade and
+        a trigger that deletes one vec0 row per statement. Why: vec0 deletes row by row cost
+        ~100 us each, by an IN list ~37 us (at 100k rows). Outcome: the doomed rows' vectors
+        are deleted first by id list in the same transaction (178 -> 92 us per pruned row).
+        """
+        if not ids:
+            return []
+        listed = ", ".join(str(int(i)) for i in ids)  # ints from our own listing
+        async with self._session.write("prune") as db:
+            # The live condition keeps a row that was used since it was listed.
+            doomed = [
+                int(r[0])
+                for r in await self._session.fetch(
+                    f"SELECT id FROM context_snapshots WHERE id IN ({listed})"
+                    f" AND {_REFERENCE} <= ? ORDER BY id",
+                    (encode_time(cutoffs.archived_after),),
+                )
+            ]
+            if not doomed:
+                return []
+            marks = ", ".join(map(str, doomed))
+            vec0 = await self._session.fetch(
+                "SELECT 1 FROM sqlite_master WHERE name = 'context_vectors'"
+            )
+            if vec0:
+                await db.execute(f"DELETE FROM context_vectors WHERE id IN ({marks})")
+            await db.execute(f"DELETE FROM context_embeddings WHERE id IN ({marks})")
+            await db.execute(f"DELETE FROM context_snapshots WHERE id IN ({marks})")
+        return doomed
 
     async def stats(self, project: str, cutoffs: TierCutoffs) -> StoreStats:
         """Live tier and layer counts, sizes and dates."""

@@ -18,14 +18,90 @@ __all__ = ["EXACT_SEARCH_MAX", "SqliteVectorIndex"]
 Vector = npt.NDArray[np.float32]
 
 # Below this many vectors in a project, exact float32 KNN (vec0) is fast enough (about 4 ms per
-# 10k on this machine kind, stack.md §1); above it, a bit-quantised coarse pass over
-# COARSE_FACTOR x more candidates plus an exact rescore keeps ~0.97 recall at a fraction of
-# the time.
+# 10k on this machine kind, stack.md §1); above it, a bit-quantised coarse pass (in numpy, see
+# _CoarseBits) over COARSE_FACTOR x more candidates plus an exact rescore. Measured at 80k rows
+# (bench/scale.py vectors, top 10 of a 50-candidate search against numpy exact): factor 8:
+# recall 0.934 in 3.6 ms; 12: 0.960 in 5.0 ms; 20: 0.984 in 6.0 ms; 40: 0.995 in 9.4 ms.
 EXACT_SEARCH_MAX = 20_000
-COARSE_FACTOR = 20
+COARSE_FACTOR = 12
 COARSE_MIN = 200
 KNN_MAX = 4096  # sqlite-vec refuses a larger k
 _COUNT_TTL_S = 30.0
+
+
+_COARSE_RELOAD_S = 30.0
+_LOAD_CHUNK = 20_000
+
+
+class _CoarseBits:
+    """One project's sign bits (vec_quantize_binary's layout) in memory, with ids and layers.
+
+    sqlite-vec 0.1.9's KNN keeps its top k in a way that costs O(n * k): at 80k rows a bit
+    KNN takes 2.9 ms for k=10 but 134 ms for k=1,000 (f32 k=50: 54 ms). Hamming distances
+    over packed words in numpy cost a small fraction of the numpy exact-search reference,
+    whatever the k, so the coarse pass of large projects runs here; the exact rescore stays
+    in SQLite. 48 bytes a row for 384 dims (48 MB per million).
+    """
+
+    def __init__(self, nbytes: int, version: int) -> None:
+        # The widest word that divides a row, so popcounts run on as few elements as possible.
+        self.dtype = next(
+            t for t in (np.uint64, np.uint32, np.uint16, np.uint8) if nbytes % t().itemsize == 0
+        )
+        self.width = nbytes // np.dtype(self.dtype).itemsize
+        self.size = 0
+        # Buffers grow by half when full, so appending one row is not a copy of them all.
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._layers = np.zeros(0, dtype=np.int8)
+        # Word-major (width, capacity): each popcount pass runs over one contiguous array.
+        self._words = np.zeros((self.width, 0), dtype=self.dtype)
+        self.top = 0  # highest id loaded from the table (own writes are added as they happen)
+        self.loaded_at = time.monotonic()
+        self.version = version  # PRAGMA data_version when last brought up to date
+
+    def add(self, ids: Sequence[int], layers: Sequence[str], bits: bytes) -> None:
+        """Append rows: ids, layer names and their packed bits, in the same order."""
+        if not ids:
+            return
+        n, end = len(ids), self.size + len(ids)
+        if end > self._ids.size:
+            capacity = max(end, self._ids.size + self._ids.size // 2, 1024)
+            self._ids = np.resize(self._ids, capacity)
+            self._layers = np.resize(self._layers, capacity)
+            words = np.zeros((self.width, capacity), dtype=self.dtype)
+            words[:, : self.size] = self._words[:, : self.size]
+            self._words = words
+        self._ids[self.size : end] = ids
+        self._layers[self.size : end] = [_LAYER_CODES.get(name, -1) for name in layers]
+        self._words[:, self.size : end] = (
+            np.frombuffer(bits, dtype=self.dtype).reshape(n, self.width).T
+        )
+        self.size = end
+        self.top = max(self.top, max(ids))
+
+    def nearest(self, query: bytes, layer: str | None, count: int) -> list[int]:
+        """Ids of (about) the `count` rows nearest to `query` bits by Hamming distance."""
+        q = np.frombuffer(query, dtype=self.dtype)
+        distance = np.zeros(self.size, dtype=np.int32)
+        for word, bits in zip(self._words[:, : self.size], q, strict=True):
+            distance += np.bitwise_count(word ^ bits)
+        if layer is not None:
+            outside = self._layers[: self.size] != _LAYER_CODES.get(layer, -2)
+            distance[outside] = np.iinfo(np.int32).max
+            count = min(count, self.size - int(outside.sum()))
+        count = min(count, self.size)
+        if count <= 0:
+            return []
+        best = np.argpartition(distance, count - 1)[:count]
+        return [int(i) for i in np.unique(self._ids[best])]
+
+
+_LAYER_CODES = {layer.value: code for code, layer in enumerate(Layer)}
+
+
+def _bits(vectors: Sequence[Vector]) -> bytes:
+    """vec_quantize_binary of each vector (bit i of byte j is dimension 8j+i > 0), joined."""
+    return b"".join(np.packbits(np.asarray(v) > 0, bitorder="little").tobytes() for v in vectors)
 
 
 def _blob(vector: Vector) -> bytes:
@@ -37,20 +113,23 @@ def _vector(blob: bytes) -> Vector:
 
 
 class SqliteVectorIndex:
-    """Vectors in three places, each for one job.
+    """Vectors in two tables and one in-memory array, each for one job.
 
     - `context_embeddings` (plain table): the source of truth, exact rescoring, reuse by hash;
     - `context_vectors` (vec0 float32, partition key `project`): exact KNN for small projects;
-    - `context_vectors_bit` (vec0 bit, partition key `project`): the coarse pass for large ones.
+    - `_CoarseBits` (memory, per project): the coarse pass for large ones.
 
-    The vec0 tables are sized by the model's dimensions, so they are created here (not by a
+    The vec0 table is sized by the model's dimensions, so it is created here (not by a
     migration) together with the triggers that drop vectors of deleted or rewritten rows.
+    Stores written before the coarse pass moved to memory also hold `context_vectors_bit`
+    (vec0 bit); it is dropped on open, since keeping it cost a vec0 insert and delete per row.
     """
 
     def __init__(self, session: SqliteSession, *, exact_max: int = EXACT_SEARCH_MAX) -> None:
         self._session = session
         self._exact_max = exact_max
         self._counts: dict[str, tuple[float, int]] = {}
+        self._coarse: dict[str, _CoarseBits] = {}
 
     async def _meta(self) -> dict[str, str]:
         rows = await self._session.fetch("SELECT key, value FROM meta")
@@ -89,6 +168,7 @@ class SqliteVectorIndex:
             await self._record_model(db, model_id, dims)
             await self._create_tables(db, dims)
         self._counts.clear()
+        self._coarse.clear()
 
     async def _record_model(self, db: Any, model_id: str, dims: int) -> None:
         await db.executemany(
@@ -97,16 +177,19 @@ class SqliteVectorIndex:
         )
 
     async def _create_tables(self, db: Any, dims: int) -> None:
+        legacy = await self._session.fetch(
+            "SELECT 1 FROM sqlite_master WHERE name = 'context_vectors_bit'"
+        )
+        if legacy:
+            # The old delete trigger names the bit table: replace it before dropping that.
+            await db.execute("DROP TRIGGER IF EXISTS context_vectors_ad")
+            await db.execute("DROP TABLE context_vectors_bit")
         for statement in (
             "CREATE VIRTUAL TABLE IF NOT EXISTS context_vectors USING vec0("
             " id INTEGER PRIMARY KEY, project TEXT PARTITION KEY, layer TEXT,"
             f" embedding FLOAT[{dims}] distance_metric=cosine)",
-            "CREATE VIRTUAL TABLE IF NOT EXISTS context_vectors_bit USING vec0("
-            " id INTEGER PRIMARY KEY, project TEXT PARTITION KEY, layer TEXT,"
-            f" embedding BIT[{dims}])",
             "CREATE TRIGGER IF NOT EXISTS context_vectors_ad AFTER DELETE ON context_embeddings"
-            " BEGIN DELETE FROM context_vectors WHERE id = old.id;"
-            " DELETE FROM context_vectors_bit WHERE id = old.id; END",
+            " BEGIN DELETE FROM context_vectors WHERE id = old.id; END",
             # vec0 partition and metadata columns must follow the row if a backend ever moves
             # rows between layers; today only deletes and rewrites happen.
             "CREATE TRIGGER IF NOT EXISTS context_vectors_au AFTER UPDATE OF layer, project"
@@ -165,13 +248,21 @@ class SqliteVectorIndex:
                 "INSERT INTO context_vectors (id, project, layer, embedding) VALUES (?, ?, ?, ?)",
                 [(m.id, m.project, m.layer.value, b) for m, _, b in rows],
             )
-            await db.executemany(
-                "INSERT INTO context_vectors_bit (id, project, layer, embedding)"
-                " VALUES (?, ?, ?, vec_quantize_binary(?))",
-                [(m.id, m.project, m.layer.value, b) for m, _, b in rows],
-            )
         for m, _, _ in rows:
-            self._counts.pop(m.project, None)
+            # Counted, not forgotten: recounting a large project costs ~4 ms per 80k rows and
+            # the count only picks the search path (deletes are caught by the TTL).
+            cached = self._counts.get(m.project)
+            if cached is not None:
+                self._counts[m.project] = (cached[0], cached[1] + 1)
+        for project, coarse in self._coarse.items():
+            # Own writes go straight into the in-memory bits (a backfill writes old ids,
+            # which the reload-above-`top` of other connections' writes would miss).
+            mine = [(m, b) for m, _, b in rows if m.project == project]
+            coarse.add(
+                [m.id for m, _ in mine],
+                [m.layer.value for m, _ in mine],
+                _bits([_vector(b) for _, b in mine]),
+            )
 
     async def _project_size(self, project: str) -> int:
         cached = self._counts.get(project)
@@ -194,24 +285,66 @@ class SqliteVectorIndex:
             layer_filter = " AND layer = :layer"
             params["layer"] = layer.value
         async with self._session.read("vector search"):
-            if await self._project_size(project) <= self._exact_max:
+            # A project with bits in memory is large (their count saves a recount of it).
+            loaded = self._coarse.get(project)
+            size = loaded.size if loaded is not None else await self._project_size(project)
+            if size <= self._exact_max:
                 rows = await self._session.fetch(
                     "SELECT id, distance FROM context_vectors WHERE embedding MATCH :q"
                     f" AND k = :k AND project = :project{layer_filter} ORDER BY distance",
                     params,
                 )
             else:
-                params["coarse"] = min(max(limit * COARSE_FACTOR, COARSE_MIN), KNN_MAX)
+                coarse = await self._coarse_bits(project, len(vector))
+                ids = coarse.nearest(
+                    _bits([vector]),
+                    layer.value if layer is not None else None,
+                    max(limit * COARSE_FACTOR, COARSE_MIN),
+                )
+                # The exact rescore reads each candidate's float32 vector by id; rows deleted
+                # since they were loaded are simply not found.
                 rows = await self._session.fetch(
-                    "WITH coarse AS (SELECT id FROM context_vectors_bit"
-                    " WHERE embedding MATCH vec_quantize_binary(:q) AND k = :coarse"
-                    f" AND project = :project{layer_filter})"
-                    " SELECT e.id, vec_distance_cosine(e.embedding, :q) AS distance"
-                    " FROM context_embeddings AS e JOIN coarse USING (id)"
+                    "SELECT id, vec_distance_cosine(embedding, :q) AS distance"
+                    f" FROM context_embeddings WHERE id IN ({', '.join(map(str, ids)) or 'NULL'})"
                     " ORDER BY distance LIMIT :k",
-                    params,
+                    {"q": params["q"], "k": params["k"]},
                 )
         return [VectorMatch(id=int(r[0]), distance=float(r[1])) for r in rows]
+
+    async def _coarse_bits(self, project: str, dims: int) -> _CoarseBits:
+        """The project's in-memory bits, brought up to date with other connections' writes.
+
+        Trigger: another connection (another server process on the same file) committed,
+        which `PRAGMA data_version` reveals. Outcome: rows above the highest id loaded are
+        added; at most every _COARSE_RELOAD_S the project is reloaded whole, which also picks
+        up rows they backfilled or re-embedded below that id. Between reloads such rows can
+        only be missed by the coarse pass, never mis-scored: rescoring reads the table.
+        """
+        version = int((await self._session.fetch("PRAGMA data_version"))[0][0])
+        coarse = self._coarse.get(project)
+        if coarse is not None and coarse.version == version:
+            return coarse
+        above = 0
+        if coarse is None or time.monotonic() - coarse.loaded_at > _COARSE_RELOAD_S:
+            coarse = self._coarse[project] = _CoarseBits(dims // 8, version)
+        else:
+            above, coarse.version = coarse.top, version
+        while True:
+            # In chunks, so loading a million rows never holds them all as Python objects.
+            rows = await self._session.fetch(
+                # CROSS JOIN walks the embeddings in id order from `above`, so each chunk
+                # stops at its LIMIT (via the project index, every chunk re-sorted it all).
+                "SELECT e.id, s.layer, vec_quantize_binary(e.embedding)"
+                " FROM context_embeddings AS e CROSS JOIN context_snapshots AS s ON s.id = e.id"
+                " WHERE e.id > ? AND s.project = ? ORDER BY e.id LIMIT ?",
+                (above, project, _LOAD_CHUNK),
+            )
+            if not rows:
+                return coarse
+            coarse.add(
+                [int(r[0]) for r in rows], [str(r[1]) for r in rows], b"".join(r[2] for r in rows)
+            )
+            above = int(rows[-1][0])
 
     async def missing_vectors(self, *, limit: int) -> list[Memory]:
         """Rows without a vector, oldest first."""

@@ -1,0 +1,101 @@
+"""Keyword search ranks a capped set of FTS5 matches, yet answers as if it ranked them all."""
+
+from datetime import UTC, datetime
+
+import aiosqlite
+import pytest
+
+from memory_core.domain.fts_query import to_fts5_query
+from memory_core.domain.inputs import content_hash
+from memory_core.domain.models import Layer, MemoryDraft, TextQuery
+from memory_core.ports import MemoryRepository
+from memory_core.storage.sqlite import SqliteMemoryRepository, SqliteSession, repository
+from memory_core.storage.sqlite.repository import _OVERFETCH
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
+WORDS = [
+    "tea",
+    "coffee",
+    "budget",
+    "review",
+    "deploy",
+    "billing",
+    "service",
+    "morning",
+    "quarterly",
+    "notes",
+]
+
+
+def draft(text: str, project: str = "p", layer: Layer = Layer.EPISODIC) -> MemoryDraft:
+    return MemoryDraft(
+        project=project, layer=layer, content=text, content_hash=content_hash(text), token_count=1
+    )
+
+
+async def uncapped(db: aiosqlite.Connection, query: TextQuery) -> list[int]:
+    """The former statement: join every match to its row, then sort."""
+    sql = (
+        "SELECT s.id FROM context_snapshots_fts"
+        " JOIN context_snapshots AS s ON s.id = context_snapshots_fts.rowid"
+        " WHERE context_snapshots_fts MATCH ? AND s.project = ?"
+        + (" AND s.layer = ?" if query.layer else "")
+        + " ORDER BY bm25(context_snapshots_fts), s.id DESC LIMIT ?"
+    )
+    args = [query.fts, query.project, *([query.layer.value] if query.layer else []), query.limit]
+    async with db.execute(sql, args) as cur:
+        return [int(r[0]) for r in await cur.fetchall()]
+
+
+@pytest.mark.parametrize(
+    "text", ["tea", "tea coffee", "quarterly budget review", "deploy the billing service notes"]
+)
+async def test_capped_search_returns_the_same_top_hits(db: aiosqlite.Connection, text: str) -> None:
+    repo = SqliteMemoryRepository(SqliteSession(db))
+    for i in range(300):
+        words = [WORDS[(i * k) % len(WORDS)] for k in (1, 3, 7)] + [f"filler{i % 13}"] * (i % 5)
+        await repo.add(draft(" ".join(words) + f" number {i}"), T0)
+    fts = to_fts5_query(text)
+    assert fts is not None
+    for limit in (1, 5, 20):
+        query = TextQuery(project="p", fts=fts, limit=limit)
+        got = [m.memory.id for m in await repo.search_text(query)]
+        assert got == await uncapped(db, query)
+
+
+async def test_filters_that_drop_the_best_matches_fall_back_to_all_matches(
+    db: aiosqlite.Connection,
+) -> None:
+    """Another project's rows outrank this one's: the capped set holds none of them."""
+    repo: MemoryRepository = SqliteMemoryRepository(SqliteSession(db))
+    limit = 3
+    for i in range(limit * _OVERFETCH * 3):
+        await repo.add(draft(f"tea tea tea {i}", project="busy"), T0)
+    mine = [(await repo.add(draft(f"tea and a long note number {i}"), T0)).memory for i in range(4)]
+    wanted = TextQuery(project="p", fts='"tea"', limit=limit)
+    hits = await repo.search_text(wanted)
+    assert [h.memory.id for h in hits] == await uncapped(db, wanted)
+    assert {h.memory.id for h in hits} <= {m.id for m in mine} and len(hits) == limit
+    working = await repo.add(draft("tea in the working layer", layer=Layer.WORKING), T0)
+    only = TextQuery(project="p", fts='"tea"', layer=Layer.WORKING, limit=limit)
+    assert [h.memory.id for h in await repo.search_text(only)] == [working.memory.id]
+
+
+async def test_every_word_first_on_many_matches_keeps_the_top_hits(
+    db: aiosqlite.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above the match threshold, rows holding every word are ranked first, or OR runs."""
+    repo = SqliteMemoryRepository(SqliteSession(db))
+    for i in range(40):
+        await repo.add(draft(f"tea note {i} " + "filler " * (i % 4)), T0)
+        await repo.add(draft(f"coffee note {i} " + "filler " * (i % 3)), T0)
+    for i in range(6):
+        await repo.add(draft(f"tea with coffee {i}"), T0)
+    both = TextQuery(project="p", fts='"tea" OR "coffee"', limit=20)
+    none = TextQuery(project="p", fts='"tea" OR "budget"', limit=20)
+    exact = {q: [m.memory.id for m in await repo.search_text(q)] for q in (both, none)}
+    monkeypatch.setattr(repository, "_SCORE_ALL_MAX", 10)  # every query now counts as large
+    capped = [m.memory.id for m in await repo.search_text(both)]
+    assert len(capped) == 6 and capped == exact[both][:6]  # all-word rows rank first anyway
+    # No row holds both "tea" and "budget": the OR query answers, as without the threshold.
+    assert [m.memory.id for m in await repo.search_text(none)] == exact[none]
