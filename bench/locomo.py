@@ -50,15 +50,26 @@ def render(
     caption: bool,
     previous: dict[str, Any] | None = None,
     following: dict[str, Any] | None = None,
+    context_words: int = 0,
 ) -> str:
-    """The text stored for one dialog turn, optionally with its neighbouring turns."""
+    """The text stored for one dialog turn, optionally with its neighbouring turns.
+
+    `context_words` > 0 keeps only that many words of each neighbouring turn.
+    """
+
+    def said(turn: dict[str, Any]) -> str:
+        words = str(turn["text"]).split()
+        if context_words and len(words) > context_words:
+            return " ".join(words[:context_words]) + " ..."
+        return str(turn["text"])
+
     text = memory["text"]
     if caption and memory.get("image_caption"):
         text = f"{text} [shares {memory['image_caption']}]"
     if previous is not None:
-        text = f"{text} (replying to {previous['speaker']}: {previous['text']})"
+        text = f"{text} (replying to {previous['speaker']}: {said(previous)})"
     if following is not None:
-        text = f"{text} (answered by {following['speaker']}: {following['text']})"
+        text = f"{text} (answered by {following['speaker']}: {said(following)})"
     if fmt == "plain":
         return str(text)
     if fmt == "speaker":
@@ -100,7 +111,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     # Identical text in one conversation is one memory, so an id may stand for several turns.
     ids: dict[int, list[str]] = defaultdict(list)
     started = time.perf_counter()
-    stored_as = {"text": args.text, "caption": args.caption, "context": args.context}
+    stored_as = {
+        "text": args.text,
+        "caption": args.caption,
+        "context": args.context,
+        "context_words": args.context_words,
+    }
     if reuse:
         # Tuning ranking flags only: the store of an earlier run with the same text options.
         saved = json.loads(id_map.read_text())
@@ -128,7 +144,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             result = await loader.append(
                 m["conversation_id"],
                 Layer.EPISODIC,
-                render(m, args.text, args.caption, previous, following),
+                render(m, args.text, args.caption, previous, following, args.context_words),
                 metadata={
                     "locomo_id": m["id"],
                     "speaker": m["speaker"],
@@ -198,6 +214,12 @@ def main(argv: list[str] | None = None) -> None:
         choices=[0, 1, 2],
         default=1,
         help="index each turn with 0: nothing else, 1: the turn it replies to, 2: and its reply",
+    )
+    parser.add_argument(
+        "--context-words",
+        type=int,
+        default=0,
+        help="keep only this many words of each neighbouring turn (0: all)",
     )
     parser.add_argument(
         "--stopwords",

@@ -45,8 +45,54 @@ SECTIONS: list[tuple[str, list[str] | str, str]] = [
         "Server",
         ["db", "project", "http_host", "http_port", "log_level", "log_format"],
         "The database's parent directories are created as needed; a relative path is relative "
-        "to the server's working directory. DNS-rebinding protection is on only when HTTP binds "
-        "`127.0.0.1`, `localhost` or `::1`, and HTTP has no authentication yet.",
+        "to the server's working directory.",
+    ),
+    (
+        "Storage backend",
+        ["database_url", "database_pool_max"],
+        "Unset, everything lives in the SQLite file `MEMSTRATA_DB`. With a PostgreSQL URL "
+        "(the `[postgres]` extra installed), every store lives in PostgreSQL + pgvector and "
+        "several servers can share it; see docs/postgres.md and docs/deploy.md.",
+    ),
+    (
+        "HTTP access",
+        [
+            "auth_tokens",
+            "auth_tokens_file",
+            "http_allowed_hosts",
+            "http_allowed_origins",
+            "http_max_body_bytes",
+        ],
+        "Without a token, `serve --http` refuses to listen beyond loopback unless given "
+        "`--insecure`. A token file can limit each token to projects and to read-only tools; "
+        "Host and Origin checks (DNS-rebinding protection) are on for loopback and for the "
+        "hosts listed. Details and tests: docs/reliability.md.",
+    ),
+    (
+        "Credential redaction",
+        "redaction",
+        "Credentials in stored text (memories, conversation entries, exchanges, cached tool "
+        "results) are replaced by `[REDACTED:<kind>]` before storage; results count them.",
+    ),
+    (
+        "Conversation memory",
+        ["summarizer_url", "summarizer_model", "summarizer_api_key", "summarizer_timeout"],
+        "Where summary text comes from, in order: this OpenAI-compatible endpoint if set "
+        "(`<url>/chat/completions`); else the client's own model (`summary_requested`); else a "
+        "deterministic digest. The compression thresholds follow; each can also be changed for "
+        "one session at run time with the `update_memory_config` tool.",
+    ),
+    (
+        "Conversation thresholds",
+        "conversation",
+        "Token counts use the embedding model's tokenizer (characters / 4 without one). "
+        "Thresholds trigger when strictly exceeded.",
+    ),
+    (
+        "Scratchpad, preferences and business context",
+        "knowledge",
+        "The session scratchpad, promotion rules, preference and playbook matching, and how "
+        "documents are chunked and searched (docs/business_context.md).",
     ),
     (
         "Embeddings and vector search",

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-__all__ = ["Limits", "RankingPolicy", "TierPolicy"]
+__all__ = ["ConversationPolicy", "Limits", "RankingPolicy", "TierPolicy"]
 
 
 class TierPolicy(BaseModel):
@@ -77,3 +77,55 @@ class Limits(BaseModel):
         50, ge=1, description="Working-layer entries kept per project+session."
     )
     max_limit: int = Field(100, ge=1, description="Largest `limit` a read tool accepts.")
+
+
+class ConversationPolicy(BaseModel):
+    """When conversation memory compresses, and how far (every field can be set per session)."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid")
+
+    compress_token_threshold: int = Field(
+        50_000, ge=1, description="Compress when a session's active tokens exceed this."
+    )
+    compress_entry_limit: int = Field(
+        100, ge=1, description="Compress when a session's active entries exceed this."
+    )
+    recent_window: int = Field(
+        10, ge=0, description="Newest entries never compressed (kept word for word)."
+    )
+    min_compress_entries: int = Field(
+        5, ge=1, description="Fewest eligible entries worth one summary."
+    )
+    target_ratio: float = Field(
+        0.3, gt=0, le=1, description="Summary length asked for, as a share of the original tokens."
+    )
+    max_active_exchanges: int = Field(
+        10, ge=1, description="Finalised Q&A exchanges kept whole; older fold into the summary."
+    )
+    answer_shorten_over: int = Field(
+        750, ge=1, description="An exchange's answer longer than this many bytes is shortened."
+    )
+    answer_shorten_to: int = Field(
+        500, ge=1, description="About how many bytes a shortened answer keeps."
+    )
+    qa_summary_over: int = Field(
+        4096, ge=1, description="The folded Q&A summary is compressed above this many bytes."
+    )
+    qa_summary_to: int = Field(3072, ge=1, description="About how many bytes it is compressed to.")
+    client_summary_grace: int = Field(
+        10,
+        ge=0,
+        description="Entries a client may add after being asked to write a summary before the "
+        "server writes a fallback summary itself.",
+    )
+    max_entry_chars: int = Field(
+        200_000, ge=1, description="Longest entry content accepted (file context included)."
+    )
+
+    @model_validator(mode="after")
+    def _shrinks(self) -> ConversationPolicy:
+        if self.answer_shorten_to >= self.answer_shorten_over:
+            raise ValueError("answer_shorten_to must be below answer_shorten_over")
+        if self.qa_summary_to >= self.qa_summary_over:
+            raise ValueError("qa_summary_to must be below qa_summary_over")
+        return self

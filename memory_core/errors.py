@@ -4,12 +4,14 @@ The tree::
 
     MemoryCoreError
     ├── NotFoundError
-    │   └── MemoryNotFoundError        (memory_id)
+    │   ├── MemoryNotFoundError        (memory_id)
+    │   └── SessionNotFoundError       (session_id)
     ├── InvalidInputError              (field, reason)
     │   └── InvalidQueryError
     ├── ConfirmationRequiredError      (action)
     ├── ConflictError                  (reason)
     ├── EmbeddingUnavailableError      (reason)
+    ├── SummarizerError                (reason)
     └── StorageError                   (operation; __cause__ keeps the driver error)
         └── SchemaMismatchError        (reason)
 
@@ -28,7 +30,9 @@ __all__ = [
     "MemoryNotFoundError",
     "NotFoundError",
     "SchemaMismatchError",
+    "SessionNotFoundError",
     "StorageError",
+    "SummarizerError",
 ]
 
 
@@ -47,6 +51,23 @@ class MemoryNotFoundError(NotFoundError):
         super().__init__(f"memory {memory_id} not found in project {project!r}")
         self.memory_id = memory_id
         self.project = project
+
+
+class SessionNotFoundError(NotFoundError):
+    """No conversation session with this id exists in the project."""
+
+    def __init__(self, session_id: str, project: str) -> None:
+        super().__init__(f"session {session_id!r} not found in project {project!r}")
+        self.session_id = session_id
+        self.project = project
+
+
+class SummarizerError(MemoryCoreError):
+    """The configured summarizer endpoint failed; callers fall back to another source."""
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(reason)
+        self.reason = reason
 
 
 class InvalidInputError(MemoryCoreError):

@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
 import structlog
-import uvicorn
 from mcp.server import MCPServer
+from mcp.server.auth.provider import TokenVerifier
+from mcp.server.auth.settings import AuthSettings
 
 from memory_core.embeddings import LazyEmbedder
 from memory_core.ports import Clock
@@ -18,7 +19,7 @@ from server import scheduler as maintenance_scheduler
 from server.app_context import AppContext
 from server.container import Container, open_container
 from server.settings import Settings
-from server.tools import admin, memories
+from server.tools import admin, conversations, knowledge, memories
 
 __all__ = ["INSTRUCTIONS", "build_server", "serve_http", "serve_stdio"]
 
@@ -48,9 +49,17 @@ async def _index_when_ready(container: Container) -> None:
 
 
 def build_server(
-    settings: Settings, *, clock: Clock | None = None, embedder: LazyEmbedder | None = None
+    settings: Settings,
+    *,
+    clock: Clock | None = None,
+    embedder: LazyEmbedder | None = None,
+    token_verifier: TokenVerifier | None = None,
+    auth: AuthSettings | None = None,
 ) -> MCPServer[AppContext]:
-    """Build the MCP server; the store opens (and the scheduler starts) in its lifespan."""
+    """Build the MCP server; the store opens (and the scheduler starts) in its lifespan.
+
+    `token_verifier` and `auth` turn on bearer auth for HTTP (see server.http_app).
+    """
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
@@ -86,9 +95,13 @@ def build_server(
         version=VERSION,
         instructions=INSTRUCTIONS,
         lifespan=lifespan,
+        token_verifier=token_verifier,
+        auth=auth,
     )
     memories.register(mcp, settings)
     admin.register(mcp, settings)
+    conversations.register(mcp, settings)
+    knowledge.register(mcp, settings)
     resources.register(mcp, settings)
     prompts.register(mcp, settings)
     return mcp
@@ -100,19 +113,30 @@ def serve_stdio(settings: Settings) -> None:
 
     mcp = build_server(settings)
     configure_logging(settings.log_level, settings.log_format)  # after MCPServer's own setup
-    log.info("server.starting", transport="stdio", db=str(settings.db))
+    log.info("server.starting", transport="stdio", db=settings.store_location)
     mcp.run("stdio")
 
 
-async def serve_http(settings: Settings, host: str, port: int) -> None:
-    """Serve streamable HTTP at http://host:port/mcp under our own uvicorn (logs stay JSON)."""
+async def serve_http(settings: Settings, host: str, port: int, *, insecure: bool = False) -> None:
+    """Serve streamable HTTP at http://host:port/mcp under our own uvicorn (logs stay JSON).
+
+    Bearer tokens, per-token grants, Host/Origin checks and the body limit: server.http_app.
+
+    Raises:
+        HttpStartError: Invalid tokens, or not loopback without a token nor `insecure`.
+    """
+    import uvicorn  # only HTTP needs it; stdio start-up skips the import (~57 ms)
+
+    from server.http_app import build_http_app
     from server.logging import configure_logging
 
-    mcp = build_server(settings)
+    app = await build_http_app(settings, host, port, insecure=insecure)
     configure_logging(settings.log_level, settings.log_format)
-    app = mcp.streamable_http_app(host=host)  # DNS-rebinding protection is on for loopback
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
     log.info(
-        "server.starting", transport="http", url=f"http://{host}:{port}/mcp", db=str(settings.db)
+        "server.starting",
+        transport="http",
+        url=f"http://{host}:{port}/mcp",
+        db=settings.store_location,
     )
     await uvicorn.Server(config).serve()

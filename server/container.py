@@ -3,23 +3,21 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
 
 import structlog
 
 from memory_core.clock import SystemClock
 from memory_core.embeddings import LazyEmbedder, load_embedder
+from memory_core.embeddings.token_count import token_counter_for
 from memory_core.ports import Clock, MemoryRepository
+from memory_core.services.conversations import ConversationService
 from memory_core.services.indexing import Indexer
 from memory_core.services.memories import MemoryService
-from memory_core.storage.sqlite import (
-    SqliteMemoryRepository,
-    SqliteSession,
-    SqliteVectorIndex,
-    apply_migrations,
-    open_database,
-)
+from memory_core.summarizers import OpenAIChatSummarizer
+from server.backends import JobLeases, open_backend
+from server.knowledge_container import KnowledgeServices, build_knowledge
 from server.settings import Settings
 
 __all__ = ["Container", "open_container"]
@@ -37,10 +35,26 @@ class Container:
     memories: MemoryService
     embedder: LazyEmbedder | None
     indexer: Indexer | None
+    conversations: ConversationService
+    knowledge: KnowledgeServices
+    leases: JobLeases | None = None  # who runs scheduled jobs (None: this process always does)
 
     def project(self, name: str | None) -> str:
         """The project a call is about: the one it names, else the configured default."""
         return name if name is not None else self.settings.project
+
+
+def _summarizer(settings: Settings) -> OpenAIChatSummarizer | None:
+    """The operator's summarizer endpoint, when one is configured."""
+    if not settings.summarizer_url:
+        return None
+    key = settings.summarizer_api_key
+    return OpenAIChatSummarizer(
+        settings.summarizer_url,
+        settings.summarizer_model,
+        api_key=key.get_secret_value() if key else None,
+        timeout=settings.summarizer_timeout,
+    )
 
 
 @asynccontextmanager
@@ -62,11 +76,11 @@ async def open_container(
     Raises:
         SchemaMismatchError: The store was indexed with another embedding model.
     """
-    db = await open_database(settings.db)
+    stack = AsyncExitStack()
     try:
-        applied = await apply_migrations(db)
-        session = SqliteSession(db)
-        repo = SqliteMemoryRepository(session)
+        # SQLite file by default, PostgreSQL when MEMSTRATA_DATABASE_URL is set (server/backends).
+        backend = await stack.enter_async_context(open_backend(settings))
+        applied, repo = backend.migrations_applied, backend.repo
         spec = settings.embedding
         if embedder is None and spec.kind != "none":
             embedder = LazyEmbedder(
@@ -74,7 +88,7 @@ async def open_container(
             )
         indexer = None
         if embedder is not None:
-            vectors = SqliteVectorIndex(session, exact_max=settings.vector_exact_max)
+            vectors = backend.vectors(settings.vector_exact_max)
             if check_model:
                 await vectors.ensure_model(embedder.model_id, embedder.dims)
             indexer = Indexer(vectors=vectors, source=embedder)
@@ -86,10 +100,20 @@ async def open_container(
             tiers=settings.tiers,
             ranking=settings.ranking,
             indexer=indexer,
+            redaction=settings.redaction,
+        )
+        conversations = ConversationService(
+            store=backend.conversations,
+            clock=the_clock,
+            policy=settings.conversation,
+            counter=token_counter_for(embedder.model_id if embedder else None),
+            summarizer=_summarizer(settings),
+            redaction=settings.redaction,
         )
         log.info(
             "store.opened",
-            db=str(settings.db),
+            db=backend.location,
+            backend=backend.name,
             migrations_applied=applied,
             embedding_model=embedder.model_id if embedder else "none",
         )
@@ -100,7 +124,10 @@ async def open_container(
             memories=memories,
             embedder=embedder,
             indexer=indexer,
+            conversations=conversations,
+            knowledge=build_knowledge(backend.knowledge, embedder, the_clock, settings.knowledge),
+            leases=backend.leases,
         )
     finally:
-        await db.close()
+        await stack.aclose()
         log.info("store.closed")

@@ -18,7 +18,9 @@ from memory_core.errors import (
     MemoryNotFoundError,
     NotFoundError,
     SchemaMismatchError,
+    SessionNotFoundError,
     StorageError,
+    SummarizerError,
 )
 
 __all__ = ["MAPPED_ERRORS", "domain_errors_as_resource_errors", "domain_errors_as_tool_errors"]
@@ -28,6 +30,7 @@ log = structlog.get_logger(__name__)
 # Every MemoryCoreError subclass must appear here (a test walks the tree to enforce it).
 MAPPED_ERRORS: tuple[type[MemoryCoreError], ...] = (
     MemoryNotFoundError,
+    SessionNotFoundError,
     NotFoundError,
     InvalidQueryError,
     InvalidInputError,
@@ -36,10 +39,11 @@ MAPPED_ERRORS: tuple[type[MemoryCoreError], ...] = (
     EmbeddingUnavailableError,
     SchemaMismatchError,
     StorageError,
+    SummarizerError,
 )
 
 
-def _message(tool: str, exc: MemoryCoreError) -> str:
+def _message(tool: str, exc: MemoryCoreError) -> str:  # noqa: C901 - one case per error type
     match exc:
         case MemoryNotFoundError():
             return (
@@ -47,6 +51,13 @@ def _message(tool: str, exc: MemoryCoreError) -> str:
                 "forgotten or pruned. Fix the id (use `search` or `load_context` to find current "
                 "ids) and retry."
             )
+        case SessionNotFoundError():
+            return (
+                f"No session {exc.session_id!r} in project {exc.project!r}. Call "
+                "`start_session` first (or check the id with `list_sessions`), then retry."
+            )
+        case SummarizerError():
+            return f"The summarizer failed ({exc.reason}); retry with source='fallback'."
         case NotFoundError():
             return f"Not found: {exc}. Check the identifier and retry."
         case InvalidQueryError():

@@ -5,15 +5,27 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Literal
+from urllib.parse import urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from memory_core.config import Limits, RankingPolicy, TierPolicy
+from memory_core.config import ConversationPolicy, Limits, RankingPolicy, TierPolicy
+from memory_core.domain.redaction import RedactionPolicy
 from memory_core.embeddings import EmbeddingSpec, parse_embedding_model
 from memory_core.errors import InvalidInputError
+from memory_core.knowledge_config import KnowledgePolicy
 
-__all__ = ["ScheduleSettings", "Settings", "default_db_path"]
+__all__ = ["ScheduleSettings", "Settings", "default_db_path", "redacted_url"]
+
+
+def redacted_url(url: str) -> str:
+    """A database URL without its password, safe to log or print."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    host = parts.netloc.rsplit("@", 1)[-1]
+    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
 
 
 def default_db_path() -> Path:
@@ -58,6 +70,16 @@ class Settings(BaseSettings):
     )
 
     db: Path = Field(default_factory=default_db_path, description="The SQLite database file.")
+    database_url: str | None = Field(
+        None,
+        description="postgresql://user:password@host:5432/name to keep every store (memories, "
+        "conversations, scratchpad, preferences, playbooks, documents) in PostgreSQL + pgvector, "
+        "shared by several replicas (extra [postgres]); unset, they stay in the SQLite file.",
+        pattern=r"^postgres(ql)?://",
+    )
+    database_pool_max: int = Field(
+        10, ge=1, le=1000, description="Most PostgreSQL connections one server process holds."
+    )
     project: str = Field("default", description="Project used when a tool call names none.")
     tiers: TierPolicy = Field(default_factory=TierPolicy)
     ranking: RankingPolicy = Field(default_factory=RankingPolicy)
@@ -72,7 +94,10 @@ class Settings(BaseSettings):
         384, ge=1, le=8192, description="Vector size of an 'st:' model (the default's is 384)."
     )
     embedding_preload: bool = Field(
-        True, description="Load the model in the background at start-up, not at first use."
+        False,
+        description="Load the model in the background at start-up; off (the default), it "
+        "loads at the first search or write that needs it, which keeps start-up light "
+        "(about 200 MB and a second of CPU are not spent on clients that never search).",
     )
     vector_exact_max: int = Field(
         20_000,
@@ -82,6 +107,42 @@ class Settings(BaseSettings):
     )
     http_host: str = Field("127.0.0.1", description="Interface `serve --http` binds to.")
     http_port: int = Field(8765, ge=1, le=65535, description="Port `serve --http` listens on.")
+    redaction: RedactionPolicy = Field(default_factory=RedactionPolicy)
+    auth_tokens: str | None = Field(
+        None,
+        description="Comma-separated bearer tokens for `serve --http`, each with full access.",
+    )
+    auth_tokens_file: Path | None = Field(
+        None,
+        description="A JSON or TOML file of bearer tokens for `serve --http`, each optionally "
+        "limited to projects and to read-only use (see docs/reliability.md).",
+    )
+    http_allowed_hosts: str = Field(
+        "",
+        description="Comma-separated Host values `serve --http` accepts (e.g. 'mem.example:*'); "
+        "loopback names are always accepted when bound to loopback.",
+    )
+    http_allowed_origins: str = Field(
+        "", description="Comma-separated Origin values `serve --http` accepts from browsers."
+    )
+    http_max_body_bytes: int = Field(
+        1_048_576, ge=1024, description="Largest HTTP request body `serve --http` accepts."
+    )
+    conversation: ConversationPolicy = Field(default_factory=ConversationPolicy)
+    knowledge: KnowledgePolicy = Field(default_factory=KnowledgePolicy)
+    summarizer_url: str | None = Field(
+        None,
+        description="Base URL of an OpenAI-compatible chat endpoint (e.g. "
+        "'http://localhost:11434/v1') that writes conversation summaries; unset, the client's "
+        "own model writes them, or a deterministic fallback.",
+    )
+    summarizer_model: str = Field("", description="Model name sent to the summarizer endpoint.")
+    summarizer_api_key: SecretStr | None = Field(
+        None, description="Bearer key for the summarizer endpoint, if it needs one."
+    )
+    summarizer_timeout: float = Field(
+        30.0, gt=0, description="Seconds to wait for the summarizer before falling back."
+    )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "INFO", description="Least severe log level written (to stderr)."
     )
@@ -97,6 +158,17 @@ class Settings(BaseSettings):
         except InvalidInputError as exc:
             raise ValueError(exc.reason) from exc
         return value
+
+    @model_validator(mode="after")
+    def _summarizer_needs_a_model(self) -> Settings:
+        if self.summarizer_url and not self.summarizer_model:
+            raise ValueError("MEMSTRATA_SUMMARIZER_URL needs MEMSTRATA_SUMMARIZER_MODEL too")
+        return self
+
+    @property
+    def store_location(self) -> str:
+        """Where the store is, for messages: the PostgreSQL URL (no password) or the file."""
+        return redacted_url(self.database_url) if self.database_url else str(self.db)
 
     @property
     def embedding(self) -> EmbeddingSpec:

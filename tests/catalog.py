@@ -3,6 +3,7 @@
 TOOL_NAMES = frozenset(
     {
         "append",
+        "append_many",
         "search",
         "learn",
         "recall",
@@ -17,3 +18,61 @@ TOOL_NAMES = frozenset(
 )
 READ_ONLY_TOOLS = frozenset({"search", "recall", "load_context", "get_memory_stats"})
 DESTRUCTIVE_TOOLS = frozenset({"forget", "clear", "prune_expired_contexts", "compact"})
+
+# The cache hierarchy (issue 5): session scratchpad, user preferences/playbooks, business context.
+KNOWLEDGE_TOOLS = frozenset(
+    {
+        "scratchpad_write",
+        "scratchpad_read",
+        "scratchpad_promote",
+        "preferences_update",
+        "preferences_get",
+        "preferences_find",
+        "playbook_record",
+        "playbook_find",
+        "ingest_document",
+        "search_business_context",
+        "seed_tenant_from_agent_md",
+        "export_agent_md",
+    }
+)
+KNOWLEDGE_READ_ONLY_TOOLS = frozenset(
+    {
+        "scratchpad_read",
+        "preferences_get",
+        "preferences_find",
+        "playbook_find",
+        "search_business_context",
+        "export_agent_md",
+    }
+)
+TOOL_NAMES = TOOL_NAMES | KNOWLEDGE_TOOLS
+READ_ONLY_TOOLS = READ_ONLY_TOOLS | KNOWLEDGE_READ_ONLY_TOOLS
+
+# Conversation memory (issue 4): sessions, entries, summaries, Q&A cycles, the result cache.
+CONVERSATION_TOOLS = frozenset(
+    {
+        "start_session",
+        "list_sessions",
+        "add_session_entry",
+        "get_session_context",
+        "get_session_stats",
+        "compress_session",
+        "submit_session_summary",
+        "finalize_exchange",
+        "export_session",
+        "import_session",
+        "clear_session",
+        "update_memory_config",
+        "cache_tool_result",
+        "lookup_tool_result",
+    }
+)
+TOOL_NAMES = TOOL_NAMES | CONVERSATION_TOOLS
+READ_ONLY_TOOLS = READ_ONLY_TOOLS | {
+    "list_sessions",
+    "get_session_context",
+    "get_session_stats",
+    "export_session",
+}
+DESTRUCTIVE_TOOLS = DESTRUCTIVE_TOOLS | {"clear_session"}

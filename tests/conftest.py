@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import aiosqlite
@@ -13,15 +13,16 @@ from mcp import Client
 from memory_core.config import Limits, RankingPolicy, TierPolicy
 from memory_core.ports import MemoryRepository
 from memory_core.services.memories import MemoryService
+from memory_core.storage.postgres import PostgresStore, open_store
 from memory_core.storage.sqlite import (
-    SqliteMemoryRepository,
-    SqliteSession,
     apply_migrations,
     open_database,
 )
 from server.app import build_server
 from server.settings import ScheduleSettings, Settings
+from tests.backends import PostgresUnderTest, SqliteUnderTest, StorageUnderTest
 from tests.fakes import FrozenClock
+from tests.pg import PostgresServer, start_postgres
 
 
 def pytest_report_header() -> list[str]:
@@ -61,11 +62,40 @@ async def db(settings: Settings) -> AsyncIterator[aiosqlite.Connection]:
     await conn.close()
 
 
-@pytest.fixture(params=["sqlite"])
-def repo(request: pytest.FixtureRequest, db: aiosqlite.Connection) -> MemoryRepository:
-    # Contract tests run once per backend; a PostgreSQL backend adds its name here.
-    assert request.param == "sqlite"
-    return SqliteMemoryRepository(SqliteSession(db))
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    # One server per test session; fails (never skips) the Postgres tests when it cannot start.
+    server = start_postgres()
+    yield server
+    server.stop()
+
+
+@pytest.fixture
+async def pg_url(postgres_server: PostgresServer) -> AsyncIterator[str]:
+    """A fresh, migrated PostgreSQL database for one test."""
+    url = await postgres_server.create_database()
+    yield url
+    await postgres_server.drop_database(url)
+
+
+@pytest.fixture
+async def pg_store(pg_url: str) -> AsyncIterator[PostgresStore]:
+    store = await open_store(pg_url, pool_max=4)
+    yield store
+    await store.close()
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def storage(request: pytest.FixtureRequest) -> StorageUnderTest:
+    """The backend the contract tests run on: each test runs once per backend."""
+    if request.param == "sqlite":
+        return SqliteUnderTest(request.getfixturevalue("db"))
+    return PostgresUnderTest(request.getfixturevalue("pg_store"))
+
+
+@pytest.fixture
+def repo(storage: StorageUnderTest) -> MemoryRepository:
+    return storage.repo()
 
 
 @pytest.fixture

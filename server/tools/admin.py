@@ -13,6 +13,7 @@ from server.errors import domain_errors_as_tool_errors
 from server.schemas import PruneOut, RecalculateOut, StatsOut
 from server.settings import Settings
 from server.tools import tool
+from server.tools.progress import progress_reporter
 
 __all__ = ["register"]
 
@@ -88,13 +89,20 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
         """Delete memories unused for longer than the EXPIRED threshold (30 days by default).
 
         Only EXPIRED memories are deleted; tiers are recomputed first, so anything used
-        recently is safe. Try dry_run=true first.
+        recently is safe. Try dry_run=true first, and ask the user before deleting. Reports
+        progress if the client asks.
         """
         app = ctx.request_context.lifespan_context.container
         name = app.project(project)
         with domain_errors_as_tool_errors("prune_expired_contexts", ctx.request_id):
             outcome = await maintenance.prune_expired(
-                app.repo, app.clock, app.settings.tiers, project=name, limit=limit, dry_run=dry_run
+                app.repo,
+                app.clock,
+                app.settings.tiers,
+                project=name,
+                limit=limit,
+                dry_run=dry_run,
+                progress=progress_reporter(ctx, "pruned {done} of {total} expired memories"),
             )
         return PruneOut(
             project=name,

@@ -33,6 +33,20 @@ def server_env(db: Path, project: str = PROJECT) -> dict[str, str]:
     return env
 
 
+def initialize_message(client: str) -> dict[str, Any]:
+    """A raw JSON-RPC `initialize` request, for tests that speak the wire protocol by hand."""
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "initialize",
+        "params": {
+            "protocolVersion": "2025-11-25",
+            "capabilities": {},
+            "clientInfo": {"name": client, "version": "0"},
+        },
+    }
+
+
 def free_port() -> int:
     """A TCP port nobody listens on right now (the OS picks it)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 from mcp import Client
 
-from tests.e2e.conftest import PROJECT, free_port, memstrata_exe, ok, server_env
+from tests.e2e.conftest import PROJECT, free_port, initialize_message, memstrata_exe, ok, server_env
 
 pytestmark = pytest.mark.e2e
 
@@ -125,16 +125,7 @@ async def test_tools_over_streamable_http(http_server: HttpServer):
 
 
 def _post_initialize(port: int, host: str) -> int:
-    body = {
-        "jsonrpc": "2.0",
-        "id": 1,
-        "method": "initialize",
-        "params": {
-            "protocolVersion": "2025-11-25",
-            "capabilities": {},
-            "clientInfo": {"name": "host-check", "version": "0"},
-        },
-    }
+    body = initialize_message("host-check")
     request = urllib.request.Request(
         f"http://127.0.0.1:{port}/mcp",
         data=json.dumps(body).encode(),

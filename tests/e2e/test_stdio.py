@@ -296,9 +296,12 @@ async def test_the_default_model_finds_a_paraphrase_that_shares_no_word(
         query = {"query": "reserve plane tickets for Japan"}
         result: dict[str, Any] = {}
         deadline = time.monotonic() + 30
-        while time.monotonic() < deadline:  # the model loads in the background
+        # The model loads in the background (at the first search), then a backfill embeds the
+        # rows appended before it was ready: poll until the vectors are there.
+        while time.monotonic() < deadline:
             result = ok(await client.call_tool("search", query))
-            if result["mode"] == "hybrid":
+            vectors = [h for h in result["hits"] if h["signals"]["vector_rank"] is not None]
+            if result["mode"] == "hybrid" and vectors:
                 break
             await asyncio.sleep(0.2)
     assert result["mode"] == "hybrid", result["notes"]

@@ -2,54 +2,28 @@
 
 import asyncio
 import json
-from collections.abc import AsyncIterator, Callable
-from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp import Client
 
 from memory_core.domain.models import Layer
 from memory_core.embeddings import LazyEmbedder
 from memory_core.errors import SchemaMismatchError
-from server.app import build_server
 from server.cli import main
 from server.container import open_container
 from server.settings import ScheduleSettings, Settings
+from tests.catalog import TOOL_NAMES
 from tests.fakes import FakeEmbedder, FrozenClock, blocked_fake
-
-
-def hosted(settings: Settings, **kw: Any) -> Callable[[], Any]:
-    """An async context manager hosting an in-memory client in one task (see conftest)."""
-
-    async def run() -> AsyncIterator[Client]:
-        ready, done = asyncio.Event(), asyncio.Event()
-        box: dict[str, Client] = {}
-
-        async def host() -> None:
-            async with Client(build_server(settings, **kw)) as c:
-                box["c"] = c
-                ready.set()
-                await done.wait()
-
-        task = asyncio.create_task(host())
-        await asyncio.wait_for(ready.wait(), 10)
-        try:
-            yield box["c"]
-        finally:
-            done.set()
-            await task
-
-    return asynccontextmanager(run)
+from tests.mcp_client import hosted
 
 
 async def test_tools_answer_while_the_model_loads_and_backfill_follows(
     settings: Settings, clock: FrozenClock
 ) -> None:
     lazy, fake, release = blocked_fake()
-    async with hosted(settings, clock=clock, embedder=lazy)() as client:
-        assert len((await client.list_tools()).tools) == 11
+    async with hosted(settings, clock=clock, embedder=lazy) as client:
+        assert len((await client.list_tools()).tools) == len(TOOL_NAMES)
         await client.call_tool("append", {"layer": "episodic", "content": "before the model"})
         early = (await client.call_tool("search", {"query": "model"})).structured_content
         assert early is not None
@@ -85,7 +59,7 @@ def real_settings(tmp_path: Path) -> Settings:
 async def test_real_model_finds_a_paraphrase_with_no_shared_words(
     real_settings: Settings,
 ) -> None:
-    async with hosted(real_settings)() as client:
+    async with hosted(real_settings) as client:
         for text in [
             "Book a flight to Tokyo next week.",
             "The release is blocked by a database bug.",
@@ -127,7 +101,7 @@ def test_cli_reindex_re_embeds_everything(
     assert refused.value.code == 1
     assert "memstrata reindex" in capsys.readouterr().err
     with pytest.raises(SystemExit) as done:
-        main(["reindex"])
+        main(["reindex", "--json"])
     assert done.value.code == 0
     out, err = capsys.readouterr()
     assert json.loads(out) == {"model": "all-MiniLM-L6-v2-int8", "embedded": 3}
@@ -162,7 +136,7 @@ async def test_without_preload_the_model_loads_at_first_use_then_backfills(
     fake = FakeEmbedder()
     lazy = LazyEmbedder(lambda: fake, model_id=fake.model_id, dims=fake.dims)
     lazy_settings = settings.model_copy(update={"embedding_preload": False})
-    async with hosted(lazy_settings, clock=clock, embedder=lazy)() as client:
+    async with hosted(lazy_settings, clock=clock, embedder=lazy) as client:
         await client.call_tool("append", {"layer": "episodic", "content": "first note"})
         assert fake.calls == [] or lazy.ready  # nothing loaded the model eagerly
         first = (await client.call_tool("search", {"query": "note"})).structured_content
@@ -182,6 +156,6 @@ async def test_shutdown_does_not_wait_for_a_model_nobody_asked_for(
 ) -> None:
     lazy = LazyEmbedder(FakeEmbedder, model_id="fake-bow-32", dims=32)
     lazy_settings = settings.model_copy(update={"embedding_preload": False})
-    async with asyncio.timeout(5), hosted(lazy_settings, clock=clock, embedder=lazy)() as c:
+    async with asyncio.timeout(5), hosted(lazy_settings, clock=clock, embedder=lazy) as c:
         await c.list_tools()
     assert not lazy.ready

@@ -1,4 +1,4 @@
-"""Every tool through the in-memory MCP client, on a real SQLite file."""
+"""Every tool through the in-memory MCP client, on a real SQLite file and on PostgreSQL."""
 
 from typing import Any
 
@@ -9,24 +9,17 @@ from memory_core.config import Limits
 from memory_core.errors import StorageError
 from memory_core.services.memories import MemoryService
 from server.settings import Settings
-from tests.catalog import DESTRUCTIVE_TOOLS, READ_ONLY_TOOLS, TOOL_NAMES
+from tests.catalog import DESTRUCTIVE_TOOLS, KNOWLEDGE_TOOLS, READ_ONLY_TOOLS, TOOL_NAMES
 from tests.fakes import FrozenClock
+from tests.mcp_client import call, error
 
 
-async def call(client: Client, tool: str, **args: Any) -> dict[str, Any]:
-    result = await client.call_tool(tool, args)
-    assert not result.is_error, result.content
-    content: dict[str, Any] | None = result.structured_content
-    assert content is not None
-    return content
-
-
-async def error(client: Client, tool: str, **args: Any) -> str:
-    result = await client.call_tool(tool, args)
-    assert result.is_error
-    text = result.content[0].text  # type: ignore[union-attr]
-    assert isinstance(text, str)
-    return text
+@pytest.fixture(params=["sqlite", "postgres"])
+def settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+    # The whole tool suite runs on both backends, so a behaviour difference fails a test.
+    if request.param == "sqlite":
+        return settings
+    return settings.model_copy(update={"database_url": request.getfixturevalue("pg_url")})
 
 
 async def test_tools_are_listed_with_schemas_and_hints(client: Client) -> None:
@@ -35,7 +28,13 @@ async def test_tools_are_listed_with_schemas_and_hints(client: Client) -> None:
     for t in tools.values():
         assert t.description and t.title and t.output_schema and t.annotations
         assert t.annotations.open_world_hint is False
-        assert "project" in t.input_schema["properties"]
+        # Memories and sessions live in projects; preferences, playbooks and business context
+        # are scoped by the user or tenant they belong to, which those tools take instead.
+        scope = "project" if t.name not in KNOWLEDGE_TOOLS else {"user", "tenant", "session_id"}
+        if isinstance(scope, str):
+            assert scope in t.input_schema["properties"], t.name
+        else:
+            assert scope & set(t.input_schema["properties"]), t.name
     for name in READ_ONLY_TOOLS:
         assert tools[name].annotations.read_only_hint is True  # type: ignore[union-attr]
     for name in DESTRUCTIVE_TOOLS:

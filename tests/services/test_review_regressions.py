@@ -10,21 +10,22 @@ from memory_core.config import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import Layer, SearchMode
 from memory_core.errors import InvalidInputError
-from memory_core.ports import MemoryRepository
+from memory_core.ports import MemoryRepository, VectorIndex
 from memory_core.services.indexing import Indexer, embedding_text
 from memory_core.services.memories import MemoryService, SearchRequest
 from memory_core.storage.sqlite import SqliteSession, SqliteVectorIndex, open_database
 from memory_core.storage.sqlite.rows import encode_time
 from server.settings import Settings
+from tests.backends import StorageUnderTest
 from tests.fakes import FakeEmbedder, FrozenClock, ready_fake
 
 
 @pytest.fixture
 async def semantic(
-    db: aiosqlite.Connection, repo: MemoryRepository, clock: FrozenClock
-) -> tuple[MemoryService, FakeEmbedder, SqliteVectorIndex]:
+    storage: StorageUnderTest, repo: MemoryRepository, clock: FrozenClock
+) -> tuple[MemoryService, FakeEmbedder, VectorIndex]:
     lazy, fake = ready_fake()
-    vectors = SqliteVectorIndex(SqliteSession(db))
+    vectors = storage.vectors()
     await vectors.ensure_model(lazy.model_id, lazy.dims)
     service = MemoryService(
         repo=repo,
@@ -37,16 +38,15 @@ async def semantic(
     return service, fake, vectors
 
 
-async def stored_hash(db: aiosqlite.Connection, memory_id: int) -> str | None:
-    async with db.execute(
-        "SELECT text_hash FROM context_embeddings WHERE id = ?", (memory_id,)
-    ) as c:
-        row = await c.fetchone()
-    return None if row is None else str(row[0])
+async def stored_hash(storage: StorageUnderTest, memory_id: int) -> str | None:
+    value = await storage.fetchval(
+        "SELECT text_hash FROM context_embeddings WHERE id = ?", memory_id
+    )
+    return None if value is None else str(value)
 
 
 async def test_concurrent_upserts_of_one_key_all_succeed_with_the_final_vector(
-    semantic: tuple[MemoryService, FakeEmbedder, SqliteVectorIndex], db: aiosqlite.Connection
+    semantic: tuple[MemoryService, FakeEmbedder, VectorIndex], storage: StorageUnderTest
 ) -> None:
     service, _, _ = semantic
     results = await asyncio.gather(
@@ -54,11 +54,11 @@ async def test_concurrent_upserts_of_one_key_all_succeed_with_the_final_vector(
     )
     final = await service.repo.get_by_key("p", Layer.SEMANTIC, "user.editor")
     assert final is not None and len({r.memory.id for r in results}) == 1
-    assert await stored_hash(db, final.id) == content_hash(embedding_text(final))
+    assert await stored_hash(storage, final.id) == content_hash(embedding_text(final))
 
 
 async def test_a_vector_of_rewritten_text_is_never_stored(
-    semantic: tuple[MemoryService, FakeEmbedder, SqliteVectorIndex], db: aiosqlite.Connection
+    semantic: tuple[MemoryService, FakeEmbedder, VectorIndex], storage: StorageUnderTest
 ) -> None:
     service, fake, vectors = semantic
     old = (await service.learn("p", "colour", "the sky is blue")).memory
@@ -67,11 +67,11 @@ async def test_a_vector_of_rewritten_text_is_never_stored(
     await vectors.put_vectors([(old, content_hash(embedding_text(old)), stale)])  # a late backfill
     current = await service.repo.get_by_key("p", Layer.SEMANTIC, "colour")
     assert current is not None
-    assert await stored_hash(db, old.id) == content_hash(embedding_text(current))
+    assert await stored_hash(storage, old.id) == content_hash(embedding_text(current))
 
 
 async def test_compaction_summaries_get_vectors(
-    semantic: tuple[MemoryService, FakeEmbedder, SqliteVectorIndex],
+    semantic: tuple[MemoryService, FakeEmbedder, VectorIndex],
 ) -> None:
     service, _, vectors = semantic
     for i in range(4):
@@ -83,7 +83,7 @@ async def test_compaction_summaries_get_vectors(
 
 
 async def test_an_indexing_failure_does_not_fail_the_committed_append(
-    semantic: tuple[MemoryService, FakeEmbedder, SqliteVectorIndex],
+    semantic: tuple[MemoryService, FakeEmbedder, VectorIndex],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     service, _, vectors = semantic
@@ -91,7 +91,7 @@ async def test_an_indexing_failure_does_not_fail_the_committed_append(
     async def boom(*_: object, **__: object) -> None:
         raise RuntimeError("vector store busy")
 
-    monkeypatch.setattr(SqliteVectorIndex, "put_vectors", boom)
+    monkeypatch.setattr(type(semantic[2]), "put_vectors", boom)
     result = await service.append("p", Layer.EPISODIC, "kept anyway")
     assert result.outcome.status == "created" and result.near_duplicate is None
     monkeypatch.undo()
@@ -101,7 +101,7 @@ async def test_an_indexing_failure_does_not_fail_the_committed_append(
 
 
 async def test_unrelated_queries_hand_out_nothing(
-    semantic: tuple[MemoryService, FakeEmbedder, SqliteVectorIndex],
+    semantic: tuple[MemoryService, FakeEmbedder, VectorIndex],
 ) -> None:
     service, _, _ = semantic
     for text in ("green tea", "quarterly budget", "release notes"):
@@ -112,6 +112,7 @@ async def test_unrelated_queries_hand_out_nothing(
     assert result.hits == []
 
 
+@pytest.mark.parametrize("storage", ["sqlite"], indirect=True)  # sqlite-vec's k cap
 async def test_coarse_search_caps_k_for_large_limits(
     repo: MemoryRepository, db: aiosqlite.Connection
 ) -> None:
@@ -171,6 +172,7 @@ async def test_out_of_range_dates_are_refused(service: MemoryService) -> None:
     assert info.value.field == "since"
 
 
+@pytest.mark.parametrize("storage", ["sqlite"], indirect=True)  # SQLite's file write lock
 async def test_a_cancelled_write_waiting_for_the_lock_leaves_no_transaction(
     service: MemoryService, settings: Settings
 ) -> None:
@@ -190,7 +192,7 @@ async def test_a_cancelled_write_waiting_for_the_lock_leaves_no_transaction(
 
 
 async def test_closing_the_indexer_stops_a_running_backfill(
-    semantic: tuple[MemoryService, FakeEmbedder, SqliteVectorIndex],
+    semantic: tuple[MemoryService, FakeEmbedder, VectorIndex],
 ) -> None:
     service, _, _ = semantic
     assert service.indexer is not None
@@ -211,7 +213,7 @@ async def test_closing_the_indexer_stops_a_running_backfill(
 
 
 async def test_closing_fails_an_in_flight_batch_instead_of_hanging(
-    db: aiosqlite.Connection, repo: MemoryRepository, clock: FrozenClock
+    storage: StorageUnderTest, repo: MemoryRepository, clock: FrozenClock
 ) -> None:
     import threading
 
@@ -228,7 +230,7 @@ async def test_closing_fails_an_in_flight_batch_instead_of_hanging(
 
     lazy = LazyEmbedder(SlowEmbedder, model_id=fake.model_id, dims=fake.dims)
     await lazy.wait(5)
-    vectors = SqliteVectorIndex(SqliteSession(db))
+    vectors = storage.vectors()
     await vectors.ensure_model(lazy.model_id, lazy.dims)
     indexer = Indexer(vectors=vectors, source=lazy)
     service = MemoryService(

@@ -1,6 +1,5 @@
 """Search by meaning through the service, with the deterministic fake embedder."""
 
-import aiosqlite
 import pytest
 
 from memory_core.config import Limits, RankingPolicy, TierPolicy
@@ -9,14 +8,14 @@ from memory_core.embeddings import LazyEmbedder
 from memory_core.ports import MemoryRepository
 from memory_core.services.indexing import Indexer
 from memory_core.services.memories import MemoryService, SearchRequest
-from memory_core.storage.sqlite import SqliteSession, SqliteVectorIndex
+from tests.backends import StorageUnderTest
 from tests.fakes import FakeEmbedder, FrozenClock, blocked_fake, ready_fake
 
 
 async def make_service(
-    db: aiosqlite.Connection, repo: MemoryRepository, clock: FrozenClock, lazy: LazyEmbedder
+    storage: StorageUnderTest, repo: MemoryRepository, clock: FrozenClock, lazy: LazyEmbedder
 ) -> MemoryService:
-    vectors = SqliteVectorIndex(SqliteSession(db))
+    vectors = storage.vectors()
     await vectors.ensure_model(lazy.model_id, lazy.dims)
     return MemoryService(
         repo=repo,
@@ -30,10 +29,10 @@ async def make_service(
 
 @pytest.fixture
 async def semantic(
-    db: aiosqlite.Connection, repo: MemoryRepository, clock: FrozenClock
+    storage: StorageUnderTest, repo: MemoryRepository, clock: FrozenClock
 ) -> tuple[MemoryService, FakeEmbedder]:
     lazy, fake = ready_fake()
-    return await make_service(db, repo, clock, lazy), fake
+    return await make_service(storage, repo, clock, lazy), fake
 
 
 async def test_semantic_search_finds_by_vector(
@@ -93,10 +92,10 @@ async def test_token_budget_cuts_and_counts(semantic: tuple[MemoryService, FakeE
 
 
 async def test_search_before_the_model_is_ready_uses_keywords(
-    db: aiosqlite.Connection, repo: MemoryRepository, clock: FrozenClock
+    storage: StorageUnderTest, repo: MemoryRepository, clock: FrozenClock
 ) -> None:
     lazy, _, release = blocked_fake()
-    service = await make_service(db, repo, clock, lazy)
+    service = await make_service(storage, repo, clock, lazy)
     stored = await service.append("p", Layer.EPISODIC, "written while loading")
     assert stored.near_duplicate is None
     result = await service.search(SearchRequest(project="p", query="loading"))
@@ -120,7 +119,7 @@ async def test_without_an_embedder_search_says_so(service: MemoryService) -> Non
 
 
 async def test_a_failed_model_load_is_reported(
-    db: aiosqlite.Connection, repo: MemoryRepository, clock: FrozenClock
+    storage: StorageUnderTest, repo: MemoryRepository, clock: FrozenClock
 ) -> None:
     from memory_core.errors import EmbeddingUnavailableError
 
@@ -131,7 +130,7 @@ async def test_a_failed_model_load_is_reported(
     with pytest.raises(EmbeddingUnavailableError, match="model file missing"):
         await lazy.wait(5)
     assert lazy.failure == "model file missing" and not lazy.ready
-    service = await make_service(db, repo, clock, lazy)
+    service = await make_service(storage, repo, clock, lazy)
     await service.append("p", Layer.EPISODIC, "still searchable")
     result = await service.search(SearchRequest(project="p", query="searchable"))
     assert result.mode is SearchMode.KEYWORD and len(result.hits) == 1

@@ -3,7 +3,6 @@
 import random
 from datetime import UTC, datetime, timedelta
 
-import aiosqlite
 import pytest
 
 from memory_core.config import TierPolicy
@@ -11,7 +10,7 @@ from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import Layer, MemoryDraft, TextQuery, Tier
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
 from memory_core.ports import MemoryRepository
-from memory_core.storage.sqlite.rows import encode_time
+from tests.backends import StorageUnderTest
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 POLICY = TierPolicy()
@@ -162,14 +161,15 @@ async def test_prune_deletes_only_expired_oldest_first_within_limit(
 
 
 async def test_prune_never_trusts_a_stale_expired_tier(
-    repo: MemoryRepository, db: aiosqlite.Connection
+    repo: MemoryRepository, storage: StorageUnderTest
 ) -> None:
     m = (await repo.add(draft("used yesterday"), T0 - timedelta(days=60))).memory
     # Simulate a row marked EXPIRED long ago that was used since by a writer that did not
     # update the tier (an older process, a manual edit).
-    await db.execute(
+    await storage.execute(
         "UPDATE context_snapshots SET memory_tier = 'EXPIRED', last_accessed = ? WHERE id = ?",
-        (encode_time(T0 - timedelta(days=1)), m.id),
+        T0 - timedelta(days=1),
+        m.id,
     )
     out = await repo.prune_expired(tier_cutoffs(T0, POLICY), None, limit=None, dry_run=False)
     assert out.ids == []
@@ -206,14 +206,12 @@ async def test_replace_with_swaps_rows_atomically(repo: MemoryRepository) -> Non
 async def test_replace_with_rolls_back_the_deletes_on_failure(
     repo: MemoryRepository, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from memory_core.storage.sqlite.repository import SqliteMemoryRepository
-
     a = (await repo.add(draft("a"), T0)).memory
 
     async def broken(*_: object) -> None:
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr(SqliteMemoryRepository, "_add_in_transaction", broken)
+    monkeypatch.setattr(type(repo), "_add_in_transaction", broken)
     with pytest.raises(RuntimeError):
         await repo.replace_with("p", [a.id], [draft("[Summary]")], T0)
     assert await repo.get("p", a.id) is not None

@@ -1,16 +1,15 @@
-"""Contract tests of the VectorIndex port on SQLite."""
+"""Contract tests of the VectorIndex port (parametrized over backends by the storage fixture)."""
 
 from datetime import UTC, datetime
 
-import aiosqlite
 import numpy as np
 import pytest
 
 from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import Layer, Memory, MemoryDraft
 from memory_core.errors import SchemaMismatchError
-from memory_core.ports import MemoryRepository
-from memory_core.storage.sqlite import SqliteSession, SqliteVectorIndex
+from memory_core.ports import MemoryRepository, VectorIndex
+from tests.backends import StorageUnderTest
 from tests.fakes import FakeEmbedder
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -18,8 +17,8 @@ FAKE = FakeEmbedder()
 
 
 @pytest.fixture
-async def vectors(db: aiosqlite.Connection) -> SqliteVectorIndex:
-    index = SqliteVectorIndex(SqliteSession(db))
+async def vectors(storage: StorageUnderTest) -> VectorIndex:
+    index = storage.vectors()
     await index.ensure_model(FAKE.model_id, FAKE.dims)
     return index
 
@@ -31,7 +30,7 @@ async def add(repo: MemoryRepository, text: str, project: str = "p", layer=Layer
     return (await repo.add(draft, T0)).memory
 
 
-async def put(vectors: SqliteVectorIndex, *memories: Memory) -> None:
+async def put(vectors: VectorIndex, *memories: Memory) -> None:
     embedded = FAKE.embed([m.content for m in memories])
     await vectors.put_vectors(
         [(m, content_hash(m.content), embedded[i]) for i, m in enumerate(memories)]
@@ -39,7 +38,7 @@ async def put(vectors: SqliteVectorIndex, *memories: Memory) -> None:
 
 
 async def test_model_is_recorded_and_another_is_refused(
-    vectors: SqliteVectorIndex,
+    vectors: VectorIndex,
 ) -> None:
     await vectors.ensure_model(FAKE.model_id, FAKE.dims)  # same model: fine
     with pytest.raises(SchemaMismatchError, match="memstrata reindex"):
@@ -51,7 +50,7 @@ async def test_model_is_recorded_and_another_is_refused(
 
 
 async def test_search_is_scoped_to_a_project_and_layer(
-    repo: MemoryRepository, vectors: SqliteVectorIndex
+    repo: MemoryRepository, vectors: VectorIndex
 ) -> None:
     tea = await add(repo, "green tea in the morning")
     coffee = await add(repo, "black coffee at night", layer=Layer.WORKING)
@@ -70,10 +69,10 @@ async def test_search_is_scoped_to_a_project_and_layer(
 
 
 async def test_coarse_path_agrees_with_exact_search(
-    repo: MemoryRepository, db: aiosqlite.Connection
+    repo: MemoryRepository, storage: StorageUnderTest
 ) -> None:
-    exact = SqliteVectorIndex(SqliteSession(db))
-    coarse = SqliteVectorIndex(SqliteSession(db), exact_max=0)
+    exact = storage.vectors()
+    coarse = storage.vectors(exact_max=0)
     await exact.ensure_model(FAKE.model_id, FAKE.dims)
     rows = [await add(repo, f"note {i} about topic {i % 7} and {i % 11}") for i in range(60)]
     await put(exact, *rows)
@@ -85,7 +84,7 @@ async def test_coarse_path_agrees_with_exact_search(
 
 
 async def test_vectors_follow_deletes_and_rewrites(
-    repo: MemoryRepository, vectors: SqliteVectorIndex
+    repo: MemoryRepository, vectors: VectorIndex
 ) -> None:
     a = await add(repo, "alpha")
     b = await add(repo, "beta")
@@ -110,9 +109,7 @@ async def test_vectors_follow_deletes_and_rewrites(
     assert [m.id for m in await vectors.missing_vectors(limit=10)] == [keyed.id]
 
 
-async def test_vectors_are_found_by_text_hash(
-    repo: MemoryRepository, vectors: SqliteVectorIndex
-) -> None:
+async def test_vectors_are_found_by_text_hash(repo: MemoryRepository, vectors: VectorIndex) -> None:
     a = await add(repo, "shared text")
     await put(vectors, a)
     found = await vectors.vectors_by_hash([content_hash("shared text"), "nope"])
@@ -121,7 +118,7 @@ async def test_vectors_are_found_by_text_hash(
 
 
 async def test_vectors_of_deleted_rows_are_skipped(
-    repo: MemoryRepository, vectors: SqliteVectorIndex
+    repo: MemoryRepository, vectors: VectorIndex
 ) -> None:
     a = await add(repo, "gone soon")
     await repo.delete("p", [a.id])
