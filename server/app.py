@@ -36,6 +36,10 @@ memstrata is your long-term memory, kept across conversations.
   layer "procedural" for "when X, do Y" rules, "episodic" for events, "working" for scratch.
 - Memories age from ACTIVE to RECENT, ARCHIVED and EXPIRED when unused; only EXPIRED ones are
   ever pruned. Tools take an optional `project` to keep unrelated work apart.
+- To keep a whole conversation across restarts, `start_session` and record it with
+  `add_session_entry`; `get_session_context` reads it back, older parts summarised.
+- Per-user rules (`preferences_find`, `playbook_find`) and a tenant's documents
+  (`search_business_context`) are scoped by the user or tenant you name.
 """
 
 

@@ -39,14 +39,25 @@ def run_export(settings: Settings, args: argparse.Namespace) -> int:
     if target is not None and target.exists() and not args.force:
         err(f"memstrata: {target} exists; pass --force to overwrite it")
         return Exit.EXISTS
+    if target is not None and target.resolve() == settings.db.resolve():
+        err(f"memstrata: {target} is the database itself; choose another file")
+        return Exit.USAGE
+    # Written next to the target and renamed at the end: a failed export never costs the
+    # file it was to replace.
+    partial = None if target is None else target.with_name(f".{target.name}.partial")
     stream: TextIO = (
-        sys.stdout if target is None else target.open("w", encoding="utf-8", newline="\n")
+        sys.stdout if partial is None else partial.open("w", encoding="utf-8", newline="\n")
     )
     try:
         count = asyncio.run(_export(settings, args, stream))
-    finally:
-        if target is not None:
+    except BaseException:
+        if partial is not None:
             stream.close()
+            partial.unlink(missing_ok=True)
+        raise
+    if partial is not None and target is not None:
+        stream.close()
+        partial.replace(target)
     if args.json and target is not None:
         out_json({"path": str(target), "exported": count, "project": args.project})
     else:

@@ -62,21 +62,7 @@ def refusal(
     params = message.get("params")
     params = params if isinstance(params, Mapping) else {}
     if method == "tools/call":
-        tool = params.get("name")
-        if grant.read_only and tool not in read_only_tools:
-            return f"tool {tool!r} writes, and this token is read-only"
-        if grant.projects is None:
-            return None
-        if tool in unscoped_tools:
-            return f"tool {tool!r} is not scoped by project, and this token is limited to projects"
-        arguments = params.get("arguments")
-        arguments = arguments if isinstance(arguments, Mapping) else {}
-        project = arguments.get("project")
-        if project is None:
-            if tool in ALL_PROJECTS_WHEN_OMITTED:
-                return f"tool {tool!r} without `project` covers every project; name one"
-            project = default_project
-        return _project_refusal(grant, project)
+        return _tool_refusal(grant, params, default_project, read_only_tools, unscoped_tools)
     if method in RESOURCE_METHODS and grant.projects is not None:
         uri = params.get("uri")
         if not isinstance(uri, str) or not uri.startswith(RESOURCE_SCHEME):
@@ -85,11 +71,39 @@ def refusal(
     return None
 
 
+def _tool_refusal(
+    grant: Grant,
+    params: Mapping[str, object],
+    default_project: str,
+    read_only_tools: frozenset[str],
+    unscoped_tools: frozenset[str],
+) -> str | None:
+    """Why `grant` may not make this `tools/call`, or None when it may."""
+    tool = params.get("name")
+    if not isinstance(tool, str):
+        return "the tool name must be a string"
+    if grant.read_only and tool not in read_only_tools:
+        return f"tool {tool!r} writes, and this token is read-only"
+    if grant.projects is None:
+        return None
+    if tool in unscoped_tools:
+        return f"tool {tool!r} is not scoped by project, and this token is limited to projects"
+    arguments = params.get("arguments")
+    arguments = arguments if isinstance(arguments, Mapping) else {}
+    project = arguments.get("project")
+    # The SDK reads the text "null" as JSON null (the default project), so it never names one.
+    if project is None or project == "null":
+        if tool in ALL_PROJECTS_WHEN_OMITTED:
+            return f"tool {tool!r} without `project` covers every project; name one"
+        project = default_project
+    return _project_refusal(grant, project)
+
+
 def _messages(body: bytes) -> Iterable[object]:
     try:
         decoded = json.loads(body)
-    except ValueError:
-        return []  # malformed JSON: the transport answers with a parse error
+    except (ValueError, RecursionError):
+        return []  # malformed or absurdly deep JSON: the transport answers with an error
     return decoded if isinstance(decoded, list) else [decoded]
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 from typing import Literal
-from urllib.parse import urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -20,12 +20,18 @@ __all__ = ["ScheduleSettings", "Settings", "default_db_path", "redacted_url"]
 
 
 def redacted_url(url: str) -> str:
-    """A database URL without its password, safe to log or print."""
+    """A database URL without its password (in the user part or the query), safe to log."""
     parts = urlsplit(url)
-    if parts.password is None:
-        return url
-    host = parts.netloc.rsplit("@", 1)[-1]
-    return urlunsplit(parts._replace(netloc=f"{parts.username}:***@{host}"))
+    if parts.password is not None:
+        host = parts.netloc.rsplit("@", 1)[-1]
+        parts = parts._replace(netloc=f"{parts.username}:***@{host}")
+    if parts.query:
+        query = [
+            (k, "***" if k.lower() in ("password", "sslpassword") else v)
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        ]
+        parts = parts._replace(query=urlencode(query, safe="*"))
+    return urlunsplit(parts)
 
 
 def default_db_path() -> Path:
@@ -78,7 +84,11 @@ class Settings(BaseSettings):
         pattern=r"^postgres(ql)?://",
     )
     database_pool_max: int = Field(
-        10, ge=1, le=1000, description="Most PostgreSQL connections one server process holds."
+        10,
+        ge=3,
+        le=1000,
+        description="Most PostgreSQL connections one server process holds (at least 3: each "
+        "of the two scheduled jobs holds one for its lease while its work needs another).",
     )
     project: str = Field("default", description="Project used when a tool call names none.")
     tiers: TierPolicy = Field(default_factory=TierPolicy)

@@ -51,6 +51,7 @@ from memory_core.errors import (
     ConfirmationRequiredError,
     ConflictError,
     InvalidInputError,
+    StorageError,
     SummarizerError,
 )
 from memory_core.ports import Clock
@@ -256,7 +257,19 @@ class ConversationService:
             type=entry.type.value,
             tokens=entry.token_count,
         )
-        compression = await self._auto_compress(project, sid, policy)
+        # The entry is committed: a failure of the follow-up compression must not make the
+        # call look failed (a retry would store the entry twice). The next entry retries it.
+        compression: CompressionResult | None
+        try:
+            compression = await self._auto_compress(project, sid, policy)
+        except (ConflictError, StorageError) as exc:
+            log.warning(
+                "conversation.compress_deferred",
+                project=project,
+                session_id=sid,
+                error=exc.__class__.__name__,  # `type` is the entry type here
+            )
+            compression = None
         return AddedEntry(entry=entry, compression=compression, redacted=report.as_dict())
 
     def _draft(
@@ -569,7 +582,13 @@ class ConversationService:
         compressed = False
         if len(outcome.qa_summary.encode("utf-8")) > policy.qa_summary_over:
             new = await self._shrink_qa(outcome.qa_summary, policy)
-            compressed = await self._store.replace_qa_summary(project, sid, outcome.qa_summary, new)
+            try:
+                compressed = await self._store.replace_qa_summary(
+                    project, sid, outcome.qa_summary, new
+                )
+            except StorageError:
+                # The exchange is committed; the next one compresses the summary again.
+                log.warning("conversation.qa_compress_deferred", project=project, session_id=sid)
             if compressed:
                 log.info(
                     "conversation.qa_summary_compressed",
@@ -658,6 +677,46 @@ class ConversationService:
         """The whole session as plain data."""
         return await self._store.export_session(check_project(project), _session_id(session_id))
 
+    def _redacted_export(self, data: SessionExport) -> SessionExport:
+        """An import is stored like any other write: with credentials redacted."""
+        policy = self._redaction
+
+        def text(value: str) -> str:
+            return redact_text(value, policy)[0]
+
+        cache = []
+        for c in data.cache:
+            params = redact_json(c.parameters, policy)[0]
+            cache.append(
+                c.model_copy(
+                    update={
+                        "parameters": params,
+                        "result": redact_json(c.result, policy)[0],
+                        "key": cache_key(c.tool_name, params),
+                    }
+                )
+            )
+        return data.model_copy(
+            update={
+                "entries": [
+                    e.model_copy(
+                        update={
+                            "content": text(e.content),
+                            "arguments": _redacted_object(e.arguments, policy, Redaction()),
+                        }
+                    )
+                    for e in data.entries
+                ],
+                "summaries": [s.model_copy(update={"text": text(s.text)}) for s in data.summaries],
+                "exchanges": [
+                    x.model_copy(update={"question": text(x.question), "answer": text(x.answer)})
+                    for x in data.exchanges
+                ],
+                "qa_summary": text(data.qa_summary),
+                "cache": cache,
+            }
+        )
+
     async def import_(
         self, project: str, data: JsonValue, session_id: str | None = None
     ) -> SessionExport:
@@ -673,6 +732,14 @@ class ConversationService:
             parsed = parsed.model_copy(update={"session_id": session_id})
         parsed = parsed.model_copy(update={"session_id": _session_id(parsed.session_id)})
         _check_export(parsed)
+        try:
+            self._policy.model_validate({**self._policy.model_dump(), **parsed.config})
+        except ValidationError as exc:
+            where = ".".join(str(p) for p in exc.errors()[0]["loc"])
+            raise InvalidInputError(
+                f"data.config.{where}" if where else "data.config", exc.errors()[0]["msg"]
+            ) from None
+        parsed = self._redacted_export(parsed)
         await self._store.import_session(project, parsed)
         log.info(
             "conversation.session_imported",
@@ -740,9 +807,19 @@ def _check_json_size(
         raise InvalidInputError(field_name, f"must be at most {max_bytes} bytes as JSON")
 
 
+def _check_numbers(data: SessionExport) -> None:
+    """Every id and duration must fit the database's 64-bit integers."""
+    numbers = [e.id for e in data.entries] + [x.id for x in data.summaries]
+    numbers += [x.id for x in data.exchanges] + [c.duration for c in data.cache]
+    numbers += [c.remaining for c in data.cache]
+    if any(not 0 <= n < 2**63 for n in numbers):
+        raise InvalidInputError("data", "ids and durations must be whole numbers below 2^63")
+
+
 def _check_export(data: SessionExport) -> None:
     """Links inside an export must hold, or the imported session would lie about itself."""
     _check_json_size("data", data.model_dump(mode="json"), max_bytes=None)
+    _check_numbers(data)
     for name, ids in (
         ("entries", [e.id for e in data.entries]),
         ("summaries", [x.id for x in data.summaries]),

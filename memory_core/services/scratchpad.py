@@ -246,6 +246,10 @@ class ScratchpadService:
         # recurring snippet becomes one preference or document, not one per wording.
         earlier = next((p.promoted_ref for p in peers if p.promoted_to is target), None)
         ref = key or earlier or f"scratchpad/{snippet.norm_hash[:12]}"
+        if target is PromotionTarget.BUSINESS_CONTEXT and key and not key.startswith("scratchpad/"):
+            # A promoted note is its own document: a key such as "handbook.md" must not
+            # replace the ingested document of that name.
+            ref = f"scratchpad/{key}"
         if target is PromotionTarget.PREFERENCES:
             owner = snippet.user
             assert owner is not None  # checked by the callers

@@ -322,3 +322,19 @@ def test_backup_while_another_connection_writes(
         conn.close()
     assert counts == sorted(counts) and counts[0] >= 50  # each copy a consistent snapshot
     assert written[0] >= counts[-1]
+
+
+def test_export_never_writes_over_the_database_itself(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    db = tmp_path / "m.db"
+    monkeypatch.setenv("MEMSTRATA_DB", str(db))
+    assert run_cli(capsys, "migrate")[0] == 0
+    before = db.read_bytes()
+    code, _, err = run_cli(capsys, "export", str(db), "--force")
+    assert code == 2 and "database itself" in err
+    assert db.read_bytes() == before
+    target = tmp_path / "out.jsonl"
+    assert run_cli(capsys, "export", str(target))[0] == 0
+    assert target.read_text().startswith('{"format":"memstrata-export"')
+    assert not list(tmp_path.glob(".*.partial"))

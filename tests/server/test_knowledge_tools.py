@@ -504,3 +504,35 @@ async def test_ingest_path_reads_a_folder_with_progress(tmp_path: Path, settings
         assert again.unchanged == 2
         found = await c.knowledge.business.search("t", "beta")
         assert [h.chunk.source for h in found.hits] == ["sub/b.txt"]
+
+
+async def test_promoting_under_a_documents_name_never_replaces_that_document(
+    client: Client,
+) -> None:
+    await call(
+        client,
+        "ingest_document",
+        tenant="acme",
+        source="handbook.md",
+        text="Deploys happen on Tuesdays after the review.",
+    )
+    sid = (
+        await call(
+            client,
+            "scratchpad_write",
+            session_id="s",
+            snippet="Refunds need a receipt.",
+            tenant="acme",
+        )
+    )["snippet"]["id"]
+    promoted = await call(
+        client,
+        "scratchpad_promote",
+        session_id="s",
+        id=sid,
+        target="business_context",
+        key="handbook.md",
+    )
+    assert promoted["promotion"]["ref"] == "scratchpad/handbook.md"
+    found = await call(client, "search_business_context", tenant="acme", query="deploys tuesdays")
+    assert found["hits"][0]["source"] == "handbook.md"

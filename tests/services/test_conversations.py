@@ -466,3 +466,42 @@ async def test_credentials_are_redacted_before_storage(
     hit = await svc.cache_lookup(P, "s", "gh", {"auth": token})
     assert hit is not None and hit.result == {"echo": "[REDACTED:github_token]"}
     assert token not in (await svc.export(P, "s")).model_dump_json()
+
+
+async def test_an_import_is_checked_and_redacted_like_any_write(
+    storage: StorageUnderTest, clock: FrozenClock
+) -> None:
+    token = "ghp_" + "aB3dE5fG7hJ9kL1mN3pQ5rS7tU9vW1xY3zA5"
+    svc = make(storage, clock)
+    await svc.start(P, "s")
+    await say(svc, "s", "plain words")
+    data = (await svc.export(P, "s")).model_dump(mode="json")
+    bad_config = {**data, "config": {"bogus": 1}}
+    with pytest.raises(InvalidInputError) as info:
+        await svc.import_(P, bad_config, session_id="a")
+    assert info.value.field.startswith("data.config")
+    huge = {**data, "entries": [{**data["entries"][0], "id": 2**70}]}
+    with pytest.raises(InvalidInputError):
+        await svc.import_(P, huge, session_id="b")
+    secret = {**data, "entries": [{**data["entries"][0], "content": f"key {token}"}]}
+    await svc.import_(P, secret, session_id="c")
+    assert token not in (await svc.export(P, "c")).model_dump_json()
+    for sid in ("a", "b"):
+        with pytest.raises(SessionNotFoundError):
+            await svc.stats(P, sid)
+
+
+async def test_a_failed_follow_up_compression_does_not_fail_the_entry(
+    storage: StorageUnderTest, clock: FrozenClock, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    svc = make(storage, clock, FixedSummarizer(), compress_entry_limit=2, recent_window=0)
+    await svc.start(P, "s")
+
+    async def raced(*args: object, **kwargs: object) -> None:
+        raise ConflictError("those entries were summarised meanwhile")
+
+    monkeypatch.setattr(svc, "_auto_compress", raced)
+    for i in range(3):
+        added = await svc.add_entry(P, "s", type=EntryType.MESSAGE, content=f"m{i}", role=Role.USER)
+        assert added.compression is None
+    assert (await svc.stats(P, "s")).total_entries == 3

@@ -152,3 +152,20 @@ async def test_pruned_rows_lose_their_vectors(db: aiosqlite.Connection) -> None:
     assert await index.vector_stats() == (1, 0)
     query = FAKE.embed(["old tea note"])[0]
     assert [h.id for h in await index.search_vectors("p", query, layer=None, limit=5)] == [kept.id]
+
+
+async def test_own_deletes_drop_stale_bits_and_new_rows_are_found(db: aiosqlite.Connection) -> None:
+    index = SqliteVectorIndex(SqliteSession(db), exact_max=0)
+    await index.ensure_model(FAKE.model_id, FAKE.dims)
+    repo = SqliteMemoryRepository(SqliteSession(db))
+    # More near-duplicates of the query than the coarse pass keeps as candidates.
+    stale = [await add(repo, f"quarterly budget review item {i}") for i in range(600)]
+    await put(index, *stale)
+    query = FAKE.embed(["quarterly budget review"])[0]
+    assert len(await index.search_vectors("p", query, layer=None, limit=5)) == 5
+    await repo.delete("p", [m.id for m in stale])  # this connection: data_version stays put
+    fresh = await add(repo, "budget")
+    await put(index, fresh)
+    await index.search_vectors("p", query, layer=None, limit=5)  # notices the stale bits
+    hits = await index.search_vectors("p", query, layer=None, limit=5)
+    assert [h.id for h in hits] == [fresh.id]

@@ -285,10 +285,10 @@ class SqliteVectorIndex:
             layer_filter = " AND layer = :layer"
             params["layer"] = layer.value
         async with self._session.read("vector search"):
-            # A project with bits in memory is large (their count saves a recount of it).
-            loaded = self._coarse.get(project)
-            size = loaded.size if loaded is not None else await self._project_size(project)
+            size = await self._project_size(project)  # cached, with a TTL
             if size <= self._exact_max:
+                # A project that shrank (cleared, pruned) below the threshold frees its bits.
+                self._coarse.pop(project, None)
                 rows = await self._session.fetch(
                     "SELECT id, distance FROM context_vectors WHERE embedding MATCH :q"
                     f" AND k = :k AND project = :project{layer_filter} ORDER BY distance",
@@ -309,6 +309,15 @@ class SqliteVectorIndex:
                     " ORDER BY distance LIMIT :k",
                     {"q": params["q"], "k": params["k"]},
                 )
+                found = await self._session.fetch(
+                    "SELECT count(*) FROM context_embeddings"
+                    f" WHERE id IN ({', '.join(map(str, ids)) or 'NULL'})"
+                )
+                if int(found[0][0]) < len(ids) // 2:
+                    # Trigger: most candidates were deleted since the bits were loaded (this
+                    # connection's own deletes do not move PRAGMA data_version). Outcome:
+                    # the next search reloads the project's bits from the table.
+                    self._coarse.pop(project, None)
         return [VectorMatch(id=int(r[0]), distance=float(r[1])) for r in rows]
 
     async def _coarse_bits(self, project: str, dims: int) -> _CoarseBits:

@@ -1,0 +1,46 @@
+"""The grant check of the HTTP edge, on hostile JSON-RPC shapes (no server needed)."""
+
+from __future__ import annotations
+
+from server.auth import Grant
+from server.http_guard import _messages, refusal
+
+ALPHA = Grant(name="alpha", token="a" * 32, projects=("alpha",))
+READER = Grant(name="reader", token="r" * 32, read_only=True)
+
+
+def check(grant: Grant, message: object) -> str | None:
+    return refusal(
+        grant,
+        message,
+        default_project="default",
+        read_only_tools=frozenset({"search"}),
+        unscoped_tools=frozenset({"search_business_context"}),
+    )
+
+
+def call(name: object, **arguments: object) -> dict[str, object]:
+    return {
+        "jsonrpc": "2.0",
+        "id": 1,
+        "method": "tools/call",
+        "params": {"name": name, "arguments": arguments},
+    }
+
+
+def test_odd_tool_names_are_refused_not_crashed_on() -> None:
+    assert check(READER, call(["search"])) == "the tool name must be a string"
+    assert check(ALPHA, call({"x": 1})) == "the tool name must be a string"
+
+
+def test_project_given_as_the_text_null_means_the_default_project() -> None:
+    reason = check(ALPHA, call("search", query="x", project="null"))
+    assert reason is not None and "'default'" in reason
+    assert check(ALPHA, call("search", query="x", project="alpha")) is None
+    assert check(ALPHA, call("search_business_context", tenant="t", query="x")) is not None
+
+
+def test_deep_or_broken_json_is_left_to_the_transport() -> None:
+    assert list(_messages(b"[" * 100_000 + b"]" * 100_000)) == []
+    assert list(_messages(b"{not json")) == []
+    assert len(list(_messages(b'[{"a": 1}, {"b": 2}]'))) == 2
