@@ -39,7 +39,10 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description=textwrap.fill(
             "Copy every memory (ids, tiers, access counts, embeddings and the embedding model "
             "record) from one store into an empty one, in batches with a progress bar, then "
-            "compare counts. The source is never changed. Conversations and the knowledge "
+            "compare counts. The source's rows are never changed (its schema is brought up to "
+            "date first, as every command does; an older memstrata then refuses it). A copy "
+            "that fails midway leaves the target partly filled: empty it before retrying. "
+            "Conversations and the knowledge "
             "stores (scratchpad, preferences, playbooks, documents) are not copied "
             "(see docs/postgres.md).",
             88,
