@@ -9,7 +9,6 @@ Writers of different sessions do not wait for each other.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -20,11 +19,9 @@ from memory_core.domain.conversation import (
     CachedResult,
     Entry,
     EntryDraft,
-    EntryType,
     Exchange,
     ExchangeOutcome,
     PendingSummary,
-    Role,
     SessionExport,
     SessionInfo,
     Summary,
@@ -34,96 +31,20 @@ from memory_core.domain.conversation import (
 from memory_core.errors import ConflictError, SessionNotFoundError
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.session import PostgresSession, rowcount
+from memory_core.storage.records import RowReader, json_text, next_number
 
 __all__ = ["PostgresConversationStore"]
 
-_SCOPE = "project = $1 AND session_id = $2"
-# Ties broken in byte order, as SQLite's BINARY collation sorts (not the database's locale).
-_CACHE_ORDER = 'ORDER BY created_at, cache_key COLLATE "C"'
+_ROWS = RowReader(aware)
 
 
 def _opt(value: datetime | None) -> datetime | None:
     return aware(value) if value is not None else None
 
 
-def _session(row: Any) -> SessionInfo:
-    pending = json.loads(row["pending_summary"]) if row["pending_summary"] else None
-    return SessionInfo(
-        project=row["project"],
-        session_id=row["session_id"],
-        created_at=aware(row["created_at"]),
-        updated_at=aware(row["updated_at"]),
-        config=json.loads(row["config"]),
-        qa_summary=row["qa_summary"],
-        qa_summary_from=_opt(row["qa_summary_from"]),
-        qa_summary_until=_opt(row["qa_summary_until"]),
-        last_entry=row["next_entry"] - 1,
-        pending=PendingSummary.model_validate(pending) if pending else None,
-    )
-
-
-def _entry(row: Any) -> Entry:
-    return Entry(
-        id=row["entry_no"],
-        type=EntryType(row["type"]),
-        role=Role(row["role"]),
-        content=row["content"],
-        tool_name=row["tool_name"],
-        arguments=json.loads(row["arguments"]) if row["arguments"] is not None else None,
-        source=row["source"],
-        is_error=bool(row["is_error"]),
-        timestamp=aware(row["created_at"]),
-        token_count=row["token_count"],
-        compressed=bool(row["compressed"]),
-        summary_id=row["summary_no"],
-    )
-
-
-def _summary(row: Any) -> Summary:
-    return Summary(
-        id=row["summary_no"],
-        text=row["text"],
-        entry_ids=tuple(json.loads(row["entry_ids"])),
-        token_count=row["token_count"],
-        original_tokens=row["original_tokens"],
-        ratio=row["ratio"],
-        covers_from=aware(row["covers_from"]),
-        covers_until=aware(row["covers_until"]),
-        source=row["source"],
-        created_at=aware(row["created_at"]),
-    )
-
-
-def _exchange(row: Any) -> Exchange:
-    return Exchange(
-        id=row["exchange_no"],
-        question=row["question"],
-        answer=row["answer"],
-        answer_shortened=bool(row["answer_shortened"]),
-        timestamp=aware(row["created_at"]),
-        folded=bool(row["folded"]),
-    )
-
-
-def _cached(row: Any) -> CachedResult:
-    return CachedResult(
-        key=row["cache_key"],
-        tool_name=row["tool_name"],
-        parameters=json.loads(row["parameters"]),
-        result=json.loads(row["result"]),
-        duration=row["duration"],
-        remaining=row["remaining"],
-        created_at=aware(row["created_at"]),
-    )
-
-
-def _json(value: JsonValue) -> str:
-    # The same text the SQLite backend stores, so exports match across backends.
-    return json.dumps(value, ensure_ascii=False)
-
-
-def _next(ids: Iterable[int]) -> int:
-    return max(ids, default=0) + 1
+_SCOPE = "project = $1 AND session_id = $2"
+# Ties broken in byte order, as SQLite's BINARY collation sorts (not the database's locale).
+_CACHE_ORDER = 'ORDER BY created_at, cache_key COLLATE "C"'
 
 
 class PostgresConversationStore:
@@ -157,12 +78,12 @@ class PostgresConversationStore:
                 aware(now),
             )
             row = await self._require(conn, project, session_id, lock=False)
-        return _session(row), rowcount(status) == 1
+        return _ROWS.session(row), rowcount(status) == 1
 
     async def get_session(self, project: str, session_id: str) -> SessionInfo:
         """See ConversationStore.get_session."""
         async with self._s.read("get_session") as conn:
-            return _session(await self._require(conn, project, session_id, lock=False))
+            return _ROWS.session(await self._require(conn, project, session_id, lock=False))
 
     async def list_sessions(self, project: str, limit: int) -> list[SessionInfo]:
         """See ConversationStore.list_sessions."""
@@ -173,7 +94,7 @@ class PostgresConversationStore:
                 project,
                 limit,
             )
-        return [_session(r) for r in rows]
+        return [_ROWS.session(r) for r in rows]
 
     async def add_entry(
         self, project: str, session_id: str, draft: EntryDraft, now: datetime
@@ -194,7 +115,7 @@ class PostgresConversationStore:
                 draft.role.value,
                 draft.content,
                 draft.tool_name,
-                _json(draft.arguments) if draft.arguments is not None else None,
+                json_text(draft.arguments) if draft.arguments is not None else None,
                 draft.source,
                 draft.is_error,
                 stamp,
@@ -219,7 +140,7 @@ class PostgresConversationStore:
                 project,
                 session_id,
             )
-        return [_entry(r) for r in rows]
+        return [_ROWS.entry(r) for r in rows]
 
     async def summaries(self, project: str, session_id: str) -> list[Summary]:
         """See ConversationStore.summaries."""
@@ -230,7 +151,7 @@ class PostgresConversationStore:
                 project,
                 session_id,
             )
-        return [_summary(r) for r in rows]
+        return [_ROWS.summary(r) for r in rows]
 
     async def exchanges(
         self, project: str, session_id: str, *, active_only: bool
@@ -244,7 +165,7 @@ class PostgresConversationStore:
                 project,
                 session_id,
             )
-        return [_exchange(r) for r in rows]
+        return [_ROWS.exchange(r) for r in rows]
 
     async def apply_summary(
         self, project: str, session_id: str, draft: SummaryDraft, now: datetime
@@ -366,7 +287,7 @@ class PostgresConversationStore:
                 stamp,
             )
             active = [
-                _exchange(r)
+                _ROWS.exchange(r)
                 for r in await conn.fetch(
                     f"SELECT * FROM conversation_exchanges WHERE {_SCOPE} AND NOT folded"
                     " ORDER BY exchange_no",
@@ -405,7 +326,7 @@ class PostgresConversationStore:
                 session_id,
             )
             expired = [
-                _cached(r)
+                _ROWS.cached(r)
                 for r in await conn.fetch(
                     f"DELETE FROM tool_result_cache WHERE {_SCOPE} AND remaining <= 0 RETURNING *",
                     project,
@@ -458,7 +379,7 @@ class PostgresConversationStore:
                 item.key,
                 item.tool_name,
                 canonical_json(item.parameters),
-                _json(item.result),
+                json_text(item.result),
                 item.duration,
                 item.remaining,
                 aware(item.created_at),
@@ -475,7 +396,7 @@ class PostgresConversationStore:
                 session_id,
                 key,
             )
-        return _cached(row) if row is not None else None
+        return _ROWS.cached(row) if row is not None else None
 
     async def cache_list(self, project: str, session_id: str) -> list[CachedResult]:
         """See ConversationStore.cache_list."""
@@ -486,13 +407,13 @@ class PostgresConversationStore:
                 project,
                 session_id,
             )
-        return [_cached(r) for r in rows]
+        return [_ROWS.cached(r) for r in rows]
 
     async def export_session(self, project: str, session_id: str) -> SessionExport:
         """See ConversationStore.export_session."""
         scope = (project, session_id)
         async with self._s.snapshot("export_session") as conn:
-            info = _session(await self._require(conn, project, session_id, lock=False))
+            info = _ROWS.session(await self._require(conn, project, session_id, lock=False))
             entries = await conn.fetch(
                 f"SELECT * FROM conversation_entries WHERE {_SCOPE} ORDER BY entry_no", *scope
             )
@@ -514,10 +435,10 @@ class PostgresConversationStore:
             qa_summary=info.qa_summary,
             qa_summary_from=info.qa_summary_from,
             qa_summary_until=info.qa_summary_until,
-            entries=[_entry(r) for r in entries],
-            summaries=[_summary(r) for r in summaries],
-            exchanges=[_exchange(r) for r in exchanges],
-            cache=[_cached(r) for r in cache],
+            entries=[_ROWS.entry(r) for r in entries],
+            summaries=[_ROWS.summary(r) for r in summaries],
+            exchanges=[_ROWS.exchange(r) for r in exchanges],
+            cache=[_ROWS.cached(r) for r in cache],
         )
 
     async def import_session(self, project: str, data: SessionExport) -> None:
@@ -537,9 +458,9 @@ class PostgresConversationStore:
                 data.qa_summary,
                 _opt(data.qa_summary_from),
                 _opt(data.qa_summary_until),
-                _next(e.id for e in data.entries),
-                _next(s.id for s in data.summaries),
-                _next(x.id for x in data.exchanges),
+                next_number(e.id for e in data.entries),
+                next_number(s.id for s in data.summaries),
+                next_number(x.id for x in data.exchanges),
             )
             if rowcount(status) != 1:
                 raise ConflictError(f"session {sid!r} already exists")
@@ -580,7 +501,7 @@ class PostgresConversationStore:
                         e.role.value,
                         e.content,
                         e.tool_name,
-                        _json(e.arguments) if e.arguments is not None else None,
+                        json_text(e.arguments) if e.arguments is not None else None,
                         e.source,
                         e.is_error,
                         aware(e.timestamp),
@@ -620,7 +541,7 @@ class PostgresConversationStore:
                         c.key,
                         c.tool_name,
                         canonical_json(c.parameters),
-                        _json(c.result),
+                        json_text(c.result),
                         c.duration,
                         c.remaining,
                         aware(c.created_at),

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -12,38 +11,18 @@ import numpy as np
 from memory_core.domain.knowledge import Chunk, ChunkDraft, DocumentOrigin, DocumentRecord
 from memory_core.knowledge_ports import DocumentWrite, Vector
 from memory_core.storage.postgres.rows import aware
-from memory_core.storage.postgres.scratchpad import lock_text, to_bytes
+from memory_core.storage.postgres.scratchpad import lock_text
 from memory_core.storage.postgres.session import PostgresSession
 from memory_core.storage.postgres.tsquery import to_tsquery_text
+from memory_core.storage.records import ChunkMatrix, RowReader, vector_to_bytes
 
 __all__ = ["PostgresDocumentStore"]
 
+_ROWS = RowReader(aware)
+
+
 # The keyword rank of context_snapshots (repository.py): normalisation 1 favours short chunks.
 _RANK = "ts_rank_cd(c.search_vector, q, 1)"
-
-
-def _document(row: Any) -> DocumentRecord:
-    return DocumentRecord(
-        id=row["id"],
-        tenant=row["tenant"],
-        source=row["source"],
-        origin=DocumentOrigin(row["origin"]),
-        content_hash=row["content_hash"],
-        chunk_count=row["chunk_count"],
-        char_count=len(row["body"]),
-        created_at=aware(row["created_at"]),
-        updated_at=aware(row["updated_at"]),
-    )
-
-
-@dataclass(frozen=True)
-class _Matrix:
-    """A tenant's chunk vectors of one model, as of one revision."""
-
-    revision: int
-    model_id: str
-    ids: np.ndarray[Any, np.dtype[np.int64]]
-    vectors: np.ndarray[Any, np.dtype[np.float32]]
 
 
 class PostgresDocumentStore:
@@ -57,7 +36,7 @@ class PostgresDocumentStore:
 
     def __init__(self, session: PostgresSession) -> None:
         self._session = session
-        self._matrices: dict[str, _Matrix] = {}
+        self._matrices: dict[str, ChunkMatrix] = {}
 
     async def get_document(self, tenant: str, source: str) -> DocumentRecord | None:
         """The stored document of a source."""
@@ -67,7 +46,7 @@ class PostgresDocumentStore:
                 tenant,
                 source,
             )
-        return _document(row) if row is not None else None
+        return _ROWS.document(row) if row is not None else None
 
     async def put_document(
         self,
@@ -92,7 +71,7 @@ class PostgresDocumentStore:
                 source,
             )
             if old is not None and old["content_hash"] == content_hash:
-                return DocumentWrite(document=_document(old), status="unchanged")
+                return DocumentWrite(document=_ROWS.document(old), status="unchanged")
             if old is not None:
                 # Chunks go with their document (ON DELETE CASCADE).
                 await conn.execute("DELETE FROM knowledge_documents WHERE id = $1", old["id"])
@@ -120,7 +99,7 @@ class PostgresDocumentStore:
                         c.start,
                         c.end,
                         c.text,
-                        to_bytes(vectors[i]) if vectors is not None else None,
+                        vector_to_bytes(vectors[i]) if vectors is not None else None,
                         model_id if vectors is not None else None,
                     )
                     for i, c in enumerate(chunks)
@@ -132,7 +111,7 @@ class PostgresDocumentStore:
                 tenant,
             )
         return DocumentWrite(
-            document=_document(row), status="replaced" if old is not None else "created"
+            document=_ROWS.document(row), status="replaced" if old is not None else "created"
         )
 
     async def keyword_candidates(self, tenant: str, fts: str, *, limit: int) -> list[int]:
@@ -151,7 +130,7 @@ class PostgresDocumentStore:
             )
         return [int(r[0]) for r in rows]
 
-    async def _matrix(self, conn: Any, tenant: str, model_id: str) -> _Matrix | None:
+    async def _matrix(self, conn: Any, tenant: str, model_id: str) -> ChunkMatrix | None:
         revision = await conn.fetchval(
             "SELECT revision FROM knowledge_revisions WHERE tenant = $1", tenant
         )
@@ -172,7 +151,7 @@ class PostgresDocumentStore:
             vectors = vectors.astype(np.float32).reshape(len(found), -1)
         else:
             vectors = np.zeros((0, 1), dtype=np.float32)
-        matrix = _Matrix(revision=int(revision), model_id=model_id, ids=ids, vectors=vectors)
+        matrix = ChunkMatrix(revision=int(revision), model_id=model_id, ids=ids, vectors=vectors)
         self._matrices[tenant] = matrix
         return matrix
 
@@ -229,4 +208,4 @@ class PostgresDocumentStore:
             params.append([o.value for o in origins])
         async with self._session.read("listing documents") as conn:
             rows = await conn.fetch(sql + " ORDER BY created_at, id", *params)
-        return [(_document(r), str(r["body"])) for r in rows]
+        return [(_ROWS.document(r), str(r["body"])) for r in rows]

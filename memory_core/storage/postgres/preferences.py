@@ -5,45 +5,17 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference
 from memory_core.knowledge_ports import Vector
 from memory_core.storage.postgres.rows import aware
-from memory_core.storage.postgres.scratchpad import from_bytes, lock_text, to_bytes
+from memory_core.storage.postgres.scratchpad import lock_text
 from memory_core.storage.postgres.session import PostgresSession
+from memory_core.storage.records import RowReader, vector_to_bytes
 
 __all__ = ["PostgresPlaybookStore", "PostgresPreferenceStore"]
 
-
-def _preference(row: Any) -> Preference:
-    return Preference(
-        id=row["id"],
-        user=row["user_id"],
-        key=row["key"],
-        value=row["value"],
-        flow_id=row["flow_id"],
-        origin=row["origin"],
-        created_at=aware(row["created_at"]),
-        updated_at=aware(row["updated_at"]),
-    )
-
-
-def _playbook(row: Any) -> Playbook:
-    return Playbook(
-        id=row["id"],
-        user=row["user_id"],
-        flow=row["flow"],
-        user_query=row["user_query"],
-        slots=json.loads(row["slots"]),
-        tool_calls=json.loads(row["tool_calls"]),
-        outcome=row["outcome"],
-        created_at=aware(row["created_at"]),
-    )
-
-
-def _vector_of(row: Any, model_id: str | None) -> Vector | None:
-    return from_bytes(row["embedding"]) if model_id and row["embed_model"] == model_id else None
+_ROWS = RowReader(aware)
 
 
 async def _set_vectors(
@@ -56,7 +28,7 @@ async def _set_vectors(
             f"UPDATE {table} AS t SET embedding = u.embedding, embed_model = $3"
             " FROM unnest($1::bigint[], $2::bytea[]) AS u(id, embedding) WHERE t.id = u.id",
             [int(i) for i, _ in items],
-            [to_bytes(v) for _, v in items],
+            [vector_to_bytes(v) for _, v in items],
             model_id,
         )
 
@@ -98,11 +70,11 @@ class PostgresPreferenceStore:
                 value,
                 flow_id,
                 origin,
-                to_bytes(vector),
+                vector_to_bytes(vector),
                 model_id if vector is not None else None,
                 stamp,
             )
-        return _preference(row), (str(old) if old is not None else None)
+        return _ROWS.preference(row), (str(old) if old is not None else None)
 
     async def get(self, user: str, key: str) -> Preference | None:
         """The rule under this key."""
@@ -110,7 +82,7 @@ class PostgresPreferenceStore:
             row = await conn.fetchrow(
                 "SELECT * FROM user_preferences WHERE user_id = $1 AND key = $2", user, key
             )
-        return _preference(row) if row is not None else None
+        return _ROWS.preference(row) if row is not None else None
 
     async def list_user(
         self, user: str, model_id: str | None
@@ -121,7 +93,7 @@ class PostgresPreferenceStore:
                 'SELECT * FROM user_preferences WHERE user_id = $1 ORDER BY key COLLATE "C"',
                 user,
             )
-        return [(_preference(r), _vector_of(r, model_id)) for r in rows]
+        return [(_ROWS.preference(r), _ROWS.vector(r, model_id)) for r in rows]
 
     async def set_vectors(self, items: Sequence[tuple[int, Vector]], model_id: str) -> None:
         """Store vectors of rules written without one."""
@@ -153,7 +125,7 @@ class PostgresPlaybookStore:
                 json.dumps(draft.tool_calls, ensure_ascii=False),
                 draft.outcome,
                 draft.record_hash,
-                to_bytes(vector),
+                vector_to_bytes(vector),
                 model_id if vector is not None else None,
                 aware(now),
             )
@@ -164,7 +136,7 @@ class PostgresPlaybookStore:
                     draft.user,
                     draft.record_hash,
                 )
-        return _playbook(row), created
+        return _ROWS.playbook(row), created
 
     async def list_user(
         self, user: str, flow: str | None, model_id: str | None
@@ -176,7 +148,7 @@ class PostgresPlaybookStore:
             params.append(flow)
         async with self._session.read("reading playbooks") as conn:
             rows = await conn.fetch(sql + " ORDER BY id", *params)
-        return [(_playbook(r), _vector_of(r, model_id)) for r in rows]
+        return [(_ROWS.playbook(r), _ROWS.vector(r, model_id)) for r in rows]
 
     async def set_vectors(self, items: Sequence[tuple[int, Vector]], model_id: str) -> None:
         """Store vectors of playbooks recorded without one."""

@@ -6,24 +6,15 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-import numpy as np
-
 from memory_core.domain.knowledge import PromotionReason, PromotionTarget, Snippet, SnippetDraft
 from memory_core.knowledge_ports import SnippetWrite, Vector
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.session import PostgresSession
+from memory_core.storage.records import RowReader, vector_to_bytes
 
-__all__ = ["PostgresScratchpadStore", "from_bytes", "lock_text", "to_bytes"]
+__all__ = ["PostgresScratchpadStore", "lock_text"]
 
-
-def to_bytes(vector: Vector | None) -> bytes | None:
-    """A vector as little-endian float32 bytes (the SQLite backend's blob, byte for byte)."""
-    return None if vector is None else np.asarray(vector, dtype="<f4").tobytes()
-
-
-def from_bytes(blob: bytes | None) -> Vector | None:
-    """Inverse of `to_bytes`."""
-    return None if blob is None else np.frombuffer(blob, dtype="<f4").astype(np.float32)
+_ROWS = RowReader(aware)
 
 
 async def lock_text(conn: Any, name: str) -> None:
@@ -34,25 +25,6 @@ async def lock_text(conn: Any, name: str) -> None:
     write is about restores the SQLite outcome without serialising unrelated writes.
     """
     await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", name)
-
-
-def _snippet(row: Any) -> Snippet:
-    return Snippet(
-        id=row["id"],
-        session_id=row["session_id"],
-        user=row["user_id"],
-        tenant=row["tenant"],
-        text=row["snippet"],
-        norm_hash=row["norm_hash"],
-        salient=bool(row["salient"]),
-        promote_to=row["promote_to"],
-        created_at=aware(row["created_at"]),
-        last_used_at=aware(row["last_used_at"]),
-        use_count=row["use_count"],
-        promoted_to=row["promoted_to"],
-        promoted_ref=row["promoted_ref"],
-        promoted_reason=row["promoted_reason"],
-    )
 
 
 class PostgresScratchpadStore:
@@ -80,7 +52,7 @@ class PostgresScratchpadStore:
     ) -> SnippetWrite:
         """Add or refresh a snippet and evict the least recently used beyond `cap`."""
         stamp = aware(now)
-        blob = to_bytes(vector)
+        blob = vector_to_bytes(vector)
         async with self._session.write("writing a scratchpad snippet") as conn:
             await lock_text(conn, f"scratchpad\x1f{draft.session_id}")
             seq = await self._next_seq(conn, draft.session_id)
@@ -129,7 +101,7 @@ class PostgresScratchpadStore:
                 cap,
             )
         return SnippetWrite(
-            snippet=_snippet(row), created=created, evicted=[_snippet(r) for r in evicted]
+            snippet=_ROWS.snippet(row), created=created, evicted=[_ROWS.snippet(r) for r in evicted]
         )
 
     async def read(
@@ -166,7 +138,7 @@ class PostgresScratchpadStore:
                 session_id,
             )
         wanted = set(found)
-        return [_snippet(r) for r in out if r["id"] in wanted]
+        return [_ROWS.snippet(r) for r in out if r["id"] in wanted]
 
     async def get(self, session_id: str, snippet_id: int) -> Snippet | None:
         """One snippet, without marking it used."""
@@ -176,7 +148,7 @@ class PostgresScratchpadStore:
                 session_id,
                 snippet_id,
             )
-        return _snippet(row) if row is not None else None
+        return _ROWS.snippet(row) if row is not None else None
 
     async def peers(
         self, user: str | None, tenant: str | None, model_id: str | None
@@ -194,8 +166,8 @@ class PostgresScratchpadStore:
             )
         return [
             (
-                _snippet(r),
-                from_bytes(r["embedding"]) if model_id and r["embed_model"] == model_id else None,
+                _ROWS.snippet(r),
+                _ROWS.vector(r, model_id),
             )
             for r in rows
         ]

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
 from datetime import datetime
 from typing import Any
 
@@ -15,11 +14,9 @@ from memory_core.domain.conversation import (
     CachedResult,
     Entry,
     EntryDraft,
-    EntryType,
     Exchange,
     ExchangeOutcome,
     PendingSummary,
-    Role,
     SessionExport,
     SessionInfo,
     Summary,
@@ -27,91 +24,15 @@ from memory_core.domain.conversation import (
     canonical_json,
 )
 from memory_core.errors import ConflictError, SessionNotFoundError
+from memory_core.storage.records import RowReader, json_text, next_number
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
 
 __all__ = ["SqliteConversationStore"]
 
+_ROWS = RowReader(decode_time)
+
 _SCOPE = "project = :project AND session_id = :session_id"
-
-
-def _opt_time(value: str | None) -> datetime | None:
-    return decode_time(value) if value is not None else None
-
-
-def _session(row: Any) -> SessionInfo:
-    pending = json.loads(row["pending_summary"]) if row["pending_summary"] else None
-    return SessionInfo(
-        project=row["project"],
-        session_id=row["session_id"],
-        created_at=decode_time(row["created_at"]),
-        updated_at=decode_time(row["updated_at"]),
-        config=json.loads(row["config"]),
-        qa_summary=row["qa_summary"],
-        qa_summary_from=_opt_time(row["qa_summary_from"]),
-        qa_summary_until=_opt_time(row["qa_summary_until"]),
-        last_entry=row["next_entry"] - 1,
-        pending=PendingSummary.model_validate(pending) if pending else None,
-    )
-
-
-def _entry(row: Any) -> Entry:
-    return Entry(
-        id=row["entry_no"],
-        type=EntryType(row["type"]),
-        role=Role(row["role"]),
-        content=row["content"],
-        tool_name=row["tool_name"],
-        arguments=json.loads(row["arguments"]) if row["arguments"] is not None else None,
-        source=row["source"],
-        is_error=bool(row["is_error"]),
-        timestamp=decode_time(row["created_at"]),
-        token_count=row["token_count"],
-        compressed=bool(row["compressed"]),
-        summary_id=row["summary_no"],
-    )
-
-
-def _summary(row: Any) -> Summary:
-    return Summary(
-        id=row["summary_no"],
-        text=row["text"],
-        entry_ids=tuple(json.loads(row["entry_ids"])),
-        token_count=row["token_count"],
-        original_tokens=row["original_tokens"],
-        ratio=row["ratio"],
-        covers_from=decode_time(row["covers_from"]),
-        covers_until=decode_time(row["covers_until"]),
-        source=row["source"],
-        created_at=decode_time(row["created_at"]),
-    )
-
-
-def _exchange(row: Any) -> Exchange:
-    return Exchange(
-        id=row["exchange_no"],
-        question=row["question"],
-        answer=row["answer"],
-        answer_shortened=bool(row["answer_shortened"]),
-        timestamp=decode_time(row["created_at"]),
-        folded=bool(row["folded"]),
-    )
-
-
-def _cached(row: Any) -> CachedResult:
-    return CachedResult(
-        key=row["cache_key"],
-        tool_name=row["tool_name"],
-        parameters=json.loads(row["parameters"]),
-        result=json.loads(row["result"]),
-        duration=row["duration"],
-        remaining=row["remaining"],
-        created_at=decode_time(row["created_at"]),
-    )
-
-
-def _json(value: JsonValue) -> str:
-    return json.dumps(value, ensure_ascii=False)
 
 
 class SqliteConversationStore:
@@ -142,12 +63,12 @@ class SqliteConversationStore:
             )
             created = cur.rowcount == 1
             row = await self._require(db, project, session_id)
-        return _session(row), created
+        return _ROWS.session(row), created
 
     async def get_session(self, project: str, session_id: str) -> SessionInfo:
         """See ConversationStore.get_session."""
         async with self._s.read("get_session") as db:
-            return _session(await self._require(db, project, session_id))
+            return _ROWS.session(await self._require(db, project, session_id))
 
     async def list_sessions(self, project: str, limit: int) -> list[SessionInfo]:
         """See ConversationStore.list_sessions."""
@@ -157,7 +78,7 @@ class SqliteConversationStore:
                 "ORDER BY updated_at DESC, session_id LIMIT ?",
                 (project, limit),
             )
-        return [_session(r) for r in rows]
+        return [_ROWS.session(r) for r in rows]
 
     async def add_entry(
         self, project: str, session_id: str, draft: EntryDraft, now: datetime
@@ -180,7 +101,9 @@ class SqliteConversationStore:
                     "role": draft.role.value,
                     "content": draft.content,
                     "tool_name": draft.tool_name,
-                    "arguments": _json(draft.arguments) if draft.arguments is not None else None,
+                    "arguments": json_text(draft.arguments)
+                    if draft.arguments is not None
+                    else None,
                     "source": draft.source,
                     "is_error": int(draft.is_error),
                     "now": stamp,
@@ -207,7 +130,7 @@ class SqliteConversationStore:
                 f"SELECT * FROM conversation_entries WHERE {_SCOPE}{only} ORDER BY entry_no",
                 {"project": project, "session_id": session_id},
             )
-        return [_entry(r) for r in rows]
+        return [_ROWS.entry(r) for r in rows]
 
     async def summaries(self, project: str, session_id: str) -> list[Summary]:
         """See ConversationStore.summaries."""
@@ -217,7 +140,7 @@ class SqliteConversationStore:
                 f"SELECT * FROM conversation_summaries WHERE {_SCOPE} ORDER BY summary_no",
                 {"project": project, "session_id": session_id},
             )
-        return [_summary(r) for r in rows]
+        return [_ROWS.summary(r) for r in rows]
 
     async def exchanges(
         self, project: str, session_id: str, *, active_only: bool
@@ -230,7 +153,7 @@ class SqliteConversationStore:
                 f"SELECT * FROM conversation_exchanges WHERE {_SCOPE}{only} ORDER BY exchange_no",
                 {"project": project, "session_id": session_id},
             )
-        return [_exchange(r) for r in rows]
+        return [_ROWS.exchange(r) for r in rows]
 
     async def apply_summary(
         self, project: str, session_id: str, draft: SummaryDraft, now: datetime
@@ -358,7 +281,7 @@ class SqliteConversationStore:
                 },
             )
             active = [
-                _exchange(r)
+                _ROWS.exchange(r)
                 for r in await self._s.fetch(
                     f"SELECT * FROM conversation_exchanges WHERE {_SCOPE} AND folded = 0 "
                     "ORDER BY exchange_no",
@@ -387,7 +310,7 @@ class SqliteConversationStore:
                 f"UPDATE tool_result_cache SET remaining = remaining - 1 WHERE {_SCOPE}", scope
             )
             expired = [
-                _cached(r)
+                _ROWS.cached(r)
                 for r in await self._s.fetch(
                     f"DELETE FROM tool_result_cache WHERE {_SCOPE} AND remaining <= 0 RETURNING *",
                     scope,
@@ -432,7 +355,7 @@ class SqliteConversationStore:
                     item.key,
                     item.tool_name,
                     canonical_json(item.parameters),
-                    _json(item.result),
+                    json_text(item.result),
                     item.duration,
                     item.remaining,
                     encode_time(item.created_at),
@@ -448,7 +371,7 @@ class SqliteConversationStore:
                 f"WHERE {_SCOPE} AND cache_key = :key RETURNING *",
                 {"project": project, "session_id": session_id, "key": key},
             )
-        return _cached(rows[0]) if rows else None
+        return _ROWS.cached(rows[0]) if rows else None
 
     async def cache_list(self, project: str, session_id: str) -> list[CachedResult]:
         """See ConversationStore.cache_list."""
@@ -458,13 +381,13 @@ class SqliteConversationStore:
                 f"SELECT * FROM tool_result_cache WHERE {_SCOPE} ORDER BY created_at, cache_key",
                 {"project": project, "session_id": session_id},
             )
-        return [_cached(r) for r in rows]
+        return [_ROWS.cached(r) for r in rows]
 
     async def export_session(self, project: str, session_id: str) -> SessionExport:
         """See ConversationStore.export_session."""
         scope = {"project": project, "session_id": session_id}
         async with self._s.snapshot("export_session") as db:
-            info = _session(await self._require(db, project, session_id))
+            info = _ROWS.session(await self._require(db, project, session_id))
             entries = await self._s.fetch(
                 f"SELECT * FROM conversation_entries WHERE {_SCOPE} ORDER BY entry_no", scope
             )
@@ -486,10 +409,10 @@ class SqliteConversationStore:
             qa_summary=info.qa_summary,
             qa_summary_from=info.qa_summary_from,
             qa_summary_until=info.qa_summary_until,
-            entries=[_entry(r) for r in entries],
-            summaries=[_summary(r) for r in summaries],
-            exchanges=[_exchange(r) for r in exchanges],
-            cache=[_cached(r) for r in cache],
+            entries=[_ROWS.entry(r) for r in entries],
+            summaries=[_ROWS.summary(r) for r in summaries],
+            exchanges=[_ROWS.exchange(r) for r in exchanges],
+            cache=[_ROWS.cached(r) for r in cache],
         )
 
     async def import_session(self, project: str, data: SessionExport) -> None:
@@ -511,9 +434,9 @@ class SqliteConversationStore:
                     "qa_until": (
                         encode_time(data.qa_summary_until) if data.qa_summary_until else None
                     ),
-                    "ne": _next(e.id for e in data.entries),
-                    "ns": _next(s.id for s in data.summaries),
-                    "nx": _next(x.id for x in data.exchanges),
+                    "ne": next_number(e.id for e in data.entries),
+                    "ns": next_number(s.id for s in data.summaries),
+                    "nx": next_number(x.id for x in data.exchanges),
                 },
             )
             if cur.rowcount != 1:
@@ -554,7 +477,7 @@ class SqliteConversationStore:
                         e.role.value,
                         e.content,
                         e.tool_name,
-                        _json(e.arguments) if e.arguments is not None else None,
+                        json_text(e.arguments) if e.arguments is not None else None,
                         e.source,
                         int(e.is_error),
                         encode_time(e.timestamp),
@@ -593,7 +516,7 @@ class SqliteConversationStore:
                         c.key,
                         c.tool_name,
                         canonical_json(c.parameters),
-                        _json(c.result),
+                        json_text(c.result),
                         c.duration,
                         c.remaining,
                         encode_time(c.created_at),
@@ -613,7 +536,3 @@ class SqliteConversationStore:
                 count = await cur.fetchone()
             await db.execute(f"DELETE FROM conversation_sessions WHERE {_SCOPE}", scope)
         return int(count[0]) if count else 0
-
-
-def _next(ids: Iterable[int]) -> int:
-    return max(ids, default=0) + 1

@@ -3,43 +3,19 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 
 from memory_core.domain.knowledge import Chunk, ChunkDraft, DocumentOrigin, DocumentRecord
 from memory_core.knowledge_ports import DocumentWrite, Vector
+from memory_core.storage.records import ChunkMatrix, RowReader, vector_to_bytes
 from memory_core.storage.sqlite.rows import decode_time, encode_time
-from memory_core.storage.sqlite.scratchpad import to_blob
 from memory_core.storage.sqlite.session import SqliteSession
 
 __all__ = ["SqliteDocumentStore"]
 
-
-def _document(row: Any) -> DocumentRecord:
-    return DocumentRecord(
-        id=row["id"],
-        tenant=row["tenant"],
-        source=row["source"],
-        origin=DocumentOrigin(row["origin"]),
-        content_hash=row["content_hash"],
-        chunk_count=row["chunk_count"],
-        char_count=len(row["body"]),
-        created_at=decode_time(row["created_at"]),
-        updated_at=decode_time(row["updated_at"]),
-    )
-
-
-@dataclass(frozen=True)
-class _Matrix:
-    """A tenant's chunk vectors of one model, as of one revision."""
-
-    revision: int
-    model_id: str
-    ids: np.ndarray[Any, np.dtype[np.int64]]
-    vectors: np.ndarray[Any, np.dtype[np.float32]]
+_ROWS = RowReader(decode_time)
 
 
 class SqliteDocumentStore:
@@ -53,7 +29,7 @@ class SqliteDocumentStore:
 
     def __init__(self, session: SqliteSession) -> None:
         self._session = session
-        self._matrices: dict[str, _Matrix] = {}
+        self._matrices: dict[str, ChunkMatrix] = {}
 
     async def get_document(self, tenant: str, source: str) -> DocumentRecord | None:
         """The stored document of a source."""
@@ -62,7 +38,7 @@ class SqliteDocumentStore:
                 "SELECT * FROM knowledge_documents WHERE tenant = ? AND source = ?",
                 (tenant, source),
             )
-        return _document(rows[0]) if rows else None
+        return _ROWS.document(rows[0]) if rows else None
 
     async def put_document(
         self,
@@ -84,7 +60,7 @@ class SqliteDocumentStore:
                 (tenant, source),
             )
             if old and old[0]["content_hash"] == content_hash:
-                return DocumentWrite(document=_document(old[0]), status="unchanged")
+                return DocumentWrite(document=_ROWS.document(old[0]), status="unchanged")
             if old:
                 # Chunks go with their document (ON DELETE CASCADE), and the FTS rows with them.
                 await db.execute("DELETE FROM knowledge_documents WHERE id = ?", (old[0]["id"],))
@@ -107,7 +83,7 @@ class SqliteDocumentStore:
                         c.start,
                         c.end,
                         c.text,
-                        to_blob(vectors[i]) if vectors is not None else None,
+                        vector_to_bytes(vectors[i]) if vectors is not None else None,
                         model_id if vectors is not None else None,
                     )
                     for i, c in enumerate(chunks)
@@ -118,7 +94,9 @@ class SqliteDocumentStore:
                 " ON CONFLICT (tenant) DO UPDATE SET revision = revision + 1",
                 (tenant,),
             )
-        return DocumentWrite(document=_document(rows[0]), status="replaced" if old else "created")
+        return DocumentWrite(
+            document=_ROWS.document(rows[0]), status="replaced" if old else "created"
+        )
 
     async def keyword_candidates(self, tenant: str, fts: str, *, limit: int) -> list[int]:
         """Chunk ids of a tenant matching an FTS5 expression, best BM25 first."""
@@ -132,7 +110,7 @@ class SqliteDocumentStore:
             )
         return [int(r[0]) for r in rows]
 
-    async def _matrix(self, tenant: str, model_id: str) -> _Matrix | None:
+    async def _matrix(self, tenant: str, model_id: str) -> ChunkMatrix | None:
         rows = await self._session.fetch(
             "SELECT revision FROM knowledge_revisions WHERE tenant = ?", (tenant,)
         )
@@ -153,7 +131,7 @@ class SqliteDocumentStore:
             vectors = vectors.reshape(len(found), -1)
         else:
             vectors = np.zeros((0, 1), dtype=np.float32)
-        matrix = _Matrix(revision=revision, model_id=model_id, ids=ids, vectors=vectors)
+        matrix = ChunkMatrix(revision=revision, model_id=model_id, ids=ids, vectors=vectors)
         self._matrices[tenant] = matrix
         return matrix
 
@@ -208,4 +186,4 @@ class SqliteDocumentStore:
             params.extend(o.value for o in origins)
         async with self._session.read("listing documents"):
             rows = await self._session.fetch(sql + " ORDER BY created_at, id", params)
-        return [(_document(r), str(r["body"])) for r in rows]
+        return [(_ROWS.document(r), str(r["body"])) for r in rows]

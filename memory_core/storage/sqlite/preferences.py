@@ -5,45 +5,16 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference
 from memory_core.knowledge_ports import Vector
+from memory_core.storage.records import RowReader, vector_to_bytes
 from memory_core.storage.sqlite.rows import decode_time, encode_time
-from memory_core.storage.sqlite.scratchpad import from_blob, to_blob
 from memory_core.storage.sqlite.session import SqliteSession
 
 __all__ = ["SqlitePlaybookStore", "SqlitePreferenceStore"]
 
-
-def _preference(row: Any) -> Preference:
-    return Preference(
-        id=row["id"],
-        user=row["user_id"],
-        key=row["key"],
-        value=row["value"],
-        flow_id=row["flow_id"],
-        origin=row["origin"],
-        created_at=decode_time(row["created_at"]),
-        updated_at=decode_time(row["updated_at"]),
-    )
-
-
-def _playbook(row: Any) -> Playbook:
-    return Playbook(
-        id=row["id"],
-        user=row["user_id"],
-        flow=row["flow"],
-        user_query=row["user_query"],
-        slots=json.loads(row["slots"]),
-        tool_calls=json.loads(row["tool_calls"]),
-        outcome=row["outcome"],
-        created_at=decode_time(row["created_at"]),
-    )
-
-
-def _vector_of(row: Any, model_id: str | None) -> Vector | None:
-    return from_blob(row["embedding"]) if model_id and row["embed_model"] == model_id else None
+_ROWS = RowReader(decode_time)
 
 
 class SqlitePreferenceStore:
@@ -82,13 +53,13 @@ class SqlitePreferenceStore:
                     value,
                     flow_id,
                     origin,
-                    to_blob(vector),
+                    vector_to_bytes(vector),
                     model_id if vector is not None else None,
                     stamp,
                     stamp,
                 ),
             )
-        return _preference(rows[0]), (str(old[0][0]) if old else None)
+        return _ROWS.preference(rows[0]), (str(old[0][0]) if old else None)
 
     async def get(self, user: str, key: str) -> Preference | None:
         """The rule under this key."""
@@ -96,7 +67,7 @@ class SqlitePreferenceStore:
             rows = await self._session.fetch(
                 "SELECT * FROM user_preferences WHERE user_id = ? AND key = ?", (user, key)
             )
-        return _preference(rows[0]) if rows else None
+        return _ROWS.preference(rows[0]) if rows else None
 
     async def list_user(
         self, user: str, model_id: str | None
@@ -106,14 +77,14 @@ class SqlitePreferenceStore:
             rows = await self._session.fetch(
                 "SELECT * FROM user_preferences WHERE user_id = ? ORDER BY key", (user,)
             )
-        return [(_preference(r), _vector_of(r, model_id)) for r in rows]
+        return [(_ROWS.preference(r), _ROWS.vector(r, model_id)) for r in rows]
 
     async def set_vectors(self, items: Sequence[tuple[int, Vector]], model_id: str) -> None:
         """Store vectors of rules written without one."""
         async with self._session.write("storing preference vectors") as db:
             await db.executemany(
                 "UPDATE user_preferences SET embedding = ?, embed_model = ? WHERE id = ?",
-                [(to_blob(v), model_id, i) for i, v in items],
+                [(vector_to_bytes(v), model_id, i) for i, v in items],
             )
 
 
@@ -141,7 +112,7 @@ class SqlitePlaybookStore:
                     json.dumps(draft.tool_calls, ensure_ascii=False),
                     draft.outcome,
                     draft.record_hash,
-                    to_blob(vector),
+                    vector_to_bytes(vector),
                     model_id if vector is not None else None,
                     encode_time(now),
                 ),
@@ -152,7 +123,7 @@ class SqlitePlaybookStore:
                     "SELECT * FROM playbooks WHERE user_id = ? AND record_hash = ?",
                     (draft.user, draft.record_hash),
                 )
-        return _playbook(rows[0]), created
+        return _ROWS.playbook(rows[0]), created
 
     async def list_user(
         self, user: str, flow: str | None, model_id: str | None
@@ -164,12 +135,12 @@ class SqlitePlaybookStore:
             params.append(flow)
         async with self._session.read("reading playbooks"):
             rows = await self._session.fetch(sql + " ORDER BY id", params)
-        return [(_playbook(r), _vector_of(r, model_id)) for r in rows]
+        return [(_ROWS.playbook(r), _ROWS.vector(r, model_id)) for r in rows]
 
     async def set_vectors(self, items: Sequence[tuple[int, Vector]], model_id: str) -> None:
         """Store vectors of playbooks recorded without one."""
         async with self._session.write("storing playbook vectors") as db:
             await db.executemany(
                 "UPDATE playbooks SET embedding = ?, embed_model = ? WHERE id = ?",
-                [(to_blob(v), model_id, i) for i, v in items],
+                [(vector_to_bytes(v), model_id, i) for i, v in items],
             )

@@ -4,9 +4,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
-
-import numpy as np
 
 from memory_core.domain.knowledge import (
     PromotionReason,
@@ -15,39 +12,13 @@ from memory_core.domain.knowledge import (
     SnippetDraft,
 )
 from memory_core.knowledge_ports import SnippetWrite, Vector
+from memory_core.storage.records import RowReader, vector_to_bytes
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
 
-__all__ = ["SqliteScratchpadStore", "from_blob", "to_blob"]
+__all__ = ["SqliteScratchpadStore"]
 
-
-def to_blob(vector: Vector | None) -> bytes | None:
-    """A vector as little-endian float32 bytes."""
-    return None if vector is None else np.asarray(vector, dtype=np.float32).tobytes()
-
-
-def from_blob(blob: bytes | None) -> Vector | None:
-    """Inverse of `to_blob`."""
-    return None if blob is None else np.frombuffer(blob, dtype=np.float32).copy()
-
-
-def _snippet(row: Any) -> Snippet:
-    return Snippet(
-        id=row["id"],
-        session_id=row["session_id"],
-        user=row["user_id"],
-        tenant=row["tenant"],
-        text=row["snippet"],
-        norm_hash=row["norm_hash"],
-        salient=bool(row["salient"]),
-        promote_to=row["promote_to"],
-        created_at=decode_time(row["created_at"]),
-        last_used_at=decode_time(row["last_used_at"]),
-        use_count=row["use_count"],
-        promoted_to=row["promoted_to"],
-        promoted_ref=row["promoted_ref"],
-        promoted_reason=row["promoted_reason"],
-    )
+_ROWS = RowReader(decode_time)
 
 
 class SqliteScratchpadStore:
@@ -91,7 +62,7 @@ class SqliteScratchpadStore:
                     "user": draft.user,
                     "tenant": draft.tenant,
                     "promote_to": draft.promote_to,
-                    "embedding": to_blob(vector),
+                    "embedding": vector_to_bytes(vector),
                     "model": model_id,
                     "session": draft.session_id,
                     "hash": draft.norm_hash,
@@ -110,7 +81,7 @@ class SqliteScratchpadStore:
                         draft.tenant,
                         draft.text,
                         draft.norm_hash,
-                        to_blob(vector),
+                        vector_to_bytes(vector),
                         model_id if vector is not None else None,
                         int(draft.salient),
                         draft.promote_to,
@@ -125,7 +96,9 @@ class SqliteScratchpadStore:
                 (draft.session_id, cap),
             )
         return SnippetWrite(
-            snippet=_snippet(rows[0]), created=created, evicted=[_snippet(r) for r in evicted]
+            snippet=_ROWS.snippet(rows[0]),
+            created=created,
+            evicted=[_ROWS.snippet(r) for r in evicted],
         )
 
     async def read(
@@ -158,7 +131,7 @@ class SqliteScratchpadStore:
                 (session_id,),
             )
         wanted = set(found)
-        return [_snippet(r) for r in out if r["id"] in wanted]
+        return [_ROWS.snippet(r) for r in out if r["id"] in wanted]
 
     async def get(self, session_id: str, snippet_id: int) -> Snippet | None:
         """One snippet, without marking it used."""
@@ -167,7 +140,7 @@ class SqliteScratchpadStore:
                 "SELECT * FROM scratchpad_snippets WHERE session_id = ? AND id = ?",
                 (session_id, snippet_id),
             )
-        return _snippet(rows[0]) if rows else None
+        return _ROWS.snippet(rows[0]) if rows else None
 
     async def peers(
         self, user: str | None, tenant: str | None, model_id: str | None
@@ -185,8 +158,8 @@ class SqliteScratchpadStore:
             )
         return [
             (
-                _snippet(r),
-                from_blob(r["embedding"]) if model_id and r["embed_model"] == model_id else None,
+                _ROWS.snippet(r),
+                _ROWS.vector(r, model_id),
             )
             for r in rows
         ]

@@ -1,0 +1,223 @@
+"""Rows to domain objects, shared by the SQLite and PostgreSQL backends.
+
+Both backends store the conversation and knowledge tables with the same columns and the same
+JSON text; they differ only in how a time comes back (ISO text from SQLite, a datetime from
+asyncpg) and in how their drivers are called. So each backend builds one `RowReader` with
+its time decoder, and the mapping of columns to fields lives here once.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+from pydantic import JsonValue
+
+from memory_core.domain.conversation import (
+    CachedResult,
+    Entry,
+    EntryType,
+    Exchange,
+    PendingSummary,
+    Role,
+    SessionInfo,
+    Summary,
+)
+from memory_core.domain.knowledge import (
+    DocumentOrigin,
+    DocumentRecord,
+    Playbook,
+    Preference,
+    Snippet,
+)
+from memory_core.knowledge_ports import Vector
+
+__all__ = [
+    "ChunkMatrix",
+    "RowReader",
+    "json_text",
+    "next_number",
+    "vector_from_bytes",
+    "vector_to_bytes",
+]
+
+
+def vector_to_bytes(vector: Vector | None) -> bytes | None:
+    """A vector as little-endian float32 bytes (the same bytes on both backends)."""
+    return None if vector is None else np.asarray(vector, dtype="<f4").tobytes()
+
+
+def vector_from_bytes(blob: bytes | None) -> Vector | None:
+    """Inverse of `vector_to_bytes`."""
+    return None if blob is None else np.frombuffer(blob, dtype="<f4").astype(np.float32)
+
+
+def json_text(value: JsonValue) -> str:
+    """JSON as stored (key order kept), so a session exports the same text from either backend."""
+    return json.dumps(value, ensure_ascii=False)
+
+
+def next_number(ids: Iterable[int]) -> int:
+    """The number after the highest of `ids` (1 when there are none)."""
+    return max(ids, default=0) + 1
+
+
+@dataclass(frozen=True)
+class ChunkMatrix:
+    """A tenant's chunk vectors of one model, as of one revision."""
+
+    revision: int
+    model_id: str
+    ids: np.ndarray[Any, np.dtype[np.int64]]
+    vectors: np.ndarray[Any, np.dtype[np.float32]]
+
+
+class RowReader:
+    """Builds domain objects from rows (mappings by column name) of one backend."""
+
+    def __init__(self, time: Callable[[Any], datetime]) -> None:
+        self._time = time
+
+    def _opt_time(self, value: Any) -> datetime | None:
+        return self._time(value) if value is not None else None
+
+    def session(self, row: Any) -> SessionInfo:
+        """A conversation_sessions row."""
+        pending = json.loads(row["pending_summary"]) if row["pending_summary"] else None
+        return SessionInfo(
+            project=row["project"],
+            session_id=row["session_id"],
+            created_at=self._time(row["created_at"]),
+            updated_at=self._time(row["updated_at"]),
+            config=json.loads(row["config"]),
+            qa_summary=row["qa_summary"],
+            qa_summary_from=self._opt_time(row["qa_summary_from"]),
+            qa_summary_until=self._opt_time(row["qa_summary_until"]),
+            last_entry=row["next_entry"] - 1,
+            pending=PendingSummary.model_validate(pending) if pending else None,
+        )
+
+    def entry(self, row: Any) -> Entry:
+        """A conversation_entries row."""
+        return Entry(
+            id=row["entry_no"],
+            type=EntryType(row["type"]),
+            role=Role(row["role"]),
+            content=row["content"],
+            tool_name=row["tool_name"],
+            arguments=json.loads(row["arguments"]) if row["arguments"] is not None else None,
+            source=row["source"],
+            is_error=bool(row["is_error"]),
+            timestamp=self._time(row["created_at"]),
+            token_count=row["token_count"],
+            compressed=bool(row["compressed"]),
+            summary_id=row["summary_no"],
+        )
+
+    def summary(self, row: Any) -> Summary:
+        """A conversation_summaries row."""
+        return Summary(
+            id=row["summary_no"],
+            text=row["text"],
+            entry_ids=tuple(json.loads(row["entry_ids"])),
+            token_count=row["token_count"],
+            original_tokens=row["original_tokens"],
+            ratio=row["ratio"],
+            covers_from=self._time(row["covers_from"]),
+            covers_until=self._time(row["covers_until"]),
+            source=row["source"],
+            created_at=self._time(row["created_at"]),
+        )
+
+    def exchange(self, row: Any) -> Exchange:
+        """A conversation_exchanges row."""
+        return Exchange(
+            id=row["exchange_no"],
+            question=row["question"],
+            answer=row["answer"],
+            answer_shortened=bool(row["answer_shortened"]),
+            timestamp=self._time(row["created_at"]),
+            folded=bool(row["folded"]),
+        )
+
+    def cached(self, row: Any) -> CachedResult:
+        """A tool_result_cache row."""
+        return CachedResult(
+            key=row["cache_key"],
+            tool_name=row["tool_name"],
+            parameters=json.loads(row["parameters"]),
+            result=json.loads(row["result"]),
+            duration=row["duration"],
+            remaining=row["remaining"],
+            created_at=self._time(row["created_at"]),
+        )
+
+    def snippet(self, row: Any) -> Snippet:
+        """A scratchpad_snippets row."""
+        return Snippet(
+            id=row["id"],
+            session_id=row["session_id"],
+            user=row["user_id"],
+            tenant=row["tenant"],
+            text=row["snippet"],
+            norm_hash=row["norm_hash"],
+            salient=bool(row["salient"]),
+            promote_to=row["promote_to"],
+            created_at=self._time(row["created_at"]),
+            last_used_at=self._time(row["last_used_at"]),
+            use_count=row["use_count"],
+            promoted_to=row["promoted_to"],
+            promoted_ref=row["promoted_ref"],
+            promoted_reason=row["promoted_reason"],
+        )
+
+    def preference(self, row: Any) -> Preference:
+        """A user_preferences row."""
+        return Preference(
+            id=row["id"],
+            user=row["user_id"],
+            key=row["key"],
+            value=row["value"],
+            flow_id=row["flow_id"],
+            origin=row["origin"],
+            created_at=self._time(row["created_at"]),
+            updated_at=self._time(row["updated_at"]),
+        )
+
+    def playbook(self, row: Any) -> Playbook:
+        """A playbooks row."""
+        return Playbook(
+            id=row["id"],
+            user=row["user_id"],
+            flow=row["flow"],
+            user_query=row["user_query"],
+            slots=json.loads(row["slots"]),
+            tool_calls=json.loads(row["tool_calls"]),
+            outcome=row["outcome"],
+            created_at=self._time(row["created_at"]),
+        )
+
+    def document(self, row: Any) -> DocumentRecord:
+        """A knowledge_documents row (with its body)."""
+        return DocumentRecord(
+            id=row["id"],
+            tenant=row["tenant"],
+            source=row["source"],
+            origin=DocumentOrigin(row["origin"]),
+            content_hash=row["content_hash"],
+            chunk_count=row["chunk_count"],
+            char_count=len(row["body"]),
+            created_at=self._time(row["created_at"]),
+            updated_at=self._time(row["updated_at"]),
+        )
+
+    @staticmethod
+    def vector(row: Any, model_id: str | None) -> Vector | None:
+        """The row's stored vector, if it was made by `model_id`."""
+        if not model_id or row["embed_model"] != model_id:
+            return None
+        return vector_from_bytes(row["embedding"])
