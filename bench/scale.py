@@ -48,7 +48,6 @@ import logging
 import os
 import shutil
 import socket
-import statistics
 import subprocess
 import sys
 import tempfile
@@ -64,6 +63,7 @@ import numpy.typing as npt
 import structlog
 from mcp import Client, StdioServerParameters
 
+from bench.latency import summary
 from memory_core.domain.models import Layer, SearchMode
 from memory_core.embeddings import LazyEmbedder
 from memory_core.embeddings.minilm_onnx import DIMS, MODEL_ID, MiniLMOnnxEmbedder
@@ -245,16 +245,6 @@ def embedded_text(item: AppendItem) -> str:
 
 
 # -- timing helpers ---------------------------------------------------------------------
-
-
-def summary(samples: list[float]) -> dict[str, float]:
-    """p50, p95 and count of millisecond samples."""
-    ordered = sorted(samples)
-    return {
-        "p50": round(statistics.median(ordered), 3),
-        "p95": round(ordered[int(0.95 * (len(ordered) - 1))], 3),
-        "n": len(ordered),
-    }
 
 
 async def timed(calls: Sequence[Callable[[], Awaitable[Any]]], warmup: int = 3) -> dict[str, float]:
