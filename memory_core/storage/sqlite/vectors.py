@@ -302,18 +302,16 @@ class SqliteVectorIndex:
                     max(limit * COARSE_FACTOR, COARSE_MIN),
                 )
                 # The exact rescore reads each candidate's float32 vector by id; rows deleted
-                # since they were loaded are simply not found.
-                rows = await self._session.fetch(
+                # since they were loaded are simply not found. Every candidate found is
+                # scored (a few hundred), so the same query also counts the missing ones.
+                scored = await self._session.fetch(
                     "SELECT id, vec_distance_cosine(embedding, :q) AS distance"
                     f" FROM context_embeddings WHERE id IN ({', '.join(map(str, ids)) or 'NULL'})"
-                    " ORDER BY distance LIMIT :k",
-                    {"q": params["q"], "k": params["k"]},
+                    " ORDER BY distance",
+                    {"q": params["q"]},
                 )
-                found = await self._session.fetch(
-                    "SELECT count(*) FROM context_embeddings"
-                    f" WHERE id IN ({', '.join(map(str, ids)) or 'NULL'})"
-                )
-                if int(found[0][0]) < len(ids) // 2:
+                rows = scored[: params["k"]]
+                if len(scored) < len(ids) // 2:
                     # Trigger: most candidates were deleted since the bits were loaded (this
                     # connection's own deletes do not move PRAGMA data_version). Outcome:
                     # the next search reloads the project's bits from the table.
