@@ -169,3 +169,79 @@ async def test_own_deletes_drop_stale_bits_and_new_rows_are_found(db: aiosqlite.
     await index.search_vectors("p", query, layer=None, limit=5)  # notices the stale bits
     hits = await index.search_vectors("p", query, layer=None, limit=5)
     assert [h.id for h in hits] == [fresh.id]
+
+
+async def add_to(repo: SqliteMemoryRepository, project: str, text: str) -> Memory:
+    draft = MemoryDraft(
+        project=project,
+        layer=Layer.EPISODIC,
+        content=text,
+        content_hash=content_hash(text),
+        token_count=1,
+    )
+    return (await repo.add(draft, T0)).memory
+
+
+async def vec0_rows(db: aiosqlite.Connection) -> dict[str, int]:
+    async with db.execute("SELECT project, count(*) FROM context_vectors GROUP BY project") as c:
+        return {str(r[0]): int(r[1]) for r in await c.fetchall()}
+
+
+async def coarse_listed(db: aiosqlite.Connection) -> set[str]:
+    async with db.execute("SELECT project FROM vector_coarse_projects") as c:
+        return {str(r[0]) for r in await c.fetchall()}
+
+
+async def test_a_project_that_outgrows_exact_search_leaves_vec0(db: aiosqlite.Connection) -> None:
+    index = SqliteVectorIndex(SqliteSession(db), exact_max=3)
+    await index.ensure_model(FAKE.model_id, FAKE.dims)
+    repo = SqliteMemoryRepository(SqliteSession(db))
+    small = [await add_to(repo, "small", f"small note {i}") for i in range(2)]
+    grown = [await add_to(repo, "big", f"tea note {i}") for i in range(3)]
+    await put(index, *small, *grown)
+    assert await vec0_rows(db) == {"small": 2, "big": 3}
+    grown += [await add_to(repo, "big", f"coffee note {i}") for i in range(2)]
+    await put(index, *grown[3:])
+    # Four rows past exact_max: no vec0 rows for it now, nor for its later vectors.
+    assert await vec0_rows(db) == {"small": 2}
+    assert await coarse_listed(db) == {"big"}
+    later = await add_to(repo, "big", "green tea")
+    await put(index, later)
+    assert await vec0_rows(db) == {"small": 2}
+    # Its searches read the embeddings, so every vector is still found, nearest first.
+    query = FAKE.embed(["coffee note 1"])[0]
+    assert (await index.search_vectors("big", query, layer=None, limit=1))[0].id == grown[4].id
+    # Shrunk below exact_max, it stays on the coarse path (exact at this size).
+    await repo.delete("big", [m.id for m in grown])
+    hits = await index.search_vectors("big", query, layer=None, limit=5)
+    assert [h.id for h in hits] == [later.id]
+    small_hits = await index.search_vectors("small", query, layer=None, limit=5)
+    assert sorted(h.id for h in small_hits) == sorted(m.id for m in small)
+
+
+async def test_an_older_store_moves_its_large_projects_out_of_vec0(
+    db: aiosqlite.Connection,
+) -> None:
+    """Stores written when vec0 held every project are rebuilt once, on open."""
+    before = SqliteVectorIndex(SqliteSession(db), exact_max=100)
+    await before.ensure_model(FAKE.model_id, FAKE.dims)
+    repo = SqliteMemoryRepository(SqliteSession(db))
+    big = [await add_to(repo, "big", f"tea note {i}") for i in range(5)]
+    small = [await add_to(repo, "small", f"small note {i}") for i in range(2)]
+    await put(before, *big, *small)
+    await db.execute("DROP TABLE vector_coarse_projects")
+    await db.execute("DELETE FROM meta WHERE key = 'vec0_large_projects'")
+    await db.commit()
+    assert await vec0_rows(db) == {"big": 5, "small": 2}
+    after = SqliteVectorIndex(SqliteSession(db), exact_max=3)
+    await after.ensure_model(FAKE.model_id, FAKE.dims)
+    assert await vec0_rows(db) == {"small": 2}
+    assert await coarse_listed(db) == {"big"}
+    query = FAKE.embed(["tea note 2"])[0]
+    assert (await after.search_vectors("big", query, layer=None, limit=1))[0].id == big[2].id
+    assert (await after.search_vectors("small", query, layer=None, limit=5)) != []
+    # Deletes still drop vectors through the rebuilt trigger, and a reopen changes nothing.
+    assert await repo.delete("small", [small[0].id]) == 1
+    assert await vec0_rows(db) == {"small": 1}
+    await SqliteVectorIndex(SqliteSession(db), exact_max=3).ensure_model(FAKE.model_id, FAKE.dims)
+    assert await vec0_rows(db) == {"small": 1} and await after.vector_stats() == (6, 0)

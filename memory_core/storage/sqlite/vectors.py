@@ -112,12 +112,29 @@ def _vector(blob: bytes) -> Vector:
     return np.frombuffer(blob, dtype=np.float32).copy()
 
 
+def _vec0_statements(dims: int) -> tuple[str, str]:
+    """The vec0 table and the trigger that drops a vector with its row's embedding."""
+    return (
+        "CREATE VIRTUAL TABLE IF NOT EXISTS context_vectors USING vec0("
+        " id INTEGER PRIMARY KEY, project TEXT PARTITION KEY, layer TEXT,"
+        f" embedding FLOAT[{dims}] distance_metric=cosine)",
+        "CREATE TRIGGER IF NOT EXISTS context_vectors_ad AFTER DELETE ON context_embeddings"
+        " BEGIN DELETE FROM context_vectors WHERE id = old.id; END",
+    )
+
+
 class SqliteVectorIndex:
     """Vectors in two tables and one in-memory array, each for one job.
 
     - `context_embeddings` (plain table): the source of truth, exact rescoring, reuse by hash;
     - `context_vectors` (vec0 float32, partition key `project`): exact KNN for small projects;
     - `_CoarseBits` (memory, per project): the coarse pass for large ones.
+
+    Once a project has grown past `exact_max` it is listed in `vector_coarse_projects` and
+    keeps no vec0 rows: its searches never read them, and at 1M rows a vec0 delete cost
+    ~270 us a row (each clears bytes inside a 1.5 MB chunk blob), most of what pruning cost.
+    A listed project stays on the coarse path even if it shrinks (below COARSE_MIN rows
+    that path rescores every row, so it is exact again).
 
     The vec0 table is sized by the model's dimensions, so it is created here (not by a
     migration) together with the triggers that drop vectors of deleted or rewritten rows.
@@ -184,18 +201,64 @@ class SqliteVectorIndex:
             # The old delete trigger names the bit table: replace it before dropping that.
             await db.execute("DROP TRIGGER IF EXISTS context_vectors_ad")
             await db.execute("DROP TABLE context_vectors_bit")
+        had_vec0 = bool(
+            await self._session.fetch("SELECT 1 FROM sqlite_master WHERE name = 'context_vectors'")
+        )
         for statement in (
-            "CREATE VIRTUAL TABLE IF NOT EXISTS context_vectors USING vec0("
-            " id INTEGER PRIMARY KEY, project TEXT PARTITION KEY, layer TEXT,"
-            f" embedding FLOAT[{dims}] distance_metric=cosine)",
-            "CREATE TRIGGER IF NOT EXISTS context_vectors_ad AFTER DELETE ON context_embeddings"
-            " BEGIN DELETE FROM context_vectors WHERE id = old.id; END",
+            *_vec0_statements(dims),
             # vec0 partition and metadata columns must follow the row if a backend ever moves
             # rows between layers; today only deletes and rewrites happen.
             "CREATE TRIGGER IF NOT EXISTS context_vectors_au AFTER UPDATE OF layer, project"
             " ON context_snapshots BEGIN DELETE FROM context_embeddings WHERE id = new.id; END",
+            "CREATE TABLE IF NOT EXISTS vector_coarse_projects (project TEXT PRIMARY KEY)"
+            " WITHOUT ROWID",
         ):
             await db.execute(statement)
+        if (await self._meta()).get("vec0_large_projects") != "coarse":
+            if had_vec0:
+                await self._move_large_projects_out(db, dims)
+            await db.execute(
+                "INSERT OR REPLACE INTO meta (key, value) VALUES ('vec0_large_projects', 'coarse')"
+            )
+
+    async def _move_large_projects_out(self, db: Any, dims: int) -> None:
+        """List a store's large projects as coarse and drop their vec0 rows (once, on upgrade).
+
+        Trigger: a store written when vec0 held every project. Why: deleting a large
+        partition row by row costs minutes at 1M rows. Outcome: the vec0 table is rebuilt
+        from the small projects' vectors alone (one insert per kept row).
+        """
+        large = await self._session.fetch(
+            "SELECT project FROM context_snapshots GROUP BY project HAVING count(*) > ?",
+            (self._exact_max,),
+        )
+        if not large:
+            return
+        await db.executemany(
+            "INSERT OR IGNORE INTO vector_coarse_projects (project) VALUES (?)",
+            [(str(r[0]),) for r in large],
+        )
+        await db.execute("DROP TRIGGER IF EXISTS context_vectors_ad")
+        await db.execute("DROP TABLE context_vectors")
+        for statement in _vec0_statements(dims):
+            await db.execute(statement)
+        await db.execute(
+            "INSERT INTO context_vectors (id, project, layer, embedding)"
+            " SELECT e.id, s.project, s.layer, e.embedding"
+            " FROM context_embeddings AS e JOIN context_snapshots AS s ON s.id = e.id"
+            " WHERE s.project NOT IN (SELECT project FROM vector_coarse_projects)"
+        )
+
+    async def _coarse_listed(self, projects: Sequence[str]) -> set[str]:
+        """Those of `projects` that keep no vec0 rows."""
+        if not projects:
+            return set()
+        rows = await self._session.fetch(
+            "SELECT project FROM vector_coarse_projects"
+            f" WHERE project IN ({', '.join('?' for _ in projects)})",
+            list(projects),
+        )
+        return {str(r[0]) for r in rows}
 
     async def vectors_by_hash(self, hashes: Sequence[str]) -> dict[str, Vector]:
         """Stored vectors for these content hashes."""
@@ -244,16 +307,31 @@ class SqliteVectorIndex:
                 "INSERT INTO context_embeddings (id, text_hash, embedding) VALUES (?, ?, ?)",
                 [(m.id, h, b) for m, h, b in rows],
             )
+            touched = sorted({m.project for m, _, _ in rows})
+            listed = await self._coarse_listed(touched)
             await db.executemany(
                 "INSERT INTO context_vectors (id, project, layer, embedding) VALUES (?, ?, ?, ?)",
-                [(m.id, m.project, m.layer.value, b) for m, _, b in rows],
+                [
+                    (m.id, m.project, m.layer.value, b)
+                    for m, _, b in rows
+                    if m.project not in listed
+                ],
             )
-        for m, _, _ in rows:
-            # Counted, not forgotten: recounting a large project costs ~4 ms per 80k rows and
-            # the count only picks the search path (deletes are caught by the TTL).
-            cached = self._counts.get(m.project)
-            if cached is not None:
-                self._counts[m.project] = (cached[0], cached[1] + 1)
+            for m, _, _ in rows:
+                # Counted, not forgotten: recounting a large project costs ~4 ms per 80k rows
+                # and the count only picks the search path (deletes are caught by the TTL).
+                cached = self._counts.get(m.project)
+                if cached is not None:
+                    self._counts[m.project] = (cached[0], cached[1] + 1)
+            for project in touched:
+                if project not in listed and await self._project_size(project) > self._exact_max:
+                    # The project just outgrew exact search: from now on it keeps no vec0
+                    # rows (a one-off delete of about `exact_max` rows, ~1 s at 20,000).
+                    await db.execute(
+                        "INSERT OR IGNORE INTO vector_coarse_projects (project) VALUES (?)",
+                        (project,),
+                    )
+                    await db.execute("DELETE FROM context_vectors WHERE project = ?", (project,))
         for project, coarse in self._coarse.items():
             # Own writes go straight into the in-memory bits (a backfill writes old ids,
             # which the reload-above-`top` of other connections' writes would miss).
@@ -286,7 +364,7 @@ class SqliteVectorIndex:
             params["layer"] = layer.value
         async with self._session.read("vector search"):
             size = await self._project_size(project)  # cached, with a TTL
-            if size <= self._exact_max:
+            if size <= self._exact_max and not await self._coarse_listed([project]):
                 # A project that shrank (cleared, pruned) below the threshold frees its bits.
                 self._coarse.pop(project, None)
                 rows = await self._session.fetch(
