@@ -245,3 +245,15 @@ async def test_an_older_store_moves_its_large_projects_out_of_vec0(
     assert await vec0_rows(db) == {"small": 1}
     await SqliteVectorIndex(SqliteSession(db), exact_max=3).ensure_model(FAKE.model_id, FAKE.dims)
     assert await vec0_rows(db) == {"small": 1} and await after.vector_stats() == (6, 0)
+
+
+def test_reserved_room_is_used_without_reallocating() -> None:
+    coarse = _CoarseBits(8, version=0)
+    rows = np.random.default_rng(3).integers(0, 256, size=(90, 8), dtype=np.uint8)
+    coarse.add(list(range(1, 11)), ["episodic"] * 10, rows[:10].tobytes())
+    coarse.reserve(100)
+    words = coarse._words
+    coarse.add(list(range(11, 91)), ["episodic"] * 80, rows[10:].tobytes())
+    assert coarse._words is words and coarse.size == 90
+    for row_id in (5, 77):
+        assert coarse.nearest(rows[row_id - 1].tobytes(), None, 1) == [row_id]
