@@ -112,8 +112,8 @@ class Settings(BaseSettings):
     vector_exact_max: int = Field(
         20_000,
         ge=0,
-        description="Projects up to this many memories use exact vector search; larger ones a "
-        "bit-quantised coarse pass plus exact rescoring.",
+        description="Projects up to this many memories use exact vector search; larger ones "
+        "(and any that once grew past it) a bit-quantised coarse pass plus exact rescoring.",
     )
     http_host: str = Field("127.0.0.1", description="Interface `serve --http` binds to.")
     http_port: int = Field(8765, ge=1, le=65535, description="Port `serve --http` listens on.")
