@@ -6,6 +6,7 @@ from datetime import UTC, datetime, timedelta
 import aiosqlite
 import numpy as np
 import pytest
+from structlog.testing import capture_logs
 
 from memory_core.config import TierPolicy
 from memory_core.domain.inputs import content_hash
@@ -234,7 +235,9 @@ async def test_an_older_store_moves_its_large_projects_out_of_vec0(
     await db.commit()
     assert await vec0_rows(db) == {"big": 5, "small": 2}
     after = SqliteVectorIndex(SqliteSession(db), exact_max=3)
-    await after.ensure_model(FAKE.model_id, FAKE.dims)
+    with capture_logs() as logs:
+        await after.ensure_model(FAKE.model_id, FAKE.dims)
+    assert [e["projects"] for e in logs if e["event"] == "vectors.large_projects_moved"] == [1]
     assert await vec0_rows(db) == {"small": 2}
     assert await coarse_listed(db) == {"big"}
     query = FAKE.embed(["tea note 2"])[0]

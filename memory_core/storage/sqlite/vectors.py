@@ -8,6 +8,7 @@ from typing import Any
 
 import numpy as np
 import numpy.typing as npt
+import structlog
 
 from memory_core.domain.models import Layer, Memory, VectorMatch
 from memory_core.errors import SchemaMismatchError
@@ -16,6 +17,8 @@ from memory_core.storage.sqlite.session import SqliteSession
 __all__ = ["EXACT_SEARCH_MAX", "SqliteVectorIndex"]
 
 Vector = npt.NDArray[np.float32]
+
+log = structlog.get_logger(__name__)
 
 # Below this many vectors in a project, exact float32 KNN (vec0) is fast enough (about 4 ms per
 # 10k on this machine kind, stack.md §1); above it, a bit-quantised coarse pass (in numpy, see
@@ -258,6 +261,8 @@ class SqliteVectorIndex:
             " FROM context_embeddings AS e JOIN context_snapshots AS s ON s.id = e.id"
             " WHERE s.project NOT IN (SELECT project FROM vector_coarse_projects)"
         )
+        # Once per store, and it holds the write lock meanwhile: say why start-up waited.
+        log.info("vectors.large_projects_moved", projects=len(large), exact_max=self._exact_max)
 
     async def _coarse_listed(self, projects: Sequence[str]) -> set[str]:
         """Those of `projects` that keep no vec0 rows."""
