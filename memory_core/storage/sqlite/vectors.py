@@ -341,7 +341,7 @@ class SqliteVectorIndex:
             for project in touched:
                 if project not in listed and await self._project_size(project) > self._exact_max:
                     # The project just outgrew exact search: from now on it keeps no vec0
-                    # rows (a one-off delete of about `exact_max` rows, ~1 s at 20,000).
+                    # rows (a one-off delete of about `exact_max` rows at 40-100 us each).
                     await db.execute(
                         "INSERT OR IGNORE INTO vector_coarse_projects (project) VALUES (?)",
                         (project,),
