@@ -260,3 +260,15 @@ def test_reserved_room_is_used_without_reallocating() -> None:
     assert coarse._words is words and coarse.size == 90
     for row_id in (5, 77):
         assert coarse.nearest(rows[row_id - 1].tobytes(), None, 1) == [row_id]
+
+
+async def test_re_embedding_a_small_project_does_not_list_it(db: aiosqlite.Connection) -> None:
+    """The cached size counts every vector stored; listing recounts the rows first."""
+    index = SqliteVectorIndex(SqliteSession(db), exact_max=10)
+    await index.ensure_model(FAKE.model_id, FAKE.dims)
+    repo = SqliteMemoryRepository(SqliteSession(db))
+    rows = [await add(repo, f"tea note {i}") for i in range(8)]
+    for _ in range(3):  # a reindex, or upserts, within the cache's lifetime
+        await put(index, *rows)
+    assert await coarse_listed(db) == set()
+    assert await vec0_rows(db) == {"p": 8}

@@ -160,6 +160,7 @@ class SqliteVectorIndex:
         self._exact_max = exact_max
         self._counts: dict[str, tuple[float, int]] = {}
         self._coarse: dict[str, _CoarseBits] = {}
+        self._listed: set[str] = set()  # projects known to keep no vec0 rows
 
     async def _meta(self) -> dict[str, str]:
         rows = await self._session.fetch("SELECT key, value FROM meta")
@@ -265,15 +266,16 @@ class SqliteVectorIndex:
         log.info("vectors.large_projects_moved", projects=len(large), exact_max=self._exact_max)
 
     async def _coarse_listed(self, projects: Sequence[str]) -> set[str]:
-        """Those of `projects` that keep no vec0 rows."""
-        if not projects:
-            return set()
-        rows = await self._session.fetch(
-            "SELECT project FROM vector_coarse_projects"
-            f" WHERE project IN ({', '.join('?' for _ in projects)})",
-            list(projects),
-        )
-        return {str(r[0]) for r in rows}
+        """Those of `projects` that keep no vec0 rows (a listing is never undone)."""
+        unknown = [p for p in projects if p not in self._listed]
+        if unknown:
+            rows = await self._session.fetch(
+                "SELECT project FROM vector_coarse_projects"
+                f" WHERE project IN ({', '.join('?' for _ in unknown)})",
+                unknown,
+            )
+            self._listed.update(str(r[0]) for r in rows)
+        return {p for p in projects if p in self._listed}
 
     async def vectors_by_hash(self, hashes: Sequence[str]) -> dict[str, Vector]:
         """Stored vectors for these content hashes."""
@@ -339,7 +341,15 @@ class SqliteVectorIndex:
                 if cached is not None:
                     self._counts[m.project] = (cached[0], cached[1] + 1)
             for project in touched:
-                if project not in listed and await self._project_size(project) > self._exact_max:
+                if project in listed or await self._project_size(project) <= self._exact_max:
+                    continue
+                # The cached size is an estimate (re-embedded and upserted rows count again),
+                # and listing is for good: recount before deciding.
+                exact = await self._session.fetch(
+                    "SELECT count(*) FROM context_snapshots WHERE project = ?", (project,)
+                )
+                self._counts[project] = (time.monotonic(), int(exact[0][0]))
+                if int(exact[0][0]) > self._exact_max:
                     # The project just outgrew exact search: from now on it keeps no vec0
                     # rows (a one-off delete of about `exact_max` rows at 40-100 us each).
                     await db.execute(
@@ -377,7 +387,9 @@ class SqliteVectorIndex:
         if layer is not None:
             layer_filter = " AND layer = :layer"
             params["layer"] = layer.value
-        async with self._session.read("vector search"):
+        # One read transaction: another process may list the project and drop its vec0 rows
+        # between the listing check and the KNN, which must then see the same snapshot.
+        async with self._session.snapshot("vector search"):
             size = await self._project_size(project)  # cached, with a TTL
             if size <= self._exact_max and not await self._coarse_listed([project]):
                 # A project that shrank (cleared, pruned) below the threshold frees its bits.
