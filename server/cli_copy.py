@@ -14,6 +14,7 @@ from memory_core.errors import InvalidInputError, MemoryCoreError
 from memory_core.services.copy_store import CopyEndpoint, CopyReport, copy_store
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
 from memory_core.storage.sqlite.copy import SqliteCopyEndpoint
+from memory_core.storage.sqlite.vectors import EXACT_SEARCH_MAX
 from server.backends import redacted_url
 from server.settings import Settings
 
@@ -79,8 +80,13 @@ def _sqlite_path(url: str) -> Path | None:
 
 
 @asynccontextmanager
-async def open_endpoint(url: str, *, create: bool) -> AsyncIterator[CopyEndpoint]:
+async def open_endpoint(
+    url: str, *, create: bool, exact_max: int = EXACT_SEARCH_MAX
+) -> AsyncIterator[CopyEndpoint]:
     """A migrated store as a copy endpoint; SQLite files are created only when `create`.
+
+    `exact_max` is MEMSTRATA_VECTOR_EXACT_MAX: a SQLite target lists the projects it receives
+    past it as coarse-searched, as a server writing them would.
 
     Raises:
         InvalidInputError: The URL is neither sqlite:// nor postgresql://, or names no file.
@@ -92,7 +98,7 @@ async def open_endpoint(url: str, *, create: bool) -> AsyncIterator[CopyEndpoint
         db = await open_database(path)
         try:
             await apply_migrations(db)
-            yield SqliteCopyEndpoint(SqliteSession(db))
+            yield SqliteCopyEndpoint(SqliteSession(db), exact_max=exact_max)
         finally:
             await db.close()
         return
@@ -108,29 +114,36 @@ async def open_endpoint(url: str, *, create: bool) -> AsyncIterator[CopyEndpoint
         await store.close()
 
 
-async def copy_between(source_url: str, target_url: str, *, batch: int = 500) -> CopyReport:
+async def copy_between(
+    source_url: str, target_url: str, *, batch: int = 500, exact_max: int = EXACT_SEARCH_MAX
+) -> CopyReport:
     """Open both stores and copy, with a progress bar on stderr."""
     from server.cli_output import progress_bar  # rich loads for this command only
 
     async with (
         open_endpoint(source_url, create=False) as source,
-        open_endpoint(target_url, create=True) as target,
+        open_endpoint(target_url, create=True, exact_max=exact_max) as target,
     ):
         with progress_bar("copying memories") as bar:
             return await copy_store(source, target, progress=bar.update, batch=batch)
 
 
 def run_command(settings: Settings, args: argparse.Namespace) -> int:
-    """The `memstrata` dispatcher's form of `run` (copy-store reads no MEMSTRATA_* store)."""
-    return run(args)
+    """The `memstrata` dispatcher's form of `run`.
+
+    copy-store reads no MEMSTRATA_* store, only MEMSTRATA_VECTOR_EXACT_MAX.
+    """
+    return run(args, exact_max=settings.vector_exact_max)
 
 
-def run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace, *, exact_max: int = EXACT_SEARCH_MAX) -> int:
     """Run `copy-store`; returns the exit code."""
     from server.cli_output import Exit, err, out_json
 
     try:
-        report = asyncio.run(copy_between(args.source, args.target, batch=args.batch))
+        report = asyncio.run(
+            copy_between(args.source, args.target, batch=args.batch, exact_max=exact_max)
+        )
     except MemoryCoreError as exc:
         err(f"memstrata: {exc}")
         return int(Exit.ERROR)

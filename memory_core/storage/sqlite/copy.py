@@ -10,7 +10,7 @@ import numpy as np
 
 from memory_core.storage.sqlite.rows import encode_time, row_to_memory
 from memory_core.storage.sqlite.session import SqliteSession
-from memory_core.storage.sqlite.vectors import SqliteVectorIndex
+from memory_core.storage.sqlite.vectors import EXACT_SEARCH_MAX, SqliteVectorIndex
 
 __all__ = ["SqliteCopyEndpoint"]
 
@@ -20,9 +20,10 @@ CopyRow = tuple[Any, str | None, Any]
 class SqliteCopyEndpoint:
     """Reads and writes whole rows with their ids and vectors."""
 
-    def __init__(self, session: SqliteSession) -> None:
+    def __init__(self, session: SqliteSession, *, exact_max: int = EXACT_SEARCH_MAX) -> None:
         self._session = session
-        self._vectors = SqliteVectorIndex(session)
+        # The store's own threshold: a project copied past it is listed as coarse for good.
+        self._vectors = SqliteVectorIndex(session, exact_max=exact_max)
 
     async def model(self) -> tuple[str, int] | None:
         """The recorded embedding model."""
