@@ -96,6 +96,21 @@ class SummaryDraft(_Frozen):
         """Summary tokens over the tokens of the entries it replaced."""
         return round(self.token_count / max(1, self.original_tokens), 4)
 
+    def stored(self, number: int, created_at: datetime) -> Summary:
+        """The summary as a store records it: numbered within its session."""
+        return Summary(
+            id=number,
+            text=self.text,
+            entry_ids=self.entry_ids,
+            token_count=self.token_count,
+            original_tokens=self.original_tokens,
+            ratio=self.ratio,
+            covers_from=self.covers_from,
+            covers_until=self.covers_until,
+            source=self.source,
+            created_at=created_at,
+        )
+
 
 class Summary(_Frozen):
     """A stored summary; `id` is its number within the session."""

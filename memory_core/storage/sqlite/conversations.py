@@ -207,18 +207,7 @@ class SqliteConversationStore:
                 + f" WHERE {_SCOPE}",
                 {**scope, "now": stamp},
             )
-        return Summary(
-            id=number,
-            text=draft.text,
-            entry_ids=draft.entry_ids,
-            token_count=draft.token_count,
-            original_tokens=draft.original_tokens,
-            ratio=draft.ratio,
-            covers_from=draft.covers_from,
-            covers_until=draft.covers_until,
-            source=draft.source,
-            created_at=now,
-        )
+        return draft.stored(number, now)
 
     async def set_pending(
         self, project: str, session_id: str, pending: PendingSummary | None
