@@ -9,7 +9,7 @@ its time decoder, and the mapping of columns to fields lives here once.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -34,6 +34,8 @@ from memory_core.domain.knowledge import (
     Preference,
     Snippet,
 )
+from memory_core.domain.models import Layer, Memory, Tier
+from memory_core.errors import SchemaMismatchError
 from memory_core.knowledge_ports import Vector
 
 __all__ = [
@@ -61,6 +63,25 @@ def json_text(value: JsonValue) -> str:
     return json.dumps(value, ensure_ascii=False)
 
 
+def model_recorded(meta: Mapping[str, str], model_id: str, dims: int) -> bool:
+    """Whether the store's `meta` records an embedding model, which must be this one.
+
+    Raises:
+        SchemaMismatchError: Another model (or dimension count) indexed the store.
+    """
+    recorded = meta.get("embedding_model")
+    if recorded is None:
+        return False
+    if recorded != model_id or meta.get("embedding_dims") != str(dims):
+        raise SchemaMismatchError(
+            f"this database was indexed with {recorded} "
+            f"({meta.get('embedding_dims')} dims), not {model_id} ({dims} dims); run "
+            f"`memstrata reindex` to re-embed it with the configured model, or set "
+            f"MEMSTRATA_EMBEDDING_MODEL={recorded}"
+        )
+    return True
+
+
 def next_number(ids: Iterable[int]) -> int:
     """The number after the highest of `ids` (1 when there are none)."""
     return max(ids, default=0) + 1
@@ -77,13 +98,39 @@ class ChunkMatrix:
 
 
 class RowReader:
-    """Builds domain objects from rows (mappings by column name) of one backend."""
+    """Builds domain objects from rows (mappings by column name) of one backend.
 
-    def __init__(self, time: Callable[[Any], datetime]) -> None:
+    `time` decodes a stored instant; `metadata` decodes context_snapshots.metadata (JSON text
+    in SQLite, already a dict from PostgreSQL's jsonb).
+    """
+
+    def __init__(
+        self, time: Callable[[Any], datetime], metadata: Callable[[Any], Any] = json.loads
+    ) -> None:
         self._time = time
+        self._metadata = metadata
 
     def _opt_time(self, value: Any) -> datetime | None:
         return self._time(value) if value is not None else None
+
+    def memory(self, row: Any) -> Memory:
+        """A context_snapshots row."""
+        return Memory(
+            id=row["id"],
+            project=row["project"],
+            layer=Layer(row["layer"]),
+            key=row["key"],
+            content=row["content"],
+            metadata=self._metadata(row["metadata"]),
+            session_id=row["session_id"],
+            created_at=self._time(row["created_at"]),
+            updated_at=self._time(row["updated_at"]),
+            last_accessed=self._opt_time(row["last_accessed"]),
+            access_count=row["access_count"],
+            tier=Tier(row["memory_tier"]),
+            content_hash=row["content_hash"],
+            token_count=row["token_count"],
+        )
 
     def session(self, row: Any) -> SessionInfo:
         """A conversation_sessions row."""

@@ -5,7 +5,8 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any
 
-from memory_core.domain.models import Layer, Memory, Tier
+from memory_core.domain.models import Memory
+from memory_core.storage.records import RowReader
 
 __all__ = ["COLUMNS", "aware", "row_to_memory"]
 
@@ -22,21 +23,8 @@ def aware(value: datetime) -> datetime:
 
 
 def row_to_memory(row: Any) -> Memory:
-    """Build a Memory from a context_snapshots record."""
-    last = row["last_accessed"]
-    return Memory(
-        id=row["id"],
-        project=row["project"],
-        layer=Layer(row["layer"]),
-        key=row["key"],
-        content=row["content"],
-        metadata=row["metadata"],
-        session_id=row["session_id"],
-        created_at=aware(row["created_at"]),
-        updated_at=aware(row["updated_at"]),
-        last_accessed=aware(last) if last is not None else None,
-        access_count=row["access_count"],
-        tier=Tier(row["memory_tier"]),
-        content_hash=row["content_hash"],
-        token_count=row["token_count"],
-    )
+    """Build a Memory from a context_snapshots record (metadata arrives decoded from jsonb)."""
+    return _ROWS.memory(row)
+
+
+_ROWS = RowReader(aware, metadata=lambda value: value)

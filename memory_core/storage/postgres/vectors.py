@@ -10,9 +10,9 @@ import numpy as np
 import numpy.typing as npt
 
 from memory_core.domain.models import Layer, Memory, VectorMatch
-from memory_core.errors import SchemaMismatchError
 from memory_core.storage.postgres.rows import COLUMNS
 from memory_core.storage.postgres.session import PostgresSession
+from memory_core.storage.records import model_recorded
 
 __all__ = ["EXACT_SEARCH_MAX", "PostgresVectorIndex"]
 
@@ -58,17 +58,7 @@ class PostgresVectorIndex:
             # Replicas starting at once: one records the model, the others then see it.
             await conn.execute("SELECT pg_advisory_xact_lock(hashtextextended($1, 0))", _MODEL_LOCK)
             meta = await self._meta(conn)
-            recorded = meta.get("embedding_model")
-            if recorded is not None and (
-                recorded != model_id or meta.get("embedding_dims") != str(dims)
-            ):
-                raise SchemaMismatchError(
-                    f"this database was indexed with {recorded} "
-                    f"({meta.get('embedding_dims')} dims), not {model_id} ({dims} dims); run "
-                    f"`memstrata reindex` to re-embed it with the configured model, or set "
-                    f"MEMSTRATA_EMBEDDING_MODEL={recorded}"
-                )
-            if recorded is None:
+            if not model_recorded(meta, model_id, dims):
                 await self._shape(conn, model_id, dims)
 
     async def reset_model(self, model_id: str, dims: int) -> None:

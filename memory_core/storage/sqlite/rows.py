@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
-from memory_core.domain.models import Layer, Memory, Tier
+from memory_core.domain.models import Memory
+from memory_core.storage.records import RowReader
 
 __all__ = ["decode_time", "encode_time", "row_to_memory"]
 
@@ -26,20 +26,7 @@ def decode_time(value: str) -> datetime:
 
 def row_to_memory(row: Any) -> Memory:
     """Build a Memory from a context_snapshots row (a sqlean.Row)."""
-    last = row["last_accessed"]
-    return Memory(
-        id=row["id"],
-        project=row["project"],
-        layer=Layer(row["layer"]),
-        key=row["key"],
-        content=row["content"],
-        metadata=json.loads(row["metadata"]),
-        session_id=row["session_id"],
-        created_at=decode_time(row["created_at"]),
-        updated_at=decode_time(row["updated_at"]),
-        last_accessed=decode_time(last) if last is not None else None,
-        access_count=row["access_count"],
-        tier=Tier(row["memory_tier"]),
-        content_hash=row["content_hash"],
-        token_count=row["token_count"],
-    )
+    return _ROWS.memory(row)
+
+
+_ROWS = RowReader(decode_time)

@@ -11,7 +11,7 @@ import numpy.typing as npt
 import structlog
 
 from memory_core.domain.models import Layer, Memory, VectorMatch
-from memory_core.errors import SchemaMismatchError
+from memory_core.storage.records import model_recorded
 from memory_core.storage.sqlite.session import SqliteSession
 
 __all__ = ["EXACT_SEARCH_MAX", "SqliteVectorIndex"]
@@ -170,17 +170,7 @@ class SqliteVectorIndex:
         """Record the model on first use; refuse a store written by another model."""
         async with self._session.write("checking the embedding model") as db:
             meta = await self._meta()
-            recorded = meta.get("embedding_model")
-            if recorded is not None and (
-                recorded != model_id or meta.get("embedding_dims") != str(dims)
-            ):
-                raise SchemaMismatchError(
-                    f"this database was indexed with {recorded} "
-                    f"({meta.get('embedding_dims')} dims), not {model_id} ({dims} dims); run "
-                    f"`memstrata reindex` to re-embed it with the configured model, or set "
-                    f"MEMSTRATA_EMBEDDING_MODEL={recorded}"
-                )
-            if recorded is None:
+            if not model_recorded(meta, model_id, dims):
                 await self._record_model(db, model_id, dims)
             await self._create_tables(db, dims)
 
