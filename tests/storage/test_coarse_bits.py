@@ -22,9 +22,11 @@ T0 = datetime(2026, 1, 1, tzinfo=UTC)
 FAKE = FakeEmbedder()
 
 
-async def add(repo: SqliteMemoryRepository, text: str, layer: Layer = Layer.EPISODIC) -> Memory:
+async def add(
+    repo: SqliteMemoryRepository, text: str, layer: Layer = Layer.EPISODIC, project: str = "p"
+) -> Memory:
     draft = MemoryDraft(
-        project="p", layer=layer, content=text, content_hash=content_hash(text), token_count=1
+        project=project, layer=layer, content=text, content_hash=content_hash(text), token_count=1
     )
     return (await repo.add(draft, T0)).memory
 
@@ -172,17 +174,6 @@ async def test_own_deletes_drop_stale_bits_and_new_rows_are_found(db: aiosqlite.
     assert [h.id for h in hits] == [fresh.id]
 
 
-async def add_to(repo: SqliteMemoryRepository, project: str, text: str) -> Memory:
-    draft = MemoryDraft(
-        project=project,
-        layer=Layer.EPISODIC,
-        content=text,
-        content_hash=content_hash(text),
-        token_count=1,
-    )
-    return (await repo.add(draft, T0)).memory
-
-
 async def vec0_rows(db: aiosqlite.Connection) -> dict[str, int]:
     async with db.execute("SELECT project, count(*) FROM context_vectors GROUP BY project") as c:
         return {str(r[0]): int(r[1]) for r in await c.fetchall()}
@@ -197,16 +188,16 @@ async def test_a_project_that_outgrows_exact_search_leaves_vec0(db: aiosqlite.Co
     index = SqliteVectorIndex(SqliteSession(db), exact_max=3)
     await index.ensure_model(FAKE.model_id, FAKE.dims)
     repo = SqliteMemoryRepository(SqliteSession(db))
-    small = [await add_to(repo, "small", f"small note {i}") for i in range(2)]
-    grown = [await add_to(repo, "big", f"tea note {i}") for i in range(3)]
+    small = [await add(repo, f"small note {i}", project="small") for i in range(2)]
+    grown = [await add(repo, f"tea note {i}", project="big") for i in range(3)]
     await put(index, *small, *grown)
     assert await vec0_rows(db) == {"small": 2, "big": 3}
-    grown += [await add_to(repo, "big", f"coffee note {i}") for i in range(2)]
+    grown += [await add(repo, f"coffee note {i}", project="big") for i in range(2)]
     await put(index, *grown[3:])
     # Four rows past exact_max: no vec0 rows for it now, nor for its later vectors.
     assert await vec0_rows(db) == {"small": 2}
     assert await coarse_listed(db) == {"big"}
-    later = await add_to(repo, "big", "green tea")
+    later = await add(repo, "green tea", project="big")
     await put(index, later)
     assert await vec0_rows(db) == {"small": 2}
     # Its searches read the embeddings, so every vector is still found, nearest first.
@@ -227,8 +218,8 @@ async def test_an_older_store_moves_its_large_projects_out_of_vec0(
     before = SqliteVectorIndex(SqliteSession(db), exact_max=100)
     await before.ensure_model(FAKE.model_id, FAKE.dims)
     repo = SqliteMemoryRepository(SqliteSession(db))
-    big = [await add_to(repo, "big", f"tea note {i}") for i in range(5)]
-    small = [await add_to(repo, "small", f"small note {i}") for i in range(2)]
+    big = [await add(repo, f"tea note {i}", project="big") for i in range(5)]
+    small = [await add(repo, f"small note {i}", project="small") for i in range(2)]
     await put(before, *big, *small)
     await db.execute("DROP TABLE vector_coarse_projects")
     await db.execute("DELETE FROM meta WHERE key = 'vec0_large_projects'")

@@ -335,11 +335,7 @@ class SqliteVectorIndex:
                     continue
                 # The cached size is an estimate (re-embedded and upserted rows count again),
                 # and listing is for good: recount before deciding.
-                exact = await self._session.fetch(
-                    "SELECT count(*) FROM context_snapshots WHERE project = ?", (project,)
-                )
-                self._counts[project] = (time.monotonic(), int(exact[0][0]))
-                if int(exact[0][0]) > self._exact_max:
+                if await self._project_size(project, fresh=True) > self._exact_max:
                     # The project just outgrew exact search: from now on it keeps no vec0
                     # rows (a one-off delete of about `exact_max` rows at 40-100 us each).
                     await db.execute(
@@ -357,9 +353,10 @@ class SqliteVectorIndex:
                 _bits([_vector(b) for _, b in mine]),
             )
 
-    async def _project_size(self, project: str) -> int:
+    async def _project_size(self, project: str, *, fresh: bool = False) -> int:
+        """The project's row count, cached for _COUNT_TTL_S unless `fresh`."""
         cached = self._counts.get(project)
-        if cached is not None and time.monotonic() - cached[0] < _COUNT_TTL_S:
+        if not fresh and cached is not None and time.monotonic() - cached[0] < _COUNT_TTL_S:
             return cached[1]
         rows = await self._session.fetch(
             "SELECT count(*) FROM context_snapshots WHERE project = ?", (project,)
