@@ -28,6 +28,7 @@ from memory_core.domain.conversation import (
     Summary,
 )
 from memory_core.domain.knowledge import (
+    Chunk,
     DocumentOrigin,
     DocumentRecord,
     Playbook,
@@ -95,6 +96,17 @@ class ChunkMatrix:
     model_id: str
     ids: np.ndarray[Any, np.dtype[np.int64]]
     vectors: np.ndarray[Any, np.dtype[np.float32]]
+
+    def nearest(self, vector: Vector, limit: int) -> list[tuple[int, float]]:
+        """(chunk id, cosine similarity) of the `limit` nearest chunks, nearest first."""
+        if len(self.ids) == 0:
+            return []
+        # Stored vectors are unit length (the Embedder contract), so a dot product is a cosine.
+        scores = self.vectors @ np.asarray(vector, dtype=np.float32)
+        k = min(limit, len(scores))
+        top = np.argpartition(-scores, k - 1)[:k]
+        top = top[np.argsort(-scores[top], kind="stable")]
+        return [(int(self.ids[i]), float(scores[i])) for i in top]
 
 
 class RowReader:
@@ -260,6 +272,19 @@ class RowReader:
             char_count=len(row["body"]),
             created_at=self._time(row["created_at"]),
             updated_at=self._time(row["updated_at"]),
+        )
+
+    @staticmethod
+    def chunk(row: Any) -> Chunk:
+        """A knowledge_chunks row joined with its document's source."""
+        return Chunk(
+            id=row["id"],
+            tenant=row["tenant"],
+            source=row["source"],
+            position=row["position"],
+            start=row["start_char"],
+            end=row["end_char"],
+            text=row["text"],
         )
 
     @staticmethod

@@ -162,14 +162,7 @@ class PostgresDocumentStore:
         # The revision and the chunks are read in one snapshot, so they belong together.
         async with self._session.snapshot("vector search of business context") as conn:
             matrix = await self._matrix(conn, tenant, model_id)
-        if matrix is None or len(matrix.ids) == 0:
-            return []
-        # Stored vectors are unit length (the Embedder contract), so a dot product is a cosine.
-        scores = matrix.vectors @ np.asarray(vector, dtype=np.float32)
-        k = min(limit, len(scores))
-        top = np.argpartition(-scores, k - 1)[:k]
-        top = top[np.argsort(-scores[top], kind="stable")]
-        return [(int(matrix.ids[i]), float(scores[i])) for i in top]
+        return [] if matrix is None else matrix.nearest(vector, limit)
 
     async def chunks(self, tenant: str, ids: Sequence[int]) -> list[Chunk]:
         """Chunks of a tenant by id, in the order of `ids`."""
@@ -183,18 +176,7 @@ class PostgresDocumentStore:
                 tenant,
                 [int(i) for i in ids],
             )
-        by_id = {
-            int(r["id"]): Chunk(
-                id=r["id"],
-                tenant=r["tenant"],
-                source=r["source"],
-                position=r["position"],
-                start=r["start_char"],
-                end=r["end_char"],
-                text=r["text"],
-            )
-            for r in rows
-        }
+        by_id = {int(r["id"]): _ROWS.chunk(r) for r in rows}
         return [by_id[i] for i in ids if i in by_id]
 
     async def documents(
