@@ -96,6 +96,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         keyword_stopwords=args.stopwords,
         min_similarity=args.min_similarity,
         fusion=args.fusion,
+        session_weight=args.session_weight,
+        session_top=args.session_top,
     )
     stack = contextlib.AsyncExitStack()
     store = await stack.enter_async_context(
@@ -229,6 +231,13 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--fusion", choices=["rrf", "convex"], default=RankingPolicy().fusion)
     parser.add_argument("--min-similarity", type=float, default=RankingPolicy().min_similarity)
+    parser.add_argument(
+        "--session-weight",
+        type=float,
+        default=RankingPolicy().session_weight,
+        help="lift from the memory's session (0: off)",
+    )
+    parser.add_argument("--session-top", type=int, default=RankingPolicy().session_top)
     parser.add_argument(
         "--db", type=Path, help="keep the store here and reuse it on the next run (tuning)"
     )

@@ -55,6 +55,18 @@ class RankingPolicy(BaseModel):
     )
     keyword_weight: float = Field(1.5, ge=0, description="Weight of the BM25 list in fusion.")
     vector_weight: float = Field(1.0, ge=0, description="Weight of the vector list in fusion.")
+    # Tuned on LoCoMo dev only (docs/benchmarks.md): R@10 0.760-0.767 over session_top 1-5 and
+    # session_weight 0.3-1.0; the defaults sit inside that plateau, not on its best point.
+    session_weight: float = Field(
+        0.5,
+        ge=0,
+        description="Share of its session's strength added to a memory's relevance: the mean "
+        "text score of the session's best `session_top` candidates (0 turns it off). A memory "
+        "without a session is a session of one.",
+    )
+    session_top: int = Field(
+        3, ge=1, description="How many of a session's best candidates make up its strength."
+    )
     min_similarity: float = Field(
         0.2, ge=-1, le=1, description="Vector hits below this cosine similarity are dropped."
     )

@@ -155,6 +155,11 @@ class RankSignals(_Frozen):
     relevance: float = Field(
         description="Fused relevance, normalised so the most relevant candidate has 1."
     )
+    session_lift: float = Field(
+        0.0,
+        description="The part of `relevance` that comes from the memory's session: the "
+        "session's strongest matches (the memory among them) lift every memory in it.",
+    )
     tier: Tier
     tier_boost: float
     recency: float

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import heapq
+from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
@@ -10,7 +12,14 @@ from memory_core.config import RankingPolicy
 from memory_core.domain.models import Memory, RankSignals, SearchHit, SearchMode, Tier, TierCutoffs
 from memory_core.domain.tiers import classify_tier
 
-__all__ = ["Candidate", "fuse_ranks", "rank_candidates", "recency_signal", "tier_boost"]
+__all__ = [
+    "Candidate",
+    "fuse_ranks",
+    "rank_candidates",
+    "recency_signal",
+    "session_lift",
+    "tier_boost",
+]
 
 
 class Candidate(BaseModel):
@@ -81,43 +90,71 @@ def _convex(candidates: Sequence[Candidate], policy: RankingPolicy) -> list[floa
     return [alpha * k + (1 - alpha) * v + 1e-6 for k, v in zip(keyword, vector, strict=True)]
 
 
-def _relevance(
+def _text_scores(
     candidates: Sequence[Candidate], mode: SearchMode, policy: RankingPolicy
 ) -> list[float]:
+    """Each candidate's text score (bigger is better), on the scale of its mode."""
     if mode is SearchMode.KEYWORD:
         # FTS5's bm25() is negative, more negative is better; flip it so bigger is better.
-        raw = [max(-(c.bm25 or 0.0), 0.0) for c in candidates]
-    elif mode is SearchMode.SEMANTIC:
-        raw = [
+        return [max(-(c.bm25 or 0.0), 0.0) for c in candidates]
+    if mode is SearchMode.SEMANTIC:
+        return [
             max(1.0 - (c.vector_distance if c.vector_distance is not None else 1.0), 0.0)
             for c in candidates
         ]
-    elif policy.fusion == "convex":
-        raw = _convex(candidates, policy)
-    else:
-        fused = fuse_ranks(
-            {
-                "keyword": [
-                    c.memory.id
-                    for c in sorted(
-                        (c for c in candidates if c.bm25_rank is not None),
-                        key=lambda c: c.bm25_rank or 0,
-                    )
-                ],
-                "vector": [
-                    c.memory.id
-                    for c in sorted(
-                        (c for c in candidates if c.vector_rank is not None),
-                        key=lambda c: c.vector_rank or 0,
-                    )
-                ],
-            },
-            {"keyword": policy.keyword_weight, "vector": policy.vector_weight},
-            policy.rrf_k,
-        )
-        raw = [fused.get(c.memory.id, 0.0) for c in candidates]
-    best = max(raw, default=0.0)
-    return [r / best if best > 0 else 1.0 for r in raw]
+    if policy.fusion == "convex":
+        return _convex(candidates, policy)
+    fused = fuse_ranks(
+        {
+            "keyword": [
+                c.memory.id
+                for c in sorted(
+                    (c for c in candidates if c.bm25_rank is not None),
+                    key=lambda c: c.bm25_rank or 0,
+                )
+            ],
+            "vector": [
+                c.memory.id
+                for c in sorted(
+                    (c for c in candidates if c.vector_rank is not None),
+                    key=lambda c: c.vector_rank or 0,
+                )
+            ],
+        },
+        {"keyword": policy.keyword_weight, "vector": policy.vector_weight},
+        policy.rrf_k,
+    )
+    return [fused.get(c.memory.id, 0.0) for c in candidates]
+
+
+def session_lift(
+    candidates: Sequence[Candidate], text_scores: Sequence[float], policy: RankingPolicy
+) -> list[float]:
+    """What each candidate inherits from its session: weight x the session's strength.
+
+    A session's strength is the mean text score of its best `session_top` candidates (fewer
+    count as zeros, so one lucky match is not a strong session). Memories written in one
+    session share its subject: on LoCoMo the evidence for a question sits in one or two
+    sessions, and a turn that matches weakly beside strong matches is often part of the
+    answer (+0.019 R@10 on the dev split; docs/benchmarks.md). A memory without a session is a
+    session of one, so memories without sessions never lift one another. When every candidate
+    is from one session (a search filtered to it), the lift would be the same for all and only
+    blunt the text scores against the tier signals, so there is none.
+    """
+    by_session: dict[str, list[float]] = defaultdict(list)
+    for c, score in zip(candidates, text_scores, strict=True):
+        if c.memory.session_id is not None:
+            by_session[c.memory.session_id].append(score)
+    one_session = len(by_session) == 1 and all(c.memory.session_id is not None for c in candidates)
+    if policy.session_weight == 0 or one_session:
+        return [0.0] * len(candidates)
+    top = policy.session_top
+    strength = {s: sum(heapq.nlargest(top, scores)) / top for s, scores in by_session.items()}
+    return [
+        policy.session_weight
+        * (strength[c.memory.session_id] if c.memory.session_id is not None else score / top)
+        for c, score in zip(candidates, text_scores, strict=True)
+    ]
 
 
 def rank_candidates(
@@ -128,14 +165,20 @@ def rank_candidates(
 ) -> list[SearchHit]:
     """Score candidates and return them best first.
 
-    Relevance (BM25, cosine similarity, or their fusion, per `mode` and `policy.fusion`) is
-    divided by the best relevance among the candidates, so it lies in (0, 1] and the tier
+    Relevance (BM25, cosine similarity, or their fusion, per `mode` and `policy.fusion`, plus
+    the lift from the memory's session, see `session_lift`) is divided by the best relevance
+    among the candidates, so it lies in (0, 1] and the tier
     boosts (+0.3 ACTIVE ... -0.2 EXPIRED) weigh the same whatever the query. Tiers are
     classified live from the reference time, so a stale stored tier cannot skew the ranking.
     Ties keep the newer memory first.
     """
+    text_scores = _text_scores(candidates, mode, policy)
+    lifts = session_lift(candidates, text_scores, policy)
+    totals = [t + lift for t, lift in zip(text_scores, lifts, strict=True)]
+    best = max(totals, default=0.0)
     hits: list[SearchHit] = []
-    for c, relevance in zip(candidates, _relevance(candidates, mode, policy), strict=True):
+    for c, total, lift in zip(candidates, totals, lifts, strict=True):
+        relevance, session_part = (total / best, lift / best) if best > 0 else (1.0, 0.0)
         tier = classify_tier(c.memory.reference_time, cutoffs)
         age_hours = (cutoffs.now - c.memory.reference_time).total_seconds() / 3600
         boost = tier_boost(tier, policy)
@@ -147,6 +190,7 @@ def rank_candidates(
             vector_rank=c.vector_rank,
             vector_distance=None if c.vector_distance is None else round(c.vector_distance, 6),
             relevance=round(relevance, 6),
+            session_lift=round(session_part, 6),
             tier=tier,
             tier_boost=boost,
             recency=round(recency, 6),

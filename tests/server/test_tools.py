@@ -57,6 +57,15 @@ async def test_append_search_and_handing_out(client: Client) -> None:
     assert ctx["items"][0]["access_count"] == 2  # the search hit, then this load
 
 
+async def test_search_reports_the_lift_a_hit_takes_from_its_session(client: Client) -> None:
+    for content in ["billing deploy failed", "billing deploy rolled back", "noted for billing"]:
+        await call(client, "append", layer="episodic", content=content, session_id="incident")
+    await call(client, "append", layer="episodic", content="billing page copy", session_id="docs")
+    found = await call(client, "search", query="billing deploy", mode="keyword")
+    lift = {h["content"]: h["signals"]["session_lift"] for h in found["hits"]}
+    assert lift["noted for billing"] > lift["billing page copy"] > 0
+
+
 async def test_learn_recall_and_rules(client: Client) -> None:
     assert (await call(client, "learn", key="user.editor", value="vim"))["status"] == "created"
     updated = await call(client, "learn", key="user.editor", value="helix")

@@ -1,8 +1,10 @@
+import dataclasses
 from datetime import timedelta
 
 import pytest
 
-from memory_core.domain.models import Layer, Tier
+from memory_core.config import RankingPolicy
+from memory_core.domain.models import Layer, SearchMode, Tier
 from memory_core.errors import (
     ConfirmationRequiredError,
     InvalidInputError,
@@ -77,6 +79,31 @@ async def test_search_prefers_recently_used_memories(
     hits = (await service.search(SearchRequest(project="p", query="deploy failed"))).hits
     assert [h.memory.id for h in hits] == [new.id, old.id]
     assert hits[1].signals.tier is Tier.EXPIRED
+
+
+async def test_search_lifts_a_weak_match_written_beside_strong_ones(
+    service: MemoryService,
+) -> None:
+    review = [
+        "deploy rollback failed on the billing cluster",
+        "billing deploy rollback failed twice today",
+        "the rollback of the billing deploy failed again",
+        "rollback noted",
+    ]
+    for content in review:
+        await service.append("p", Layer.EPISODIC, content, session_id="incident-7")
+    # As weak a match as "rollback noted", and newer, so it wins the tie without the lift.
+    await service.append("p", Layer.EPISODIC, "rollback listed", session_id="standup")
+    request = SearchRequest(project="p", query="billing deploy rollback", mode=SearchMode.KEYWORD)
+    hits = (await service.search(request)).hits
+    order = [h.memory.content for h in hits]
+    assert order.index("rollback noted") < order.index("rollback listed")
+    lifted = {h.memory.content: h.signals.session_lift for h in hits}
+    assert lifted["rollback noted"] > lifted["rollback listed"] > 0
+
+    flat = dataclasses.replace(service, ranking=RankingPolicy(session_weight=0))
+    order = [h.memory.content for h in (await flat.search(request)).hits]
+    assert order.index("rollback listed") < order.index("rollback noted")
 
 
 async def test_search_time_range_filters_on_creation(

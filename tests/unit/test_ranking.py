@@ -5,7 +5,13 @@ from hypothesis import strategies as st
 
 from memory_core.config import RankingPolicy, TierPolicy
 from memory_core.domain.models import Memory, SearchMode, Tier
-from memory_core.domain.ranking import Candidate, fuse_ranks, rank_candidates, recency_signal
+from memory_core.domain.ranking import (
+    Candidate,
+    fuse_ranks,
+    rank_candidates,
+    recency_signal,
+    session_lift,
+)
 from memory_core.domain.tiers import tier_cutoffs
 from tests.fakes import make_memory
 
@@ -151,3 +157,79 @@ def test_convex_fusion_blends_normalised_scores() -> None:
     # Min-max puts 3 (worst in both lists) at 0 in each; 1 and 2 top one list each.
     assert {h.memory.id for h in hits[:2]} == {1, 2}
     assert hits[2].memory.id == 3
+
+
+def in_session(mid: int, session: str | None) -> Memory:
+    return memory(mid, timedelta(days=3)).model_copy(update={"session_id": session})
+
+
+def keyword_hits(rows: list[tuple[Memory, float]], policy: RankingPolicy = POLICY):
+    return rank_keyword(
+        [Candidate(memory=m, bm25_rank=None, bm25=bm25) for m, bm25 in rows], CUTS, policy
+    )
+
+
+def test_a_weak_match_beside_strong_ones_in_its_session_outranks_an_equal_loner() -> None:
+    hits = keyword_hits(
+        [
+            (in_session(1, "s1"), -5.0),
+            (in_session(2, "s1"), -4.0),
+            (in_session(3, "s1"), -1.0),  # weak, but its session matched strongly
+            (in_session(4, "s2"), -1.2),  # a little stronger, alone in its session
+            (in_session(5, None), -1.1),
+        ]
+    )
+    assert [h.memory.id for h in hits] == [1, 2, 3, 4, 5]
+    lifted, loner = hits[2].signals, hits[3].signals
+    assert lifted.session_lift > loner.session_lift > 0
+    assert lifted.relevance == max(h.signals.relevance for h in hits[2:])
+
+
+def test_without_the_lift_the_text_score_alone_decides() -> None:
+    rows = [(in_session(1, "s1"), -5.0), (in_session(3, "s1"), -1.0), (in_session(4, "s2"), -1.2)]
+    hits = keyword_hits(rows, RankingPolicy(session_weight=0))
+    assert [h.memory.id for h in hits] == [1, 4, 3]
+    assert all(h.signals.session_lift == 0 for h in hits)
+
+
+def test_memories_without_a_session_never_lift_one_another() -> None:
+    hits = keyword_hits([(in_session(1, None), -5.0), (in_session(2, None), -1.0)])
+    # Each is a session of one: the same share of its own score, so the ratio is kept.
+    assert [h.signals.relevance for h in hits] == [1.0, 0.2]
+
+
+def test_a_search_inside_one_session_gets_no_lift() -> None:
+    hits = keyword_hits([(in_session(1, "s1"), -4.0), (in_session(2, "s1"), -2.0)])
+    assert [h.signals.relevance for h in hits] == [1.0, 0.5]
+    assert all(h.signals.session_lift == 0 for h in hits)
+
+
+def test_session_strength_is_the_mean_of_its_best_few() -> None:
+    policy = RankingPolicy(session_weight=1.0, session_top=2)
+    candidates = [
+        Candidate(memory=in_session(1, "s1"), bm25=-4.0),
+        Candidate(memory=in_session(2, "s1"), bm25=-2.0),
+        Candidate(memory=in_session(3, "s1"), bm25=-1.0),
+        Candidate(memory=in_session(4, "s2"), bm25=-3.0),
+        Candidate(memory=in_session(5, None), bm25=-2.0),
+    ]
+    lifts = session_lift(candidates, [4.0, 2.0, 1.0, 3.0, 2.0], policy)
+    # s1: (4 + 2) / 2; s2: one candidate, the missing second counts as 0; a loner: its own / 2.
+    assert lifts == [3.0, 3.0, 3.0, 1.5, 1.0]
+
+
+@given(
+    st.lists(
+        st.tuples(st.floats(-50, -0.01), st.sampled_from([None, "a", "b", "c"])),
+        min_size=1,
+        max_size=30,
+    )
+)
+def test_lifted_ranking_is_a_permutation_with_relevance_in_unit_range(
+    rows: list[tuple[float, str | None]],
+) -> None:
+    hits = keyword_hits([(in_session(i, s), bm25) for i, (bm25, s) in enumerate(rows)])
+    assert sorted(h.memory.id for h in hits) == list(range(len(rows)))
+    assert [h.signals.score for h in hits] == sorted((h.signals.score for h in hits), reverse=True)
+    assert all(0 < h.signals.relevance <= 1 for h in hits)
+    assert all(0 <= h.signals.session_lift < h.signals.relevance for h in hits)
