@@ -156,9 +156,8 @@ class RankSignals(_Frozen):
         description="Fused relevance, normalised so the most relevant candidate has 1."
     )
     session_lift: float = Field(
-        0.0,
-        description="The part of `relevance` that comes from the memory's session: the "
-        "session's strongest matches (the memory among them) lift every memory in it.",
+        description="The part of `relevance` that the memory's session adds: its other "
+        "strong matches lift it (0 without a session, or alone in it).",
     )
     tier: Tier
     tier_boost: float

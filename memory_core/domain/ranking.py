@@ -130,16 +130,19 @@ def _text_scores(
 def session_lift(
     candidates: Sequence[Candidate], text_scores: Sequence[float], policy: RankingPolicy
 ) -> list[float]:
-    """What each candidate inherits from its session: weight x the session's strength.
+    """What the rest of its session adds to each candidate's text score.
 
-    A session's strength is the mean text score of its best `session_top` candidates (fewer
-    count as zeros, so one lucky match is not a strong session). Memories written in one
+    A memory's score becomes its text score plus `session_weight` x its session's strength:
+    the mean text score of the session's best `session_top` candidates (fewer count as zeros,
+    so one lucky match is not a strong session). The memory counts in its own session, so
+    that sum splits into its own share, `score x weight / top` (every candidate has one, see
+    `rank_candidates`), and what the others add, which this returns. Memories written in one
     session share its subject: on LoCoMo the evidence for a question sits in one or two
     sessions, and a turn that matches weakly beside strong matches is often part of the
-    answer (+0.019 R@10 on the dev split; docs/benchmarks.md). A memory without a session is a
-    session of one, so memories without sessions never lift one another. When every candidate
-    is from one session (a search filtered to it), the lift would be the same for all and only
-    blunt the text scores against the tier signals, so there is none.
+    answer (+0.019 R@10 on the dev split; docs/benchmarks.md). A memory without a session,
+    or alone in its session among the candidates, gets nothing. When every candidate is from
+    one session (a search filtered to it), the lift would be alike for all and only blunt the
+    text scores against the tier signals, so there is none.
     """
     by_session: dict[str, list[float]] = defaultdict(list)
     for c, score in zip(candidates, text_scores, strict=True):
@@ -151,8 +154,10 @@ def session_lift(
     top = policy.session_top
     strength = {s: sum(heapq.nlargest(top, scores)) / top for s, scores in by_session.items()}
     return [
-        policy.session_weight
-        * (strength[c.memory.session_id] if c.memory.session_id is not None else score / top)
+        0.0
+        if c.memory.session_id is None
+        # Never negative: the memory is either among the best `top` or below all of them.
+        else policy.session_weight * (strength[c.memory.session_id] - score / top)
         for c, score in zip(candidates, text_scores, strict=True)
     ]
 
@@ -167,14 +172,18 @@ def rank_candidates(
 
     Relevance (BM25, cosine similarity, or their fusion, per `mode` and `policy.fusion`, plus
     the lift from the memory's session, see `session_lift`) is divided by the best relevance
-    among the candidates, so it lies in (0, 1] and the tier
-    boosts (+0.3 ACTIVE ... -0.2 EXPIRED) weigh the same whatever the query. Tiers are
-    classified live from the reference time, so a stale stored tier cannot skew the ranking.
-    Ties keep the newer memory first.
+    among the candidates, so it lies in (0, 1] and the tier boosts (+0.3 ACTIVE ... -0.2
+    EXPIRED) weigh the same whatever the query. One exception: the lift narrows the gaps
+    between members of a strong session (a shared lift of 0.25 turns 1.0 / 0.5 into
+    1.0 / 0.6), so among them tier and recency count for a little more. Tiers are classified
+    live from the reference time, so a stale stored tier cannot skew the ranking. Ties keep
+    the newer memory first.
     """
     text_scores = _text_scores(candidates, mode, policy)
     lifts = session_lift(candidates, text_scores, policy)
-    totals = [t + lift for t, lift in zip(text_scores, lifts, strict=True)]
+    # Each memory's own share of its session's strength; the same factor for every candidate.
+    own = 1 + policy.session_weight / policy.session_top
+    totals = [own * t + lift for t, lift in zip(text_scores, lifts, strict=True)]
     best = max(totals, default=0.0)
     hits: list[SearchHit] = []
     for c, total, lift in zip(candidates, totals, lifts, strict=True):

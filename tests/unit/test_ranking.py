@@ -180,8 +180,8 @@ def test_a_weak_match_beside_strong_ones_in_its_session_outranks_an_equal_loner(
         ]
     )
     assert [h.memory.id for h in hits] == [1, 2, 3, 4, 5]
-    lifted, loner = hits[2].signals, hits[3].signals
-    assert lifted.session_lift > loner.session_lift > 0
+    lifted, loner, sessionless = hits[2].signals, hits[3].signals, hits[4].signals
+    assert lifted.session_lift > 0 == loner.session_lift == sessionless.session_lift
     assert lifted.relevance == max(h.signals.relevance for h in hits[2:])
 
 
@@ -193,9 +193,19 @@ def test_without_the_lift_the_text_score_alone_decides() -> None:
 
 
 def test_memories_without_a_session_never_lift_one_another() -> None:
-    hits = keyword_hits([(in_session(1, None), -5.0), (in_session(2, None), -1.0)])
-    # Each is a session of one: the same share of its own score, so the ratio is kept.
-    assert [h.signals.relevance for h in hits] == [1.0, 0.2]
+    hits = keyword_hits(
+        [
+            (in_session(1, None), -5.0),
+            (in_session(2, None), -1.0),
+            (in_session(3, "s1"), -2.0),
+            (in_session(4, "s1"), -2.0),
+        ]
+    )
+    by_id = {h.memory.id: h.signals for h in hits}
+    assert by_id[1].session_lift == by_id[2].session_lift == 0
+    assert by_id[3].session_lift > 0
+    # Neither lifts the other: their relevance keeps the ratio of their text scores.
+    assert by_id[2].relevance == round(by_id[1].relevance / 5, 6)
 
 
 def test_a_search_inside_one_session_gets_no_lift() -> None:
@@ -214,8 +224,10 @@ def test_session_strength_is_the_mean_of_its_best_few() -> None:
         Candidate(memory=in_session(5, None), bm25=-2.0),
     ]
     lifts = session_lift(candidates, [4.0, 2.0, 1.0, 3.0, 2.0], policy)
-    # s1: (4 + 2) / 2; s2: one candidate, the missing second counts as 0; a loner: its own / 2.
-    assert lifts == [3.0, 3.0, 3.0, 1.5, 1.0]
+    # s1's strength is (4 + 2) / 2 = 3, less each memory's own share (score / 2); s2 holds
+    # one candidate (the missing second counts as 0), so nothing is left once its own share
+    # is taken; a memory without a session gets nothing.
+    assert lifts == [1.0, 2.0, 2.5, 0.0, 0.0]
 
 
 @given(
