@@ -19,7 +19,8 @@ from server import scheduler as maintenance_scheduler
 from server.app_context import AppContext
 from server.container import Container, open_container
 from server.settings import Settings
-from server.tools import admin, conversations, knowledge, memories
+from server.surface import MemstrataServer
+from server.tools import admin, conversations, knowledge, memories, toolsets
 
 __all__ = ["INSTRUCTIONS", "build_server", "serve_http", "serve_stdio"]
 
@@ -59,10 +60,13 @@ def build_server(
     embedder: LazyEmbedder | None = None,
     token_verifier: TokenVerifier | None = None,
     auth: AuthSettings | None = None,
-) -> MCPServer[AppContext]:
+    runtime_toolsets: bool = True,
+) -> MemstrataServer:
     """Build the MCP server; the store opens (and the scheduler starts) in its lifespan.
 
     `token_verifier` and `auth` turn on bearer auth for HTTP (see server.http_app).
+    `runtime_toolsets` registers `enable_toolset`; HTTP turns it off, because one HTTP server
+    serves many clients and one client's choice must not change another's tool list.
     """
 
     @asynccontextmanager
@@ -93,7 +97,7 @@ def build_server(
                 if container.embedder is not None:
                     await container.embedder.settle(max_wait=10)
 
-    mcp: MCPServer[AppContext] = MCPServer(
+    mcp = MemstrataServer(
         "memstrata",
         title="memstrata memory",
         version=VERSION,
@@ -101,11 +105,14 @@ def build_server(
         lifespan=lifespan,
         token_verifier=token_verifier,
         auth=auth,
+        toolsets=settings.enabled_toolsets,
     )
     memories.register(mcp, settings)
     admin.register(mcp, settings)
     conversations.register(mcp, settings)
     knowledge.register(mcp, settings)
+    if runtime_toolsets:
+        toolsets.register(mcp, settings)
     resources.register(mcp, settings)
     prompts.register(mcp, settings)
     return mcp

@@ -73,7 +73,7 @@ async def build_http_app(
         # No OAuth server and no resource metadata: the issuer URL is required by the model
         # but only used for those, so it names this server.
         auth = AuthSettings(issuer_url=f"http://{host}:{port}", resource_server_url=None)
-    mcp = build_server(settings, token_verifier=authority, auth=auth)
+    mcp = build_server(settings, token_verifier=authority, auth=auth, runtime_toolsets=False)
     tools = await mcp.list_tools()
     read_only = frozenset(
         t.name for t in tools if t.annotations is not None and t.annotations.read_only_hint

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import json
 from datetime import datetime
 from typing import Literal
 
-from pydantic import BaseModel, Field, JsonValue
+from pydantic import BaseModel, Field, JsonValue, PrivateAttr
 
 from memory_core.domain.health import HealthNote
 from memory_core.domain.models import Layer, Memory, RankSignals, Tier
@@ -30,7 +31,55 @@ __all__ = [
     "SearchHitOut",
     "SearchOut",
     "StatsOut",
+    "relevance_word",
 ]
+
+
+# How many ids a text answer lists before saying "and N more" (structuredContent has all).
+IDS_SHOWN = 20
+
+
+def relevance_word(relevance: float) -> str:
+    """A plain word for a hit's relevance, which is relative: the best candidate has 1."""
+    if relevance >= 0.75:
+        return "high"
+    return "medium" if relevance >= 0.4 else "low"
+
+
+def _text(content: str) -> str:
+    """Memory text on a hit line: continuation lines indented so hits stay apart."""
+    return content.replace("\n", "\n  ")
+
+
+def _ids(ids: list[int]) -> str:
+    shown = ", ".join(f"#{i}" for i in ids[:IDS_SHOWN])
+    more = len(ids) - IDS_SHOWN
+    return f"{shown} and {more} more" if more > 0 else shown
+
+
+def _redacted(redacted: dict[str, int]) -> str:
+    if not redacted:
+        return ""
+    kinds = ", ".join(f"{kind} x{n}" for kind, n in sorted(redacted.items()))
+    return f"; credentials redacted: {kinds}"
+
+
+def _memory_label(layer: Layer, key: str | None) -> str:
+    """`procedural when "X"`, `semantic user.lang`, or the layer alone."""
+    if key is None:
+        return layer.value
+    if layer is Layer.PROCEDURAL:
+        return f'procedural when "{key}"'
+    return f"{layer.value} {key}"
+
+
+def _meta(metadata: dict[str, JsonValue], session_id: str | None) -> str:
+    parts = []
+    if session_id:
+        parts.append(f"session={session_id}")
+    if metadata:
+        parts.append(json.dumps(metadata, ensure_ascii=False, separators=(",", ":")))
+    return f" {' '.join(parts)}" if parts else ""
 
 
 class MemoryOut(BaseModel):
@@ -91,6 +140,17 @@ class AppendOut(BaseModel):
         description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
     )
 
+    def as_text(self) -> str:
+        """`#12 episodic created`, with what the model should know about it."""
+        line = f"#{self.id} {_memory_label(self.layer, self.key)} {self.status}"
+        if self.previous_content is not None:
+            line += f"; was: {_text(self.previous_content)}"
+        if self.similar_to is not None:
+            line += f"; similar to #{self.similar_to} ({self.similarity or 0:.2f})"
+        if self.trimmed:
+            line += f"; {self.trimmed} oldest working entries trimmed"
+        return line + _redacted(self.redacted)
+
 
 class AppendItemIn(BaseModel):
     """One memory of `append_many` (the fields of `append`)."""
@@ -115,6 +175,12 @@ class AppendManyOut(BaseModel):
     created: int = Field(description="How many items were stored as new memories.")
     results: list[AppendOut]
 
+    def as_text(self) -> str:
+        """A count, then one line per item."""
+        lines = [f"{self.created} of {len(self.results)} stored as new in {self.project}:"]
+        lines += [r.as_text() for r in self.results]
+        return "\n".join(lines)
+
 
 class LearnOut(BaseModel):
     """Result of `learn`."""
@@ -127,6 +193,11 @@ class LearnOut(BaseModel):
         default_factory=dict,
         description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
     )
+
+    def as_text(self) -> str:
+        """`learned user.lang (#3, updated; was: Java)`."""
+        was = f"; was: {_text(self.previous_value)}" if self.previous_value is not None else ""
+        return f"{self.key}: #{self.id} {self.status}{was}{_redacted(self.redacted)}"
 
 
 class RuleOut(BaseModel):
@@ -171,6 +242,17 @@ class RecallOut(BaseModel):
             message=message,
         )
 
+    def as_text(self) -> str:
+        """The value (or the message), then the rules that apply."""
+        lines = []
+        if self.memory is not None:
+            m = self.memory
+            lines.append(f"{self.key} = {_text(m.content)}  (#{m.id}, {m.tier.value})")
+        else:
+            lines.append(self.message)
+        lines += [f'rule #{r.id} when "{r.condition}": {_text(r.action)}' for r in self.rules]
+        return "\n".join(lines)
+
 
 class SearchHitOut(BaseModel):
     """One search hit and why it ranked there."""
@@ -196,11 +278,15 @@ class SearchOut(BaseModel):
     omitted: int = Field(0, description="Hits left out to fit `token_budget`.")
     notes: list[str] = Field(default_factory=list, description="Anything the caller should know.")
     hits: list[SearchHitOut]
+    _explain: bool = PrivateAttr(False)
 
     @classmethod
-    def of(cls, query: str, result: SearchResult) -> SearchOut:
-        """Project a search result onto the wire shape (the tool and the CLI share it)."""
-        return cls(
+    def of(cls, query: str, result: SearchResult, *, explain: bool = False) -> SearchOut:
+        """Project a search result onto the wire shape (the tool and the CLI share it).
+
+        `explain` adds each hit's signals to the text rendering (structured output has them).
+        """
+        out = cls(
             query=query,
             mode=result.mode.value,
             count=len(result.hits),
@@ -222,6 +308,42 @@ class SearchOut(BaseModel):
                 for h in result.hits
             ],
         )
+        out._explain = explain
+        return out
+
+    def as_text(self) -> str:
+        """A header line, one line per hit, then the notes."""
+        noun = "hit" if self.count == 1 else "hits"
+        head = f"{self.count} {noun} ({self.mode})"
+        if self.omitted:
+            head += f", {self.omitted} more left out by token_budget"
+        lines = [head + ("" if self.count else ": nothing matched.")]
+        for h in self.hits:
+            label = _memory_label(h.layer, h.key)
+            when = h.created_at.date().isoformat()
+            word = relevance_word(h.signals.relevance)
+            line = f"#{h.id} {label} {h.tier.value} {word} {when}{_meta(h.metadata, h.session_id)}"
+            if self._explain:
+                line += f" [{_signals(h.signals)}]"
+            lines.append(f"{line}: {_text(h.content)}")
+        lines += [f"note: {n}" for n in self.notes]
+        return "\n".join(lines)
+
+
+def _signals(s: RankSignals) -> str:
+    parts = []
+    if s.bm25_rank is not None:
+        parts.append(f"bm25 #{s.bm25_rank}")
+    if s.vector_rank is not None:
+        distance = f" d={s.vector_distance:.2f}" if s.vector_distance is not None else ""
+        parts.append(f"vector #{s.vector_rank}{distance}")
+    parts.append(f"relevance {s.relevance:.2f}")
+    if s.session_lift:
+        parts.append(f"session +{s.session_lift:.2f}")
+    parts.append(f"tier {s.tier_boost:+.1f}")
+    parts.append(f"recency {s.recency:.2f}")
+    parts.append(f"score {s.score:.2f}")
+    return ", ".join(parts)
 
 
 class ContextItemOut(MemoryOut):
@@ -251,6 +373,19 @@ class ContextOut(BaseModel):
             ],
         )
 
+    def as_text(self) -> str:
+        """A header line, then one line per memory in the order loaded."""
+        head = f"{self.count} memories of project {self.project}"
+        if self.omitted:
+            head += f", {self.omitted} more left out by token_budget"
+        lines = [head + (":" if self.count else "; nothing stored yet.")]
+        for m in self.items:
+            label = _memory_label(m.layer, m.key)
+            when = m.updated_at.date().isoformat()
+            meta = _meta(m.metadata, m.session_id)
+            lines.append(f"#{m.id} {label} {m.tier_before.value} {when}{meta}: {_text(m.content)}")
+        return "\n".join(lines)
+
 
 class StatsOut(BaseModel):
     """Result of `get_memory_stats`."""
@@ -271,12 +406,41 @@ class StatsOut(BaseModel):
         """Project a stats report onto the wire shape."""
         return cls(**report.stats.model_dump(), health=report.health)
 
+    def as_text(self) -> str:
+        """Counts on two lines, sizes and dates on one, then each health note."""
+        tiers = ", ".join(f"{t.value} {n}" for t, n in self.by_tier.items())
+        layers = ", ".join(f"{layer.value} {n}" for layer, n in self.by_layer.items())
+        span = ""
+        if self.oldest and self.newest:
+            span = f"; written {self.oldest.date().isoformat()} to {self.newest.date().isoformat()}"
+        lines = [
+            f"project {self.project}: {self.total} memories",
+            f"tiers: {tiers}" if tiers else "tiers: none",
+            f"layers: {layers}" if layers else "layers: none",
+            f"text {_size(self.content_bytes)}, database file {_size(self.database_bytes)}{span}",
+        ]
+        if self.stale_tiers:
+            lines.append(f"{self.stale_tiers} stored tiers are out of date")
+        lines += [f"health: {h.message}" for h in self.health]
+        return "\n".join(lines)
+
+
+def _size(n: int) -> str:
+    if n < 1024:
+        return f"{n} bytes"
+    return f"{n / 1024:.1f} KB" if n < 1024**2 else f"{n / 1024**2:.1f} MB"
+
 
 class RecalculateOut(BaseModel):
     """Result of `recalculate_memory_tiers`."""
 
     scope: str = Field(description="The project, or '*' for all projects.")
     changed: int
+
+    def as_text(self) -> str:
+        """How many tiers changed, where."""
+        where = "every project" if self.scope == "*" else f"project {self.scope}"
+        return f"Recalculated tiers in {where}: {self.changed} changed."
 
 
 class PruneOut(BaseModel):
@@ -287,6 +451,15 @@ class PruneOut(BaseModel):
     deleted: int = Field(description="Memories deleted (0 on a dry run).")
     ids: list[int] = Field(description="Ids deleted, or that would be deleted on a dry run.")
 
+    def as_text(self) -> str:
+        """What was (or would be) deleted."""
+        if not self.ids:
+            return f"Nothing EXPIRED to prune in project {self.project}."
+        verb = "Would prune" if self.dry_run else "Pruned"
+        return (
+            f"{verb} {len(self.ids)} EXPIRED memories in project {self.project}: {_ids(self.ids)}"
+        )
+
 
 class CompactOut(BaseModel):
     """Result of `compact`."""
@@ -296,6 +469,13 @@ class CompactOut(BaseModel):
     kept: int
     summary_ids: list[int] = Field(description="Summary entries written, one per 50 removed.")
 
+    def as_text(self) -> str:
+        """Removed, kept and the summaries written."""
+        line = f"Compacted {self.layer.value}: {self.removed} removed, {self.kept} kept"
+        if self.summary_ids:
+            line += f"; summaries {_ids(self.summary_ids)}"
+        return line + "."
+
 
 class ClearOut(BaseModel):
     """Result of `clear`."""
@@ -304,6 +484,11 @@ class ClearOut(BaseModel):
     layer: Layer | None
     deleted: int
 
+    def as_text(self) -> str:
+        """How many memories were deleted, where."""
+        where = f"the {self.layer.value} layer of " if self.layer else ""
+        return f"Deleted {self.deleted} memories from {where}project {self.project}."
+
 
 class ForgetOut(BaseModel):
     """Result of `forget`."""
@@ -311,3 +496,7 @@ class ForgetOut(BaseModel):
     id: int
     deleted: bool
     content: str
+
+    def as_text(self) -> str:
+        """What was forgotten."""
+        return f"Forgot #{self.id}: {_text(self.content)}"

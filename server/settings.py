@@ -15,6 +15,7 @@ from memory_core.domain.redaction import RedactionPolicy
 from memory_core.embeddings import EmbeddingSpec, parse_embedding_model
 from memory_core.errors import InvalidInputError
 from memory_core.knowledge_config import KnowledgePolicy
+from server.toolsets import DEFAULT_TOOLSETS, Toolset, parse_toolsets
 
 __all__ = ["ScheduleSettings", "Settings", "default_db_path", "redacted_url"]
 
@@ -91,6 +92,12 @@ class Settings(BaseSettings):
         "of the two scheduled jobs holds one for its lease while its work needs another).",
     )
     project: str = Field("default", description="Project used when a tool call names none.")
+    toolsets: str = Field(
+        ",".join(sorted(DEFAULT_TOOLSETS)),
+        description="Comma-separated toolsets the server lists: core, maintenance, bulk, "
+        "conversations, scratchpad, preferences, documents, or all (`memstrata tools` shows "
+        "each one's tools and their cost in context tokens).",
+    )
     tiers: TierPolicy = Field(default_factory=TierPolicy)
     ranking: RankingPolicy = Field(default_factory=RankingPolicy)
     limits: Limits = Field(default_factory=Limits)
@@ -159,6 +166,17 @@ class Settings(BaseSettings):
     log_format: Literal["json", "console"] = Field(
         "json", description="JSON lines (default) or human-readable console lines, on stderr."
     )
+
+    @field_validator("toolsets")
+    @classmethod
+    def _known_toolsets(cls, value: str) -> str:
+        parse_toolsets(value)  # raises ValueError naming the valid toolsets
+        return value
+
+    @property
+    def enabled_toolsets(self) -> frozenset[Toolset]:
+        """The parsed `toolsets`."""
+        return parse_toolsets(self.toolsets)
 
     @field_validator("embedding_model")
     @classmethod

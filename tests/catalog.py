@@ -76,3 +76,25 @@ READ_ONLY_TOOLS = READ_ONLY_TOOLS | {
     "export_session",
 }
 DESTRUCTIVE_TOOLS = DESTRUCTIVE_TOOLS | {"clear_session"}
+
+# Toolsets: run-time discovery of the groups above.
+TOOL_NAMES = TOOL_NAMES | {"enable_toolset"}
+READ_ONLY_TOOLS = READ_ONLY_TOOLS | {"enable_toolset"}
+
+# What a client lists with the default MEMSTRATA_TOOLSETS (core, maintenance).
+DEFAULT_TOOLS = frozenset(
+    {
+        "append",
+        "search",
+        "learn",
+        "recall",
+        "load_context",
+        "forget",
+        "enable_toolset",
+        "get_memory_stats",
+        "recalculate_memory_tiers",
+        "prune_expired_contexts",
+        "compact",
+        "clear",
+    }
+)

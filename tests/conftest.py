@@ -39,11 +39,22 @@ def pytest_report_header() -> list[str]:
     return [f"sqlite {version} (sqlean), sqlite-vec {vec}, {' '.join(fts)}"]
 
 
+@pytest.fixture(autouse=True)
+def _every_toolset(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Every tool is listed unless a test asks for the default surface (toolsets=...).
+
+    Settings built in tests and CLI or server subprocesses that inherit the environment see
+    MEMSTRATA_TOOLSETS=all, so the suites written for every tool keep reaching them.
+    """
+    monkeypatch.setenv("MEMSTRATA_TOOLSETS", "all")
+
+
 @pytest.fixture
 def settings(tmp_path: Path) -> Settings:
     return Settings(
         db=tmp_path / "memory.db",
         project="test",
+        toolsets="all",
         schedule=ScheduleSettings(enabled=False),
         embedding_model="none",  # keyword-only unless a test opts into an embedder
     )

@@ -2,7 +2,6 @@
 
 from typing import Annotated
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -12,17 +11,20 @@ from server.app_context import AppContext
 from server.errors import domain_errors_as_tool_errors
 from server.schemas import PruneOut, RecalculateOut, StatsOut
 from server.settings import Settings
-from server.tools import tool
+from server.surface import MemstrataServer
+from server.tools import Project, tool
 from server.tools.progress import progress_reporter
+from server.toolsets import Toolset
 
 __all__ = ["register"]
 
 
-def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
+def register(mcp: MemstrataServer, settings: Settings) -> None:
     """Register get_memory_stats, recalculate_memory_tiers and prune_expired_contexts."""
 
     @tool(
         mcp,
+        toolset=Toolset.MAINTENANCE,
         title="Memory statistics",
         annotations=ToolAnnotations(
             read_only_hint=True, idempotent_hint=True, open_world_hint=False
@@ -30,7 +32,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
     )
     async def get_memory_stats(
         ctx: Context[AppContext],
-        project: Annotated[str | None, Field(description="Project; omit for the default.")] = None,
+        project: Project = None,
     ) -> StatsOut:
         """Count memories per tier and layer, with sizes, dates and health suggestions."""
         app = ctx.request_context.lifespan_context.container
@@ -42,6 +44,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
 
     @tool(
         mcp,
+        toolset=Toolset.MAINTENANCE,
         title="Recalculate memory tiers",
         annotations=ToolAnnotations(
             read_only_hint=False,
@@ -66,6 +69,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
 
     @tool(
         mcp,
+        toolset=Toolset.MAINTENANCE,
         title="Prune expired memories",
         annotations=ToolAnnotations(
             read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
@@ -84,7 +88,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
         dry_run: Annotated[
             bool, Field(description=("List what would be deleted without deleting."))
         ] = False,
-        project: Annotated[str | None, Field(description="Project; omit for the default.")] = None,
+        project: Project = None,
     ) -> PruneOut:
         """Delete memories unused for longer than the EXPIRED threshold (30 days by default).
 

@@ -2,7 +2,6 @@
 
 from typing import Annotated
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -17,7 +16,9 @@ from server.knowledge_schemas import (
     SeedOut,
 )
 from server.settings import Settings
+from server.surface import MemstrataServer
 from server.tools import tool
+from server.toolsets import Toolset
 
 __all__ = ["register"]
 
@@ -33,11 +34,11 @@ Tenant = Annotated[
 ]
 
 
-def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
+def register(mcp: MemstrataServer, settings: Settings) -> None:
     """Register ingest_document, search_business_context, seed_tenant_from_agent_md, export."""
     results = settings.knowledge.results
 
-    @tool(mcp, title="Ingest a business document", annotations=_WRITE)
+    @tool(mcp, toolset=Toolset.DOCUMENTS, title="Ingest a business document", annotations=_WRITE)
     async def ingest_document(
         tenant: Tenant,
         source: Annotated[
@@ -61,7 +62,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             result = await app.knowledge.business.ingest(tenant, source, text, progress=progress)
         return IngestOut.of(result)
 
-    @tool(mcp, title="Search business context", annotations=_READ)
+    @tool(mcp, toolset=Toolset.DOCUMENTS, title="Search business context", annotations=_READ)
     async def search_business_context(
         tenant: Tenant,
         query: Annotated[str, Field(description="A question or topic, in plain words.")],
@@ -88,7 +89,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             notes=found.notes,
         )
 
-    @tool(mcp, title="Seed a tenant from agent.md", annotations=_WRITE)
+    @tool(mcp, toolset=Toolset.DOCUMENTS, title="Seed a tenant from agent.md", annotations=_WRITE)
     async def seed_tenant_from_agent_md(
         tenant: Tenant,
         text: Annotated[str, Field(description="The agent.md file's content (markdown).")],
@@ -115,7 +116,12 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             sections=sections,
         )
 
-    @tool(mcp, title="Export business context as agent.md", annotations=_READ)
+    @tool(
+        mcp,
+        toolset=Toolset.DOCUMENTS,
+        title="Export business context as agent.md",
+        annotations=_READ,
+    )
     async def export_agent_md(tenant: Tenant, ctx: Context[AppContext]) -> ExportOut:
         """Write a tenant's agent.md sections and everything promoted since as one agent.md.
 

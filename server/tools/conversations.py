@@ -3,7 +3,6 @@
 # No `from __future__ import annotations`: pydantic reads these annotations at registration.
 from typing import Annotated, Literal
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field, JsonValue
@@ -27,7 +26,9 @@ from server.conversation_schemas import (
 )
 from server.errors import domain_errors_as_tool_errors
 from server.settings import Settings
+from server.surface import MemstrataServer
 from server.tools import tool
+from server.toolsets import Toolset
 
 __all__ = ["register"]
 
@@ -53,11 +54,16 @@ _DESTROY = ToolAnnotations(
 )
 
 
-def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C901 - one closure per tool
+def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - one closure per tool
     """Register the conversation-memory tools."""
     max_limit = settings.limits.max_limit
 
-    @tool(mcp, title="Start a conversation session", annotations=_WRITE_IDEMPOTENT)
+    @tool(
+        mcp,
+        toolset=Toolset.CONVERSATIONS,
+        title="Start a conversation session",
+        annotations=_WRITE_IDEMPOTENT,
+    )
     async def start_session(
         ctx: Context[AppContext],
         session_id: Annotated[
@@ -76,7 +82,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
             info, created = await app.conversations.start(app.project(project), session_id)
         return SessionOut.of(info, created)
 
-    @tool(mcp, title="List conversation sessions", annotations=_READ)
+    @tool(mcp, toolset=Toolset.CONVERSATIONS, title="List conversation sessions", annotations=_READ)
     async def list_sessions(
         ctx: Context[AppContext],
         limit: Annotated[
@@ -90,7 +96,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
             infos = await app.conversations.list_sessions(app.project(project), limit)
         return SessionListOut(sessions=[SessionOut.of(i) for i in infos])
 
-    @tool(mcp, title="Record a session entry", annotations=_WRITE)
+    @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Record a session entry", annotations=_WRITE)
     async def add_session_entry(
         session_id: SessionId,
         type: Annotated[
@@ -156,7 +162,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
             redacted=added.redacted,
         )
 
-    @tool(mcp, title="Read a session's context", annotations=_READ)
+    @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Read a session's context", annotations=_READ)
     async def get_session_context(
         session_id: SessionId,
         ctx: Context[AppContext],
@@ -185,7 +191,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
             tokens=c.tokens,
         )
 
-    @tool(mcp, title="Session statistics", annotations=_READ)
+    @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Session statistics", annotations=_READ)
     async def get_session_stats(
         session_id: SessionId, ctx: Context[AppContext], project: Project = None
     ) -> SessionStatsOut:
@@ -196,7 +202,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
         conv = app.conversations
         return SessionStatsOut.of(session_id, stats, conv.counter_name, conv.summarizer_name)
 
-    @tool(mcp, title="Compress a session", annotations=_WRITE)
+    @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Compress a session", annotations=_WRITE)
     async def compress_session(
         session_id: SessionId,
         ctx: Context[AppContext],
@@ -220,7 +226,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
             result = await app.conversations.compress(app.project(project), session_id, source)
         return CompressionOut.of(result)
 
-    @tool(mcp, title="Submit a session summary", annotations=_WRITE)
+    @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Submit a session summary", annotations=_WRITE)
     async def submit_session_summary(
         session_id: SessionId,
         summary: Annotated[str, Field(description="The summary you wrote of the transcript.")],
@@ -235,7 +241,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
             )
         return CompressionOut.of(result)
 
-    @tool(mcp, title="Finalise a Q&A exchange", annotations=_WRITE)
+    @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Finalise a Q&A exchange", annotations=_WRITE)
     async def finalize_exchange(
         session_id: SessionId,
         question: Annotated[str, Field(description="The user's question.")],
@@ -255,7 +261,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
             )
         return ExchangeOut.of(session_id, done)
 
-    @tool(mcp, title="Export a session", annotations=_READ)
+    @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Export a session", annotations=_READ)
     async def export_session(
         session_id: SessionId, ctx: Context[AppContext], project: Project = None
     ) -> SessionExport:
@@ -267,7 +273,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
         with domain_errors_as_tool_errors("export_session", ctx.request_id):
             return await app.conversations.export(app.project(project), session_id)
 
-    @tool(mcp, title="Import a session", annotations=_WRITE)
+    @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Import a session", annotations=_WRITE)
     async def import_session(
         data: Annotated[
             dict[str, JsonValue], Field(description="An object written by `export_session`.")
@@ -290,7 +296,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
             cached_results=len(done.cache),
         )
 
-    @tool(mcp, title="Delete a session", annotations=_DESTROY)
+    @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Delete a session", annotations=_DESTROY)
     async def clear_session(
         session_id: SessionId,
         ctx: Context[AppContext],
@@ -307,7 +313,12 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
             )
         return ClearSessionOut(session_id=session_id, entries_removed=removed)
 
-    @tool(mcp, title="Change a session's memory settings", annotations=_WRITE_IDEMPOTENT)
+    @tool(
+        mcp,
+        toolset=Toolset.CONVERSATIONS,
+        title="Change a session's memory settings",
+        annotations=_WRITE_IDEMPOTENT,
+    )
     async def update_memory_config(
         session_id: SessionId,
         changes: Annotated[
@@ -332,7 +343,12 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
             )
         return SessionConfigOut(session_id=session_id, config=policy)
 
-    @tool(mcp, title="Cache a tool result", annotations=_WRITE_IDEMPOTENT)
+    @tool(
+        mcp,
+        toolset=Toolset.CONVERSATIONS,
+        title="Cache a tool result",
+        annotations=_WRITE_IDEMPOTENT,
+    )
     async def cache_tool_result(
         session_id: SessionId,
         tool_name: Annotated[str, Field(description="The tool that produced the result.")],
@@ -356,7 +372,12 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:  # noqa: C
             )
         return CachePutOut.of(session_id, item)
 
-    @tool(mcp, title="Look up a cached tool result", annotations=_WRITE_IDEMPOTENT)
+    @tool(
+        mcp,
+        toolset=Toolset.CONVERSATIONS,
+        title="Look up a cached tool result",
+        annotations=_WRITE_IDEMPOTENT,
+    )
     async def lookup_tool_result(
         session_id: SessionId,
         tool_name: Annotated[str, Field(description="The tool you are about to call.")],

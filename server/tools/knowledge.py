@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-from mcp.server import MCPServer
-
-from server.app_context import AppContext
 from server.settings import Settings
+from server.surface import MemstrataServer
 from server.tools import business, preferences, scratchpad
 
 __all__ = ["register"]
 
 
-def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
+def register(mcp: MemstrataServer, settings: Settings) -> None:
     """Register the scratchpad, preference/playbook and business-context tools."""
     scratchpad.register(mcp, settings)
     preferences.register(mcp, settings)

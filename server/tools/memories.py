@@ -5,7 +5,6 @@
 from datetime import datetime
 from typing import Annotated, Literal
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field, JsonValue
@@ -27,16 +26,14 @@ from server.schemas import (
     SearchOut,
 )
 from server.settings import Settings
-from server.tools import tool
+from server.surface import MemstrataServer
+from server.tools import Project, tool
 from server.tools.progress import progress_reporter
+from server.toolsets import Toolset
 
 __all__ = ["register"]
 
 LayerName = Literal["working", "episodic", "semantic", "procedural"]
-Project = Annotated[
-    str | None,
-    Field(description="Project (memory scope) to use; omit for the server's default project."),
-]
 TokenBudget = Annotated[
     int | None,
     Field(ge=1, le=10**9, description="Cut the answer to about this many tokens of memory text."),
@@ -60,7 +57,7 @@ _DESTROY = ToolAnnotations(
 )
 
 
-def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
+def register(mcp: MemstrataServer, settings: Settings) -> None:
     """Register append, append_many, search, learn, recall, load_context, compact, clear, forget."""
     max_limit = settings.limits.max_limit
     Limit = Annotated[
@@ -68,7 +65,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
     ]
     working_cap = settings.limits.working_cap
 
-    @tool(mcp, title="Append a memory", annotations=_WRITE)
+    @tool(mcp, toolset=Toolset.CORE, title="Append a memory", annotations=_WRITE)
     async def append(
         layer: Annotated[
             LayerName,
@@ -96,12 +93,13 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
     ) -> AppendOut:
         """Store a memory. Appending identical text again returns the existing id.
 
-        A result with `similar_to` means a very similar memory already exists in this layer.
-
         Use semantic for durable facts (upserted by key), procedural for "when X, do Y" rules,
         episodic for events worth remembering, working for scratch notes of this session.
-        Credentials (API keys, private keys, tokens, passwords in URLs) are stored as
-        [REDACTED:<kind>]; `redacted` counts them.
+
+        Details:
+        A result with `similar_to` means a very similar memory already exists in this layer
+        (the text answer says "similar to #id"). Credentials (API keys, private keys, tokens,
+        passwords in URLs) are stored as [REDACTED:<kind>]; `redacted` counts them.
         """
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("append", ctx.request_id):
@@ -128,7 +126,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             redacted=result.redacted,
         )
 
-    @tool(mcp, title="Append several memories", annotations=_WRITE)
+    @tool(mcp, toolset=Toolset.BULK, title="Append several memories", annotations=_WRITE)
     async def append_many(
         items: Annotated[
             list[AppendItemIn],
@@ -181,7 +179,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             ],
         )
 
-    @tool(mcp, title="Search memories", annotations=_READ)
+    @tool(mcp, toolset=Toolset.CORE, title="Search memories", annotations=_READ)
     async def search(
         query: Annotated[str, Field(description="What to look for, in plain words or a question.")],
         ctx: Context[AppContext],
@@ -207,14 +205,21 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             datetime | None, Field(description=("Only memories created before this ISO-8601 time."))
         ] = None,
         session_id: Annotated[str | None, Field(description="Only this session.")] = None,
+        explain: Annotated[
+            bool, Field(description="Also show why each hit ranked (ranks, boosts, scores).")
+        ] = False,
         project: Project = None,
     ) -> SearchOut:
-        """Find memories by meaning and by words, best first.
+        """Find memories by meaning and by words, best first. Search before answering from memory.
 
+        Results are ranked, not paged: if the answer is not among them, rephrase the query or
+        filter by `layer`, `session_id` or time rather than asking for more.
+
+        Details:
         Combines keyword (BM25) and embedding-similarity evidence, then favours recently used
-        memories; each hit says why it ranked. Search before answering from memory. Results
-        are ranked, not paged: if the answer is not among them, rephrase the query or filter
-        by `layer`, `session_id` or time rather than asking for more.
+        memories. Each hit's text line shows its id, layer, tier, a relevance word (high,
+        medium or low, relative to the best hit) and when it was written; `explain=true` adds
+        the signals behind its rank, which `structuredContent` always carries.
         """
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("search", ctx.request_id):
@@ -231,9 +236,9 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
                     token_budget=token_budget,
                 )
             )
-        return SearchOut.of(query, result)
+        return SearchOut.of(query, result, explain=explain)
 
-    @tool(mcp, title="Learn a fact", annotations=_WRITE)
+    @tool(mcp, toolset=Toolset.CORE, title="Learn a fact", annotations=_WRITE)
     async def learn(
         key: Annotated[str, Field(description="The fact's name, e.g. 'user.preferred_language'.")],
         value: Annotated[str, Field(description="What is true about it.")],
@@ -253,7 +258,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             redacted=outcome.redacted,
         )
 
-    @tool(mcp, title="Recall a fact", annotations=_READ)
+    @tool(mcp, toolset=Toolset.CORE, title="Recall a fact", annotations=_READ)
     async def recall(
         key: Annotated[str, Field(description="The exact key given to `learn`, or a situation.")],
         ctx: Context[AppContext],
@@ -268,7 +273,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             result = await app.memories.recall(app.project(project), key)
         return RecallOut.of(result)
 
-    @tool(mcp, title="Load recent context", annotations=_READ)
+    @tool(mcp, toolset=Toolset.CORE, title="Load recent context", annotations=_READ)
     async def load_context(
         ctx: Context[AppContext],
         limit: Limit = 10,
@@ -292,6 +297,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
 
     @tool(
         mcp,
+        toolset=Toolset.MAINTENANCE,
         title="Compact a layer",
         annotations=ToolAnnotations(
             read_only_hint=False,
@@ -341,7 +347,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             summary_ids=[m.id for m in result.summaries],
         )
 
-    @tool(mcp, title="Clear memories", annotations=_DESTROY)
+    @tool(mcp, toolset=Toolset.MAINTENANCE, title="Clear memories", annotations=_DESTROY)
     async def clear(
         ctx: Context[AppContext],
         confirm: Annotated[
@@ -365,7 +371,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             )
         return ClearOut(project=name, layer=Layer(layer) if layer else None, deleted=deleted)
 
-    @tool(mcp, title="Forget a memory", annotations=_DESTROY)
+    @tool(mcp, toolset=Toolset.CORE, title="Forget a memory", annotations=_DESTROY)
     async def forget(
         id: Annotated[
             int,

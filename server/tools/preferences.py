@@ -2,7 +2,6 @@
 
 from typing import Annotated
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field, JsonValue
@@ -21,7 +20,9 @@ from server.knowledge_schemas import (
     PreferenceUpdateOut,
 )
 from server.settings import Settings
+from server.surface import MemstrataServer
 from server.tools import tool
+from server.toolsets import Toolset
 
 __all__ = ["register"]
 
@@ -34,11 +35,11 @@ User = Annotated[str, Field(description="The user whose preferences these are (e
 Limit = Annotated[int, Field(ge=1, le=50, description="Most results, 1-50.")]
 
 
-def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
+def register(mcp: MemstrataServer, settings: Settings) -> None:
     """Register preferences_update/get/find and playbook_record/find."""
     threshold = settings.knowledge.playbook_similarity
 
-    @tool(mcp, title="Set a user preference", annotations=_WRITE)
+    @tool(mcp, toolset=Toolset.PREFERENCES, title="Set a user preference", annotations=_WRITE)
     async def preferences_update(
         user: User,
         key: Annotated[str, Field(description="The rule's name, e.g. 'response.verbosity'.")],
@@ -66,7 +67,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             notes=result.notes,
         )
 
-    @tool(mcp, title="Get a user preference", annotations=_READ)
+    @tool(mcp, toolset=Toolset.PREFERENCES, title="Get a user preference", annotations=_READ)
     async def preferences_get(
         user: User,
         key: Annotated[str, Field(description="The rule's exact name.")],
@@ -89,7 +90,12 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             else (f"No rule {key!r} for this user; try `preferences_find` with the situation."),
         )
 
-    @tool(mcp, title="Find preferences for a situation", annotations=_READ)
+    @tool(
+        mcp,
+        toolset=Toolset.PREFERENCES,
+        title="Find preferences for a situation",
+        annotations=_READ,
+    )
     async def preferences_find(
         user: User,
         situation: Annotated[
@@ -124,7 +130,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             notes=result.notes,
         )
 
-    @tool(mcp, title="Record a playbook", annotations=_WRITE)
+    @tool(mcp, toolset=Toolset.PREFERENCES, title="Record a playbook", annotations=_WRITE)
     async def playbook_record(
         user: User,
         flow: Annotated[str, Field(description="The flow (skill, task type) this solved.")],
@@ -155,7 +161,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             notes=result.notes,
         )
 
-    @tool(mcp, title="Find playbooks", annotations=_READ)
+    @tool(mcp, toolset=Toolset.PREFERENCES, title="Find playbooks", annotations=_READ)
     async def playbook_find(
         user: User,
         query: Annotated[str, Field(description="The user's current request.")],

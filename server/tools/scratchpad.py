@@ -4,7 +4,6 @@
 # registration time, so annotations must be evaluated objects.
 from typing import Annotated, Literal
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
@@ -21,7 +20,9 @@ from server.knowledge_schemas import (
     SnippetOut,
 )
 from server.settings import Settings
+from server.surface import MemstrataServer
 from server.tools import tool
+from server.toolsets import Toolset
 
 __all__ = ["register"]
 
@@ -39,11 +40,11 @@ SessionId = Annotated[
 Target = Literal["preferences", "business_context"]
 
 
-def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
+def register(mcp: MemstrataServer, settings: Settings) -> None:
     """Register scratchpad_write, scratchpad_read and scratchpad_promote."""
     cap = settings.knowledge.scratchpad_cap
 
-    @tool(mcp, title="Write a scratchpad snippet", annotations=_WRITE)
+    @tool(mcp, toolset=Toolset.SCRATCHPAD, title="Write a scratchpad snippet", annotations=_WRITE)
     async def scratchpad_write(
         session_id: SessionId,
         snippet: Annotated[str, Field(description="A short, reflective note in plain language.")],
@@ -110,7 +111,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             notes=result.notes,
         )
 
-    @tool(mcp, title="Read the scratchpad", annotations=_READ)
+    @tool(mcp, toolset=Toolset.SCRATCHPAD, title="Read the scratchpad", annotations=_READ)
     async def scratchpad_read(
         session_id: SessionId,
         ctx: Context[AppContext],
@@ -134,7 +135,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
             snippets=[SnippetOut.of(s) for s in snippets],
         )
 
-    @tool(mcp, title="Promote a scratchpad snippet", annotations=_WRITE)
+    @tool(mcp, toolset=Toolset.SCRATCHPAD, title="Promote a scratchpad snippet", annotations=_WRITE)
     async def scratchpad_promote(
         session_id: SessionId,
         id: Annotated[int, Field(description="The snippet's id (from scratchpad_read).")],

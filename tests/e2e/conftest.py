@@ -24,9 +24,13 @@ def memstrata_exe() -> Path:
     return exe
 
 
-def server_env(db: Path, project: str = PROJECT) -> dict[str, str]:
-    """A minimal environment: only the database, the default project, PATH and HOME."""
-    env = {"MEMSTRATA_DB": str(db), "MEMSTRATA_PROJECT": project}
+def server_env(db: Path, project: str = PROJECT, toolsets: str = "all") -> dict[str, str]:
+    """A minimal environment: the database, the default project, the toolsets, PATH and HOME.
+
+    Every toolset by default, so the suites reach every tool; tests of the default surface
+    pass `toolsets="core,maintenance"`.
+    """
+    env = {"MEMSTRATA_DB": str(db), "MEMSTRATA_PROJECT": project, "MEMSTRATA_TOOLSETS": toolsets}
     for name in ("PATH", "HOME"):
         if name in os.environ:
             env[name] = os.environ[name]

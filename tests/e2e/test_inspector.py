@@ -34,8 +34,9 @@ def inspector_path() -> Path:
 class Inspector:
     """Runs `mcp-inspector --cli` against one database file."""
 
-    def __init__(self, db: Path) -> None:
+    def __init__(self, db: Path, toolsets: str = "all") -> None:
         self.db = db
+        self.toolsets = toolsets
 
     def run(self, method: str, tool: str | None = None, **args: Any) -> dict[str, Any]:
         """One Inspector call; the JSON it prints. Fails the test if the Inspector is missing."""
@@ -52,6 +53,8 @@ class Inspector:
             f"MEMSTRATA_DB={self.db}",
             "-e",
             f"MEMSTRATA_PROJECT={INSPECTOR_PROJECT}",
+            "-e",
+            f"MEMSTRATA_TOOLSETS={self.toolsets}",
             str(memstrata_exe()),
             "serve",
             "--method",

@@ -30,8 +30,11 @@ async def test_tools_are_listed_with_schemas_and_hints(client: Client) -> None:
         assert t.annotations.open_world_hint is False
         # Memories and sessions live in projects; preferences, playbooks and business context
         # are scoped by the user or tenant they belong to, which those tools take instead.
+        # enable_toolset changes what this server lists, in no scope of data.
         scope = "project" if t.name not in KNOWLEDGE_TOOLS else {"user", "tenant", "session_id"}
-        if isinstance(scope, str):
+        if t.name == "enable_toolset":
+            assert "project" not in t.input_schema["properties"]
+        elif isinstance(scope, str):
             assert scope in t.input_schema["properties"], t.name
         else:
             assert scope & set(t.input_schema["properties"]), t.name
