@@ -382,3 +382,83 @@ def test_setup_needs_a_target(capsys: pytest.CaptureFixture[str], home: Path) ->
     code, _, err = run_cli(capsys, "setup")
     assert code == 2
     assert "claude-code" in err
+
+
+# --- doctor: is memstrata registered in Claude Code? -------------------------------------------
+
+
+def claude_checks(capsys: pytest.CaptureFixture[str]) -> tuple[int, dict[str, dict[str, str]]]:
+    code, out, _ = run_cli(capsys, "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(out)["checks"] if c["name"].startswith("claude")}
+    return code, checks
+
+
+@pytest.fixture
+def doctor_env(home: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    monkeypatch.setenv("MEMSTRATA_DB", str(tmp_path / "doctor.db"))
+    monkeypatch.setenv("MEMSTRATA_EMBEDDING_MODEL", "none")
+    return home
+
+
+def test_doctor_reports_registration_without_failing_the_install(
+    capsys: pytest.CaptureFixture[str], doctor_env: Path, fake_memstrata: Path
+) -> None:
+    code, checks = claude_checks(capsys)
+    assert code == 0
+    assert checks["claude code (user)"]["status"] == "ok"
+    assert checks["claude code (user)"]["detail"].startswith("not registered (optional")
+    assert checks["claude code (project)"]["status"] == "ok"
+
+    assert run_cli(capsys, "setup", "claude-code")[0] == 0
+    code, checks = claude_checks(capsys)
+    assert code == 0
+    assert checks["claude code (user)"] == {
+        "name": "claude code (user)",
+        "status": "ok",
+        "detail": f"server and 4 hooks registered: {fake_memstrata}",
+        "fix": None,
+    }
+
+    fake_memstrata.unlink()  # e.g. the virtualenv it was registered from was deleted
+    code, checks = claude_checks(capsys)
+    assert code == 0, "a broken registration is a warning about Claude Code, not the install"
+    user = checks["claude code (user)"]
+    assert user["status"] == "warn"
+    assert user["detail"] == f"registered command: {fake_memstrata} does not exist"
+    assert user["fix"].startswith("memstrata setup claude-code ")
+
+
+def test_doctor_warns_about_a_partial_or_unreadable_registration(
+    capsys: pytest.CaptureFixture[str], doctor_env: Path
+) -> None:
+    assert run_cli(capsys, "setup", "claude-code")[0] == 0
+    settings = doctor_env / ".claude" / "settings.json"
+    document = read_json(settings)
+    del document["hooks"]["PreCompact"]
+    write_json(settings, document)
+    _, checks = claude_checks(capsys)
+    assert checks["claude code (user)"]["status"] == "warn"
+    assert (
+        checks["claude code (user)"]["detail"] == "partly registered: missing hooks for PreCompact"
+    )
+
+    settings.write_text("{oops")
+    _, checks = claude_checks(capsys)
+    assert checks["claude code (user)"]["status"] == "warn"
+    assert "cannot be read as JSON" in checks["claude code (user)"]["detail"]
+
+
+def test_doctor_counts_the_plugin_as_registered(
+    capsys: pytest.CaptureFixture[str], doctor_env: Path
+) -> None:
+    write_json(
+        doctor_env / ".claude" / "settings.json",
+        {"enabledPlugins": {"memstrata@memstrata": True, "other@x": True}},
+    )
+    _, checks = claude_checks(capsys)
+    assert checks["claude code (user)"] == {
+        "name": "claude code (user)",
+        "status": "ok",
+        "detail": "plugin memstrata@memstrata enabled",
+        "fix": None,
+    }
