@@ -3,8 +3,9 @@
 For people who do not use the Claude Code plugin. Each settings file is read, memstrata's
 entries are merged in (server/claude_settings.py), and the file is written back only when that
 changed something: a timestamped backup first, then an atomic replace. Everything else in the
-file stays as it was (keys, their order, other servers and hooks); the file is re-indented with
-two spaces. A file that is not valid JSON is refused and never overwritten.
+file stays as it was (keys, their order, other servers and hooks); the text is rewritten with the
+file's own indentation (two spaces for a new or one-line file). A file that is not valid JSON
+is refused and never overwritten.
 
 The parser is built for every `memstrata` command, `serve` and `hook` included, so this module
 imports nothing heavy at the top (rich loads only when setup runs).
@@ -169,8 +170,18 @@ def entry_env(environ: dict[str, str] | os._Environ[str], *, git_scope: bool) ->
     return env
 
 
-def _render(document: Document) -> str:
-    return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+def _indent_of(text: str | None) -> int | str:
+    """The indentation the file already uses (its first indented line), else two spaces."""
+    for line in (text or "").splitlines()[1:]:
+        stripped = line.lstrip(" \t")
+        if stripped and stripped != line:
+            prefix = line[: len(line) - len(stripped)]
+            return prefix if "\t" in prefix else len(prefix)
+    return 2
+
+
+def _render(document: Document, like: str | None) -> str:
+    return json.dumps(document, indent=_indent_of(like), ensure_ascii=False) + "\n"
 
 
 def _read(path: Path) -> tuple[str | None, Document]:
@@ -202,7 +213,7 @@ def _plan(path: Path, edit: Callable[[Document], Document]) -> Change:
         raise SetupError(f"{exc}; fix it, then run setup again. Nothing was changed.") from exc
     if updated == document:
         return Change(path, before, before)
-    return Change(path, before, _render(updated))
+    return Change(path, before, _render(updated, before))
 
 
 def plan_claude_code(

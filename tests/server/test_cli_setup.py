@@ -3,7 +3,7 @@
 The settings files start with other servers, other hooks (on the same events too) and unknown
 keys, as a person's files do. After setup they hold memstrata's entries as well and a backup of
 each changed file; a second run changes nothing; --dry-run writes nothing; --uninstall gives the
-original documents back (same JSON, key order included; the text is re-indented with two spaces).
+original documents back (same JSON, key order included, in the file's own indentation).
 """
 
 from __future__ import annotations
@@ -247,6 +247,7 @@ def test_claude_code_user_scope_merges_backs_up_and_is_idempotent(
 
     code, out, _ = run_cli(capsys, "setup", "claude-code", "--uninstall")
     assert code == 0
+    assert {p: p.read_text() for p in originals} == originals, "same text: 4-space indent kept"
     assert read_json(claude_json) == USER_CLAUDE_JSON
     assert read_json(settings) == USER_SETTINGS
     assert list(read_json(settings)["hooks"]) == list(USER_SETTINGS["hooks"])
@@ -286,7 +287,9 @@ def test_dry_run_prints_a_diff_and_writes_nothing(
     assert code == 0
     assert f"--- /dev/null\n+++ {home / '.claude.json'}" in out  # a file that would be created
     assert f"--- {settings}\n+++ {settings}" in out
-    assert '+            "command": "MEMSTRATA_PROJECT_SCOPE=git ' in out
+    added = [line for line in out.splitlines() if line.startswith("+ ")]
+    assert sum('"command": "MEMSTRATA_PROJECT_SCOPE=git ' in line for line in added) == 4
+    assert not [line for line in out.splitlines() if line.startswith("- ")], "nothing removed"
     assert settings.read_text() == before
     assert not (home / ".claude.json").exists()
     assert backups(settings) == []
@@ -462,3 +465,24 @@ def test_doctor_counts_the_plugin_as_registered(
         "detail": "plugin memstrata@memstrata enabled",
         "fix": None,
     }
+
+
+@pytest.mark.e2e
+def test_the_installed_console_script_registers_itself(tmp_path: Path) -> None:
+    """`memstrata setup` as a person runs it: the command written is that console script."""
+    script = Path(sys.executable).parent / "memstrata"
+    env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin", "MEMSTRATA_LOG_LEVEL": "WARNING"}
+    done = subprocess.run(
+        [str(script), "setup", "claude-code"],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        check=False,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    server = read_json(tmp_path / ".claude.json")["mcpServers"]["memstrata"]
+    assert server["command"] == str(script)
+    commands = our_hook_commands(read_json(tmp_path / ".claude" / "settings.json"))
+    assert {command_executable(c) for (c,) in commands.values()} == {str(script)}
