@@ -132,9 +132,19 @@ def _object(document: Document, key: str, where: str) -> Document:
 
 
 def merge_server(document: Document, entry: Document, where: str) -> Document:
-    """Set `mcpServers.memstrata` to entry, in place of an existing one, keeping the rest."""
+    """Set `mcpServers.memstrata` to entry, in place of an earlier one of ours, keeping the rest.
+
+    A `memstrata` server that runs no memstrata command (say, a hand-made HTTP entry) is the
+    person's own: it is refused, not overwritten.
+    """
     result = copy.deepcopy(document)
     servers = _object(result, "mcpServers", where)
+    existing = servers.get(SERVER_NAME)
+    if existing is not None and not is_our_server(existing):
+        raise SettingsShapeError(
+            f"`mcpServers.{SERVER_NAME}` in {where} is a server setup did not write (it runs no "
+            "memstrata command); remove or rename it"
+        )
     servers[SERVER_NAME] = entry
     result["mcpServers"] = servers
     return result

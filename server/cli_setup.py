@@ -21,7 +21,7 @@ import shutil
 import sys
 import tempfile
 import textwrap
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -158,7 +158,7 @@ def resolve_command(argv0: str, executable: str) -> list[str]:
     )
 
 
-def entry_env(environ: dict[str, str] | os._Environ[str], *, git_scope: bool) -> dict[str, str]:
+def entry_env(environ: Mapping[str, str], *, git_scope: bool) -> dict[str, str]:
     """The environment the registered commands get: the project scope, and MEMSTRATA_DB if set.
 
     MEMSTRATA_DB is written as an absolute path when it is set while running setup, so the server

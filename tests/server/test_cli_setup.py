@@ -197,6 +197,12 @@ def test_merge_server_keeps_other_servers_and_removal_spares_a_foreign_memstrata
     assert remove_server(merged, "c") == USER_CLAUDE_JSON
     foreign = {"mcpServers": {"memstrata": {"type": "http", "url": "http://10.0.0.2:8765/mcp"}}}
     assert remove_server(foreign, "c") == foreign
+    with pytest.raises(SettingsShapeError, match="is a server setup did not write"):
+        merge_server(foreign, entry, "c")
+    uvx = {"command": "uvx", "args": ["--from", "/src/memstrata", "memstrata", "serve"]}
+    assert merge_server({"mcpServers": {"memstrata": uvx}}, entry, "c") == {
+        "mcpServers": {"memstrata": entry}
+    }
 
 
 def test_unexpected_shapes_are_refused_with_the_key() -> None:
@@ -363,6 +369,13 @@ def test_a_settings_file_of_the_wrong_shape_is_refused(
     code, _, err = run_cli(capsys, "setup", "claude-code")
     assert code == 1
     assert "`hooks` in" in err and "is not a JSON object" in err
+    write_json(home / ".claude" / "settings.json", {})
+    hand_made = {"mcpServers": {"memstrata": {"type": "http", "url": "http://nas:8765/mcp"}}}
+    write_json(home / ".claude.json", hand_made)
+    code, _, err = run_cli(capsys, "setup", "claude-code")
+    assert code == 1
+    assert "`mcpServers.memstrata` in" in err and "remove or rename it" in err
+    assert read_json(home / ".claude.json") == hand_made
     write_json(home / ".claude" / "settings.json", ["a list"])
     code, _, err = run_cli(capsys, "setup", "claude-code", "--uninstall")
     assert code == 1
