@@ -252,9 +252,10 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("path", help="a text/markdown file or a folder of them")
     ingest.add_argument("--tenant", "-t", required=True, help="whose business context")
     _add_json(ingest)
-    from server import cli_copy  # light: rich loads only when copy-store runs
+    from server import cli_copy, cli_setup  # light: rich loads only when they run
 
     cli_copy.add_parser(sub)
+    cli_setup.add_parser(sub)
     return parser
 
 
@@ -293,7 +294,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
 def _run(command: str, settings: Settings, args: argparse.Namespace) -> int:
     """Run one non-serve command; its modules (and rich) load only here, never for `serve`."""
-    from server import cli_copy, cli_doctor, cli_ingest, cli_memory, cli_transfer
+    from server import cli_copy, cli_doctor, cli_ingest, cli_memory, cli_setup, cli_transfer
 
     if settings.database_url and command in _SQLITE_FILE_COMMANDS:
         _err(
@@ -309,6 +310,7 @@ def _run(command: str, settings: Settings, args: argparse.Namespace) -> int:
         "import": cli_transfer.run_import,
         "backup": cli_transfer.run_backup,
         "copy-store": cli_copy.run_command,
+        "setup": cli_setup.run_command,
     }
     if command in sync_runners:
         return int(sync_runners[command](settings, args))

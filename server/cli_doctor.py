@@ -5,7 +5,9 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
+import json
 import os
+import shutil
 import stat
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
@@ -17,10 +19,17 @@ from rich.text import Text
 
 from memory_core.storage.sqlite.diagnostics import DatabaseProbe, probe_database, probe_driver
 from memory_core.storage.sqlite.migrate import load_migrations
+from server.claude_settings import (
+    HOOK_EVENTS,
+    SERVER_NAME,
+    command_executable,
+    has_server,
+    our_hook_commands,
+)
 from server.cli_output import Exit, out_json, stdout_console
 from server.settings import Settings
 
-__all__ = ["Check", "run_checks", "run_doctor"]
+__all__ = ["Check", "claude_code_checks", "run_checks", "run_doctor"]
 
 Status = Literal["ok", "warn", "fail"]
 _REINSTALL = "pip install --force-reinstall memstrata (or `make install` in a checkout)"
@@ -329,6 +338,107 @@ def _model_record_check(settings: Settings, probe: DatabaseProbe) -> Check:
     return Check("indexed model", "ok", f"{recorded} ({probe.embedding_dims} dims) as configured")
 
 
+# --- Claude Code registration -------------------------------------------------------------------
+# Informational: memstrata works without Claude Code, so a missing registration is "ok" (with a
+# hint) and a broken one is a "warn", never a "fail": doctor's exit code stays about the install
+# and the database.
+
+_SETUP_FIX = "memstrata setup claude-code{scope} (re-registers this memstrata), or the plugin"
+
+
+def _read_settings(path: Path) -> tuple[dict[str, object], str | None]:
+    """A settings file's object ({} when absent), or why it cannot be read."""
+    try:
+        value = json.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        return {}, None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        return {}, f"{path} cannot be read as JSON ({exc})"
+    if not isinstance(value, dict):
+        return {}, f"{path} does not hold a JSON object"
+    return value, None
+
+
+def _runnable(program: str | None) -> str | None:
+    """Why the registered program cannot run, or None when it can."""
+    if program is None:
+        return "an empty command"
+    if "${" in program:  # ${CLAUDE_PLUGIN_ROOT} and the like: Claude Code expands them
+        return None
+    found = program if os.sep in program else shutil.which(program)
+    if found is None or not Path(found).is_file():
+        return f"{program} does not exist"
+    if not os.access(found, os.X_OK):
+        return f"{program} is not executable"
+    return None
+
+
+def _registration_check(
+    scope: str, server_file: Path, hooks_files: list[Path], plugin: str | None
+) -> Check:
+    name = f"claude code ({scope})"
+    fix = _SETUP_FIX.format(scope="" if scope == "user" else " --scope project")
+    server_doc, problem = _read_settings(server_file)
+    problems = [problem] if problem else []
+    hooks: dict[str, list[str]] = {}
+    for path in hooks_files:
+        doc, problem = _read_settings(path)
+        problems += [problem] if problem else []
+        for event, commands in our_hook_commands(doc).items():
+            hooks.setdefault(event, []).extend(commands)
+    if problems:
+        return Check(name, "warn", "; ".join(problems) + "; Claude Code cannot read it", fix)
+    server = server_doc.get("mcpServers", {})
+    registered = has_server(server_doc)
+    if not registered and not hooks:
+        detail = f"plugin {plugin} enabled" if plugin else "not registered"
+        if not plugin:
+            detail += " (optional: the plugin, or `memstrata setup claude-code`)"
+        return Check(name, "ok", detail)
+    commands = [c for event in hooks.values() for c in event]
+    programs = {command_executable(c) for c in commands}
+    if registered and isinstance(server, dict):
+        programs.add(str(server[SERVER_NAME]["command"]))
+    broken = sorted({why for p in programs if (why := _runnable(p))})
+    # The plugin brings its own hooks; a server registered here beside it is still the server.
+    missing = [] if plugin and not hooks else [e.name for e in HOOK_EVENTS if e.name not in hooks]
+    if broken:
+        return Check(name, "warn", "registered command: " + "; ".join(broken), fix)
+    if not registered or missing:
+        lacking = ([f"the server in {server_file}"] if not registered else []) + (
+            [f"hooks for {', '.join(missing)}"] if missing else []
+        )
+        return Check(name, "warn", f"partly registered: missing {' and '.join(lacking)}", fix)
+    shown = ", ".join(sorted(p for p in programs if p))
+    if not hooks:
+        return Check(name, "ok", f"server registered: {shown}; hooks from plugin {plugin}")
+    return Check(name, "ok", f"server and {len(HOOK_EVENTS)} hooks registered: {shown}")
+
+
+def _enabled_plugin(settings_file: Path) -> str | None:
+    doc, _ = _read_settings(settings_file)
+    enabled = doc.get("enabledPlugins")
+    if not isinstance(enabled, dict):
+        return None
+    return next((k for k, on in enabled.items() if k.startswith("memstrata@") and on), None)
+
+
+def claude_code_checks(home: Path, cwd: Path) -> list[Check]:
+    """Whether Claude Code runs memstrata's server and hooks, per scope, and can start them."""
+    user_settings = home / ".claude" / "settings.json"
+    project = cwd / ".claude"
+    plugin = _enabled_plugin(project / "settings.json") or _enabled_plugin(user_settings)
+    return [
+        _registration_check("user", home / ".claude.json", [user_settings], plugin),
+        _registration_check(
+            "project",
+            cwd / ".mcp.json",
+            [project / "settings.json", project / "settings.local.json"],
+            plugin,
+        ),
+    ]
+
+
 def run_checks(settings: Settings) -> list[Check]:
     """Every check, in the order a person would fix them."""
     steps: list[Callable[[], list[Check]]] = [
@@ -336,6 +446,7 @@ def run_checks(settings: Settings) -> list[Check]:
         lambda: _embedding_checks(settings),
         lambda: _path_checks(settings.db),
         lambda: _database_checks(settings),
+        lambda: claude_code_checks(Path.home(), Path.cwd()),
     ]
     return [check for step in steps for check in step()]
 
