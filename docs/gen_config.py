@@ -48,6 +48,14 @@ SECTIONS: list[tuple[str, list[str] | str, str]] = [
         "to the server's working directory.",
     ),
     (
+        "Tools listed",
+        ["toolsets"],
+        "A client puts every listed tool's definition in the model's context on every turn, so "
+        "the server lists only these toolsets; `memstrata tools` prints each one's tools and "
+        "their cost, `memstrata serve --toolsets` overrides this for one run, and over stdio "
+        "the model can add a toolset with `enable_toolset`. Details: docs/tools.md.",
+    ),
+    (
         "Storage backend",
         ["database_url", "database_pool_max"],
         "Unset, everything lives in the SQLite file `MEMSTRATA_DB`. With a PostgreSQL URL "

@@ -20,6 +20,7 @@ from memory_core.errors import MemoryCoreError
 from server.container import open_container
 from server.logging import configure_logging
 from server.settings import Settings
+from server.toolsets import parse_toolsets
 
 __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "main"]
 
@@ -96,6 +97,12 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--http", action="store_true", help="serve streamable HTTP at /mcp")
     serve.add_argument("--host", help="HTTP interface (default MEMSTRATA_HTTP_HOST, 127.0.0.1)")
     serve.add_argument("--port", type=int, help="HTTP port (default MEMSTRATA_HTTP_PORT, 8765)")
+    serve.add_argument(
+        "--toolsets",
+        metavar="LIST",
+        help="comma-separated toolsets to list (default MEMSTRATA_TOOLSETS, core,maintenance; "
+        "`memstrata tools` shows them)",
+    )
     serve.add_argument(
         "--insecure",
         action="store_true",
@@ -252,10 +259,11 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("path", help="a text/markdown file or a folder of them")
     ingest.add_argument("--tenant", "-t", required=True, help="whose business context")
     _add_json(ingest)
-    from server import cli_copy, cli_setup  # light: rich loads only when they run
+    from server import cli_copy, cli_setup, cli_tools  # light: rich loads only when they run
 
     cli_copy.add_parser(sub)
     cli_setup.add_parser(sub)
+    cli_tools.add_parser(sub)
     return parser
 
 
@@ -278,6 +286,14 @@ async def _migrate(settings: Settings) -> int:
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
     from server.app import serve_http, serve_stdio
 
+    if getattr(args, "toolsets", None):
+        try:
+            parse_toolsets(args.toolsets)
+        except ValueError as exc:
+            _err(f"memstrata serve: --toolsets: {exc}")
+            return EXIT_USAGE
+        settings = settings.model_copy(update={"toolsets": args.toolsets})
+
     # Preflight: open, migrate and check the store (embedding model) before MCP starts,
     # so a problem prints one clear line instead of a traceback from inside the SDK.
     asyncio.run(_preflight(settings))
@@ -294,7 +310,15 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
 def _run(command: str, settings: Settings, args: argparse.Namespace) -> int:
     """Run one non-serve command; its modules (and rich) load only here, never for `serve`."""
-    from server import cli_copy, cli_doctor, cli_ingest, cli_memory, cli_setup, cli_transfer
+    from server import (
+        cli_copy,
+        cli_doctor,
+        cli_ingest,
+        cli_memory,
+        cli_setup,
+        cli_tools,
+        cli_transfer,
+    )
 
     if settings.database_url and command in _SQLITE_FILE_COMMANDS:
         _err(
@@ -311,6 +335,7 @@ def _run(command: str, settings: Settings, args: argparse.Namespace) -> int:
         "backup": cli_transfer.run_backup,
         "copy-store": cli_copy.run_command,
         "setup": cli_setup.run_command,
+        "tools": cli_tools.run_command,
     }
     if command in sync_runners:
         return int(sync_runners[command](settings, args))

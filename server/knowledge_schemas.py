@@ -116,6 +116,17 @@ class ScratchpadReadOut(BaseModel):
     cap: int
     snippets: list[SnippetOut]
 
+    def as_text(self) -> str:
+        """A count, then one line per snippet: id, marks, the note."""
+        lines = [f"{self.count} of at most {self.cap} notes in session {self.session_id}:"]
+        for s in self.snippets:
+            marks = [m for m in ("salient" if s.salient else "", s.promoted_to or "") if m]
+            if s.use_count > 1:
+                marks.append(f"used {s.use_count}x")
+            label = f" ({', '.join(marks)})" if marks else ""
+            lines.append(f"#{s.id}{label}: {s.snippet}")
+        return "\n".join(lines)
+
 
 class ScratchpadPromoteOut(BaseModel):
     """The result of `scratchpad_promote`."""

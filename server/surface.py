@@ -10,6 +10,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from typing import Any
 
@@ -23,7 +24,7 @@ from mcp.types import CallToolResult, InputRequiredResult, Tool
 from server.app_context import AppContext
 from server.toolsets import Toolset
 
-__all__ = ["MemstrataServer", "compact_schema"]
+__all__ = ["MemstrataServer", "compact_schema", "model_visible_definition"]
 
 Schema = dict[str, Any]
 
@@ -133,3 +134,12 @@ def _compact(node: Schema, empty_refs: set[str]) -> Schema:
         else:
             out[key] = value
     return out
+
+
+def model_visible_definition(tool: Tool) -> str:
+    """What a client puts in the model's context for a tool: name, description, input schema.
+
+    As compact JSON, the form `memstrata tools`, docs/tools.md and the size test count.
+    """
+    body = {"name": tool.name, "description": tool.description, "inputSchema": tool.input_schema}
+    return json.dumps(body, ensure_ascii=False, separators=(",", ":"))

@@ -60,7 +60,10 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         chosen = list(Toolset) if toolset == "all" else [Toolset(toolset)]
         new_tools = mcp.enable(chosen)
         if new_tools:
+            # Clients before protocol 2026-07-28 hear it as a notification on the session;
+            # newer ones on their `subscriptions/listen` stream. Each path ignores the other.
             await ctx.session.send_tool_list_changed()
+            await ctx.notify_tools_changed()
         return EnableToolsetOut(
             enabled=sorted(t.value for t in mcp.enabled_toolsets), new_tools=new_tools
         )

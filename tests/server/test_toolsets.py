@@ -1,0 +1,266 @@
+"""Toolsets, compact schemas and compact answers: what a model pays for on every turn."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from memory_core.embeddings.token_count import WordPieceTokenCounter
+from server.app import build_server
+from server.settings import Settings
+from server.surface import compact_schema, model_visible_definition
+from server.tools import split_doc
+from server.toolsets import DEFAULT_TOOLSETS, Toolset, parse_toolsets
+from tests.catalog import DEFAULT_TOOLS, TOOL_NAMES
+from tests.mcp_client import call, error, hosted
+
+# The default surface's budget (issue 17): model-visible definitions of the listed tools.
+MAX_DEFAULT_TOKENS = 3_500
+MAX_DEFAULT_TOOLS = 12
+# A search answer's text may be at most this multiple of the memory text it carries, plus
+# this many characters per hit for the hit line's id, layer, tier, relevance word and date.
+MAX_ANSWER_RATIO = 2.5
+PER_HIT_ALLOWANCE = 80
+
+
+def default_settings(settings: Settings) -> Settings:
+    return settings.model_copy(update={"toolsets": ",".join(sorted(DEFAULT_TOOLSETS))})
+
+
+async def test_the_default_surface_fits_its_budget(settings: Settings) -> None:
+    counter = WordPieceTokenCounter()
+    async with hosted(default_settings(settings)) as client:
+        tools = (await client.list_tools()).tools
+    costs = {t.name: counter.count(model_visible_definition(t)) for t in tools}
+    total = sum(costs.values())
+    print(f"default toolsets: {len(tools)} tools, {total} tokens: {costs}")  # noqa: T201 - the figures, with -s
+    assert {t.name for t in tools} == DEFAULT_TOOLS
+    assert len(tools) <= MAX_DEFAULT_TOOLS, f"{len(tools)} tools listed by default"
+    assert total <= MAX_DEFAULT_TOKENS, f"default surface costs {total} tokens: {costs}"
+
+
+async def test_every_toolset_lists_every_tool(settings: Settings) -> None:
+    async with hosted(settings) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+    assert names == TOOL_NAMES
+
+
+async def test_a_tool_outside_the_enabled_toolsets_is_refused_with_the_way_in(
+    settings: Settings,
+) -> None:
+    async with hosted(default_settings(settings)) as client:
+        text = await error(client, "start_session")
+        assert "`conversations` toolset" in text and "enable_toolset" in text
+        assert "MEMSTRATA_TOOLSETS" in text
+
+
+async def test_enable_toolset_lists_the_new_tools(settings: Settings) -> None:
+    # The list_changed notification a stdio client hears is tested over the wire in
+    # tests/e2e/test_toolsets_stdio.py.
+    server = build_server(default_settings(settings))
+    async with Client(server) as client:
+        done = await client.call_tool("enable_toolset", {"toolset": "conversations"})
+        assert not done.is_error
+        assert "start_session" in done.content[0].text  # type: ignore[union-attr]
+        names = {t.name for t in (await client.list_tools()).tools}
+        assert names == DEFAULT_TOOLS | set(server.tools_in(Toolset.CONVERSATIONS))
+        started = await client.call_tool("start_session", {})
+        assert not started.is_error
+        again = await client.call_tool("enable_toolset", {"toolset": "conversations"})
+        assert "Already enabled" in again.content[0].text  # type: ignore[union-attr]
+        every = await client.call_tool("enable_toolset", {"toolset": "all"})
+        assert "append_many" in every.content[0].text  # type: ignore[union-attr]
+        assert {t.name for t in (await client.list_tools()).tools} == TOOL_NAMES
+
+
+async def test_http_servers_have_no_runtime_toolsets(settings: Settings) -> None:
+    async with hosted(default_settings(settings), runtime_toolsets=False) as client:
+        names = {t.name for t in (await client.list_tools()).tools}
+    assert names == DEFAULT_TOOLS - {"enable_toolset"}
+
+
+def test_toolset_names_are_checked_with_the_valid_ones_in_the_message() -> None:
+    assert parse_toolsets("core, Conversations") == {Toolset.CORE, Toolset.CONVERSATIONS}
+    assert parse_toolsets("all") == frozenset(Toolset)
+    with pytest.raises(ValueError, match=r"unknown toolset 'chat'.*core, maintenance"):
+        parse_toolsets("core,chat")
+    with pytest.raises(ValueError, match="no toolset named"):
+        parse_toolsets(" , ")
+    with pytest.raises(ValueError, match="unknown toolset"):
+        Settings(toolsets="everything")
+
+
+def test_compact_schema_drops_padding_but_keeps_meaning() -> None:
+    schema = {
+        "title": "searchArguments",
+        "type": "object",
+        "$defs": {"JsonValue": {}},
+        "properties": {
+            "title": {"title": "Title", "type": "string", "description": "A field named title."},
+            "since": {
+                "anyOf": [{"type": "string", "format": "date-time"}, {"type": "null"}],
+                "default": None,
+                "description": "From when.",
+                "title": "Since",
+            },
+            "either": {"anyOf": [{"type": "string"}, {"type": "integer"}], "title": "Either"},
+            "meta": {
+                "anyOf": [
+                    {"type": "object", "additionalProperties": {"$ref": "#/$defs/JsonValue"}},
+                    {"type": "null"},
+                ],
+                "default": None,
+            },
+            "limit": {"type": "integer", "default": 10, "maximum": 100},
+        },
+        "required": ["title"],
+    }
+    assert compact_schema(schema) == {
+        "type": "object",
+        "properties": {
+            "title": {"type": "string", "description": "A field named title."},
+            "since": {"type": "string", "format": "date-time", "description": "From when."},
+            "either": {"anyOf": [{"type": "string"}, {"type": "integer"}]},
+            "meta": {"type": "object"},
+            "limit": {"type": "integer", "default": 10, "maximum": 100},
+        },
+        "required": ["title"],
+    }
+
+
+async def test_the_published_schemas_still_accept_what_the_tools_accept(
+    settings: Settings,
+) -> None:
+    async with hosted(settings) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        search = tools["search"].input_schema
+        assert "title" not in search and "title" not in search["properties"]["query"]
+        assert search["properties"]["layer"]["enum"][0] == "working"
+        # Null is still accepted by the server for an optional argument a client fills.
+        found = await call(client, "search", query="anything", layer=None)
+        assert found["count"] == 0
+
+
+def test_docstring_details_go_to_the_docs_not_to_the_model() -> None:
+    head, details = split_doc(
+        """Do the thing.
+
+        Use it when X.
+
+        Details:
+        How it ranks, in depth.
+        """
+    )
+    assert head == "Do the thing.\n\nUse it when X."
+    assert details == "How it ranks, in depth."
+    assert split_doc("Just this.") == ("Just this.", "")
+
+
+async def test_descriptions_sent_carry_no_details_and_the_details_are_kept(
+    settings: Settings,
+) -> None:
+    server = build_server(settings)
+    tools = {t.name: t for t in await server.list_tools()}
+    assert "Details:" not in (tools["search"].description or "")
+    assert "signals" in server.tool_details["search"]
+
+
+async def test_a_ten_hit_search_answer_is_mostly_memory_text(settings: Settings) -> None:
+    contents = [
+        f"Note {i}: the billing service deploys on Tuesdays after review" for i in range(10)
+    ]
+    async with hosted(settings) as client:
+        for content in contents:
+            await call(client, "append", layer="episodic", content=content)
+        result = await client.call_tool("search", {"query": "billing deploys", "limit": 10})
+    text = result.content[0].text  # type: ignore[union-attr]
+    memory_chars = sum(len(c) for c in contents)
+    allowed = MAX_ANSWER_RATIO * memory_chars + PER_HIT_ALLOWANCE * len(contents)
+    structured = json.dumps(result.structured_content)
+    print(  # noqa: T201 - the figures, with -s
+        f"search answer: text {len(text)} chars, structured {len(structured)} chars, "
+        f"memory text {memory_chars} chars, allowed {allowed:.0f}"
+    )
+    assert result.structured_content is not None and result.structured_content["count"] == 10
+    assert all(c in text for c in contents)
+    assert len(text) <= allowed
+    assert "signals" not in text and "bm25" not in text
+    assert "\n  " not in text  # one line per hit, no indentation
+
+
+async def test_explain_adds_the_signals_to_the_text(settings: Settings) -> None:
+    async with hosted(settings) as client:
+        await call(client, "append", layer="episodic", content="billing deploy failed")
+        plain = await client.call_tool("search", {"query": "billing"})
+        explained = await client.call_tool("search", {"query": "billing", "explain": True})
+    plain_text = plain.content[0].text  # type: ignore[union-attr]
+    explained_text = explained.content[0].text  # type: ignore[union-attr]
+    assert "bm25 #1" in explained_text and "score" in explained_text
+    assert "bm25" not in plain_text
+    assert plain.structured_content == explained.structured_content or (
+        plain.structured_content is not None
+        and plain.structured_content["hits"][0]["signals"]["bm25_rank"] == 1
+    )
+
+
+async def test_answers_are_compact_text_beside_the_whole_structured_object(
+    settings: Settings,
+) -> None:
+    async with hosted(settings) as client:
+        first = await client.call_tool(
+            "append", {"layer": "episodic", "content": "Deployed v1.2", "metadata": {"by": "ci"}}
+        )
+        assert first.content[0].text == "#1 episodic created"  # type: ignore[union-attr]
+        assert first.structured_content is not None
+        assert first.structured_content["id"] == 1 and first.structured_content["trimmed"] == 0
+        await call(client, "append", layer="procedural", key="deploying", content="Run tests")
+        await call(client, "learn", key="user.lang", value="Python")
+        learned = await client.call_tool("learn", {"key": "user.lang", "value": "Rust"})
+        assert learned.content[0].text == "user.lang: #3 updated; was: Python"  # type: ignore[union-attr]
+        recalled = await client.call_tool("recall", {"key": "user.lang"})
+        assert recalled.content[0].text.startswith("user.lang = Rust")  # type: ignore[union-attr]
+        context = await client.call_tool("load_context", {"limit": 5})
+        lines = context.content[0].text.splitlines()  # type: ignore[union-attr]
+        assert lines[0] == "3 memories of project test:"
+        assert any('procedural when "deploying"' in line for line in lines)
+        assert any('{"by":"ci"}: Deployed v1.2' in line for line in lines)
+        stats = await client.call_tool("get_memory_stats", {})
+        assert "project test: 3 memories" in stats.content[0].text  # type: ignore[union-attr]
+        # A tool without its own rendering answers with one line of JSON, empty fields left out.
+        started = await client.call_tool("start_session", {})
+        text = started.content[0].text  # type: ignore[union-attr]
+        assert "\n" not in text and ": null" not in text and '":null' not in text
+        assert json.loads(text)["session_id"]
+
+
+def test_memstrata_tools_prints_every_toolset_with_its_cost(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
+) -> None:
+    from server.cli import main
+
+    monkeypatch.setenv("MEMSTRATA_DB", str(tmp_path / "memory.db"))
+    monkeypatch.setenv("MEMSTRATA_TOOLSETS", "core,maintenance")
+    with pytest.raises(SystemExit) as exit_:
+        main(["tools", "--json"])
+    assert exit_.value.code == 0
+    report = json.loads(capsys.readouterr().out)
+    assert report["enabled"] == ["core", "maintenance"] and report["listed_tools"] == 12
+    groups = {g["toolset"]: g for g in report["toolsets"]}
+    assert set(groups) == {t.value for t in Toolset}
+    assert {t["name"] for t in groups["core"]["tools"]} == DEFAULT_TOOLS - {
+        "get_memory_stats",
+        "recalculate_memory_tiers",
+        "prune_expired_contexts",
+        "compact",
+        "clear",
+    }
+    assert report["listed_tokens"] == groups["core"]["tokens"] + groups["maintenance"]["tokens"]
+    assert report["listed_tokens"] <= MAX_DEFAULT_TOKENS
+    with pytest.raises(SystemExit):
+        main(["tools"])
+    table = capsys.readouterr().out
+    assert "conversations (not listed; 14 tools" in table and "listed now: 12 tools" in table
+    assert not (tmp_path / "memory.db").exists()  # listing tools opens no database
