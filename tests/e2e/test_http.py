@@ -70,8 +70,7 @@ def _wait_until_listening(server: HttpServer) -> None:
     pytest.fail(f"server did not listen on port {server.port} within {START_DEADLINE} s:\n{stderr}")
 
 
-@pytest.fixture
-def http_server(db_path: Path, tmp_path: Path) -> Iterator[HttpServer]:
+def _start(db_path: Path, tmp_path: Path, toolsets: str = "all") -> HttpServer:
     port = free_port()
     stdout_path, stderr_path = tmp_path / "stdout.log", tmp_path / "stderr.log"
     with stdout_path.open("wb") as out, stderr_path.open("wb") as err:
@@ -88,12 +87,34 @@ def http_server(db_path: Path, tmp_path: Path) -> Iterator[HttpServer]:
             stdin=subprocess.DEVNULL,
             stdout=out,
             stderr=err,
-            env=server_env(db_path),
+            env=server_env(db_path, toolsets=toolsets),
         )
     server = HttpServer(proc, port, db_path, stdout_path, stderr_path)
+    _wait_until_listening(server)
+    return server
+
+
+@pytest.fixture
+def http_server(db_path: Path, tmp_path: Path) -> Iterator[HttpServer]:
+    server = _start(db_path, tmp_path)
     try:
-        _wait_until_listening(server)
         yield server
+    finally:
+        server.stop()
+
+
+async def test_http_lists_the_configured_toolsets_without_runtime_changes(
+    db_path: Path, tmp_path: Path
+) -> None:
+    server = _start(db_path, tmp_path, toolsets="core,conversations")
+    try:
+        async with Client(server.url, read_timeout_seconds=30) as client:
+            names = {t.name for t in (await client.list_tools()).tools}
+            refused = await client.call_tool("get_memory_stats", {})
+        # One HTTP server serves many clients: no client may change the list for the others.
+        assert "enable_toolset" not in names and "get_memory_stats" not in names
+        assert {"append", "search", "start_session", "add_session_entry"} <= names
+        assert refused.is_error
     finally:
         server.stop()
 
