@@ -80,7 +80,11 @@ async def build_http_app(
     )
     # Tools scoped by user or tenant, not project: a project-limited token cannot use them.
     unscoped = frozenset(t.name for t in tools if "project" not in t.input_schema["properties"])
+    # Stateless: every request stands alone, so no client can pile up sessions (each one a
+    # task and its buffers, up to the SDK's 10,000) and lock every other client out; the
+    # tools need no server-to-client requests, and progress still streams in the response.
     app = mcp.streamable_http_app(
+        stateless_http=True,
         host=host,
         transport_security=transport_security(settings, host),
         max_request_body_size=settings.http_max_body_bytes,

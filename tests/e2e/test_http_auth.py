@@ -202,3 +202,58 @@ def test_a_token_shorter_than_16_characters_is_refused_at_start(tmp_path: Path):
         _, stderr = server.stop()
     assert "shorter than 16" in stderr
     assert "Traceback" not in stderr
+
+
+def _rss_kb(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise AssertionError("no VmRSS")  # pragma: no cover - Linux always reports it
+
+
+FLOOD = 3_000
+
+
+def test_a_session_flood_by_one_token_locks_nobody_out(auth_server: HttpServer):
+    """A read-only token scoped to one project opens thousands of sessions; others still get in.
+
+    The server is stateless over HTTP: an `initialize` leaves nothing behind, so there is no
+    session table to fill (the SDK's stateful default refused everyone once one client had
+    opened 10,000) and memory does not grow with the flood.
+    """
+    body = json.dumps(initialize_message("flood")).encode()
+    headers = {
+        "Authorization": f"Bearer {READER}",
+        "Content-Type": "application/json",
+        "Accept": "application/json, text/event-stream",
+    }
+
+    def initialize() -> str | None:
+        request = urllib.request.Request(auth_server.url, data=body, method="POST", headers=headers)
+        with urllib.request.urlopen(request, timeout=30) as response:
+            assert response.status == 200
+            response.read()
+            return response.headers.get("mcp-session-id")
+
+    initialize()
+    before = _rss_kb(auth_server.proc.pid)
+    session_ids = {initialize() for _ in range(FLOOD)}
+    grown_mb = (_rss_kb(auth_server.proc.pid) - before) / 1024
+    assert session_ids == {None}  # no session was opened to be kept
+    assert grown_mb < 50, f"server grew {grown_mb:.0f} MB over {FLOOD} initialize requests"
+    for token in (ADMIN, ALPHA):
+        status, _ = _post(
+            auth_server,
+            json.dumps(initialize_message("after")).encode(),
+            {"Authorization": f"Bearer {token}"},
+        )
+        assert status == 200
+
+
+async def test_tools_work_for_every_token_after_a_flood_through_the_sdk_client(
+    auth_server: HttpServer,
+):
+    async with _client(auth_server, ALPHA) as client:
+        stored = ok(await client.call_tool("append", {"layer": "episodic", "content": "x"}))
+        found = ok(await client.call_tool("search", {"query": "x"}))
+    assert found["hits"][0]["id"] == stored["id"]
