@@ -168,7 +168,7 @@ async def _record(svc: HookServices, payload: HookPayload) -> None:
     result = await svc.recorder.record(project, payload.session_id, lines, summarize=True)
     log.info(
         "hooks.recorded",
-        event=payload.event,
+        hook_event=payload.event,
         session_id=payload.session_id,
         entries=result.entries_added,
         skipped=result.entries_skipped,

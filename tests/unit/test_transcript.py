@@ -68,12 +68,13 @@ def test_each_entry_carries_the_cursor_after_its_line() -> None:
 
 def test_a_last_line_still_being_written_is_left_for_the_next_read() -> None:
     lines = first_part()
-    partial = lines + ['{"type": "user", "uuid": "u9", "message": {"role": "us']
+    partial = [*lines, '{"type": "user", "uuid": "u9", "message": {"role": "us']
     read = read_transcript(partial)
     assert read.malformed_lines == 1 and read.cursor.lines == len(lines)
-    finished = lines + [
+    finished = [
+        *lines,
         json.dumps({"type": "user", "uuid": "u9", "message": {"role": "user", "content": "ok!"}})
-        + "\n"
+        + "\n",
     ]
     assert [e.text for e in read_transcript(finished, read.cursor).entries] == ["ok!"]
 
