@@ -10,13 +10,15 @@ back whatever was unfinished (committed work, e.g. recorded transcript lines, st
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import os
 import sys
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:  # argparse costs ~15 ms of a hook's budget; only `--help` listing needs it
+    import argparse
 
 __all__ = ["add_parser", "run"]
 
@@ -30,6 +32,8 @@ UserPromptSubmit when there is something to inject, and always exits 0."""
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     """List `hook` in `memstrata --help` (server.cli_entry runs it before argparse)."""
+    import argparse
+
     parser = sub.add_parser(
         "hook",
         help="a Claude Code hook: inject memory at session start and per prompt, record "
