@@ -338,3 +338,35 @@ def test_the_hook_path_imports_neither_mcp_nor_rich(ws: Workspace) -> None:
             check=True,
         )
         assert "LOADED [] True" in done.stderr, done.stderr  # ran the hook, loaded none
+
+
+def test_invalid_configuration_exits_0_with_one_line_naming_the_setting(ws: Workspace) -> None:
+    payload = ws.payload("SessionStart", source="startup")
+    run = hook(ws, "session-start", payload, env={"MEMSTRATA_HOOKS__START_TOKENS": "lots"})
+    assert run.code == 0 and run.stdout == ""
+    assert run.stderr.count("\n") == 1 and "hooks.start_tokens" in run.stderr
+
+
+def test_hooks_switched_off_print_nothing(ws: Workspace) -> None:
+    off = {"MEMSTRATA_HOOKS__SESSION_START": "false", "MEMSTRATA_HOOKS__USER_PROMPT_SUBMIT": "0"}
+    start = hook(ws, "session-start", ws.payload("SessionStart", source="startup"), env=off)
+    prompt = ws.payload("UserPromptSubmit", prompt="Which cluster does billing run on?")
+    recalled = hook(ws, "user-prompt-submit", prompt, env=off)
+    assert (start.code, start.stdout, start.stderr) == (0, "", "")
+    assert (recalled.code, recalled.stdout, recalled.stderr) == (0, "", "")
+
+
+def test_python_m_server_hook_runs_the_same_command(ws: Workspace) -> None:
+    done = subprocess.run(
+        [str(memstrata_exe().parent / "python"), "-m", "server", "hook", "session-start"],
+        input=json.dumps(ws.payload("SessionStart", source="startup")),
+        capture_output=True,
+        text=True,
+        env=ws.env,
+        cwd=ws.repo,
+        timeout=60,
+        check=True,
+    )
+    assert "# memstrata: memory of project shop-api" in Run(0, done.stdout, "").context(
+        "SessionStart"
+    )
