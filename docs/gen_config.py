@@ -43,9 +43,16 @@ README).
 SECTIONS: list[tuple[str, list[str] | str, str]] = [
     (
         "Server",
-        ["db", "project", "http_host", "http_port", "log_level", "log_format"],
+        ["db", "project", "project_scope", "http_host", "http_port", "log_level", "log_format"],
         "The database's parent directories are created as needed; a relative path is relative "
-        "to the server's working directory.",
+        "to the server's working directory. With `MEMSTRATA_PROJECT_SCOPE=git` the default "
+        "project of the server (from its working directory) and of the Claude Code hooks (from "
+        "the hook's `cwd`) is the name of the git work tree: the nearest directory at or above "
+        "it that holds `.git` (a linked worktree is its own tree), else the directory itself; "
+        "characters a project name may not hold become `-` (`My App` is `My-App`), and "
+        "`MEMSTRATA_PROJECT` is used when no valid name is left. Claude Code starts the server "
+        "and runs the hooks in the same directory, so both use the same project. A tool call "
+        "that names a project always uses that one.",
     ),
     (
         "Tools listed",
@@ -110,6 +117,16 @@ SECTIONS: list[tuple[str, list[str] | str, str]] = [
         "`memstrata reindex` re-embeds it with the configured one, or the recorded model is set "
         "back. Until the model is ready, searches use keyword mode and say so; memories written "
         "meanwhile are embedded in the background once it is.",
+    ),
+    (
+        "Claude Code hooks",
+        "hooks",
+        "`memstrata hook session-start | user-prompt-submit | pre-compact | session-end`, run "
+        "by Claude Code as command hooks, read and write the same store as the server. Each "
+        "can be switched off here (it then prints nothing). Whatever goes wrong, a hook exits "
+        "0, prints nothing on stdout and writes one line on stderr. The session-start context "
+        "is built once per session and re-injected unchanged on resume and after compaction; "
+        "its size is estimated at four characters a token.",
     ),
     (
         "Tiers",

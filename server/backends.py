@@ -19,6 +19,7 @@ import structlog
 
 from memory_core.conversation_ports import ConversationStore
 from memory_core.errors import StorageError
+from memory_core.hook_ports import HookSessionStore
 from memory_core.ports import MemoryRepository, VectorIndex
 from memory_core.storage.sqlite import (
     SqliteConversationStore,
@@ -29,6 +30,7 @@ from memory_core.storage.sqlite import (
     open_database,
 )
 from memory_core.storage.sqlite.documents import SqliteDocumentStore
+from memory_core.storage.sqlite.hook_sessions import SqliteHookSessionStore
 from memory_core.storage.sqlite.preferences import SqlitePlaybookStore, SqlitePreferenceStore
 from memory_core.storage.sqlite.scratchpad import SqliteScratchpadStore
 from server.knowledge_container import KnowledgeStores
@@ -48,6 +50,7 @@ STORES = (
     "preferences",
     "playbooks",
     "documents",
+    "hook_sessions",
 )
 
 
@@ -80,6 +83,7 @@ class Backend:
     make_vectors: Callable[[int], VectorIndex]
     conversations: ConversationStore
     knowledge: KnowledgeStores
+    hook_sessions: HookSessionStore
 
     def vectors(self, exact_max: int) -> VectorIndex:
         """The vector index of this backend (exact search up to `exact_max` rows a project)."""
@@ -122,6 +126,7 @@ async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
                 playbooks=SqlitePlaybookStore(session),
                 documents=SqliteDocumentStore(session),
             ),
+            hook_sessions=SqliteHookSessionStore(session),
         )
     finally:
         await db.close()
@@ -163,6 +168,7 @@ async def _postgres(settings: Settings) -> AsyncIterator[Backend]:
                 playbooks=postgres.PostgresPlaybookStore(pg),
                 documents=postgres.PostgresDocumentStore(pg),
             ),
+            hook_sessions=postgres.PostgresHookSessionStore(pg),
         )
     finally:
         await store.close()

@@ -260,10 +260,12 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("--tenant", "-t", required=True, help="whose business context")
     _add_json(ingest)
     from server import cli_copy, cli_setup, cli_tools  # light: rich loads only when they run
+    from server.hooks import entry as hook_entry
 
     cli_copy.add_parser(sub)
     cli_setup.add_parser(sub)
     cli_tools.add_parser(sub)
+    hook_entry.add_parser(sub)
     return parser
 
 
@@ -354,6 +356,10 @@ def _run(command: str, settings: Settings, args: argparse.Namespace) -> int:
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the `memstrata` console script and of `python -m server`."""
     args = _parser().parse_args(argv)
+    if args.command == "hook":  # `python -m server hook ...`; the console script goes direct
+        from server.hooks.entry import run
+
+        run([args.event])
     try:
         settings = Settings()
     except (ValidationError, SettingsError) as exc:

@@ -22,7 +22,7 @@ async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
     async with open_container(settings) as c:
         names = [args.project] if args.project else await c.repo.projects()
         if not names:
-            names = [settings.project]  # an empty store: show the default project's zeros
+            names = [settings.default_project()]  # an empty store: show the default project's zeros
         reports = [
             StatsOut.of(await maintenance.memory_stats(c.repo, c.clock, settings.tiers, name))
             for name in names

@@ -41,7 +41,7 @@ class Container:
 
     def project(self, name: str | None) -> str:
         """The project a call is about: the one it names, else the configured default."""
-        return name if name is not None else self.settings.project
+        return name if name is not None else self.settings.default_project()
 
 
 def _summarizer(settings: Settings) -> OpenAIChatSummarizer | None:

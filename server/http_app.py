@@ -97,7 +97,7 @@ async def build_http_app(
     return HttpGuard(
         app,
         authority=authority,
-        default_project=settings.project,
+        default_project=settings.default_project(),
         read_only_tools=read_only,
         unscoped_tools=unscoped,
         max_body_bytes=settings.http_max_body_bytes,

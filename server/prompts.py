@@ -10,7 +10,7 @@ __all__ = ["register"]
 
 def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
     """Register the two prompts, defaulting to the configured project."""
-    default = settings.project
+    default = settings.default_project()
 
     @mcp.prompt(name="start_task_with_memory", title="Start a task with memory")
     def start_task_with_memory(task: str, project: str = "") -> str:

@@ -14,6 +14,7 @@ from memory_core.config import ConversationPolicy, Limits, RankingPolicy, TierPo
 from memory_core.domain.redaction import RedactionPolicy
 from memory_core.embeddings import EmbeddingSpec, parse_embedding_model
 from memory_core.errors import InvalidInputError
+from memory_core.hook_config import HookPolicy
 from memory_core.knowledge_config import KnowledgePolicy
 from server.toolsets import DEFAULT_TOOLSETS, Toolset, parse_toolsets
 
@@ -98,6 +99,13 @@ class Settings(BaseSettings):
         "conversations, scratchpad, preferences, documents, or all (`memstrata tools` shows "
         "each one's tools and their cost in context tokens).",
     )
+    project_scope: Literal["fixed", "git"] = Field(
+        "fixed",
+        description="How the default project is chosen. 'fixed': MEMSTRATA_PROJECT. 'git': the "
+        "name of the git work tree holding the working directory (the server's, or the hook "
+        "payload's `cwd`), made a valid project name; outside git the directory's own name; "
+        "MEMSTRATA_PROJECT when neither gives a valid name.",
+    )
     tiers: TierPolicy = Field(default_factory=TierPolicy)
     ranking: RankingPolicy = Field(default_factory=RankingPolicy)
     limits: Limits = Field(default_factory=Limits)
@@ -147,6 +155,7 @@ class Settings(BaseSettings):
     )
     conversation: ConversationPolicy = Field(default_factory=ConversationPolicy)
     knowledge: KnowledgePolicy = Field(default_factory=KnowledgePolicy)
+    hooks: HookPolicy = Field(default_factory=HookPolicy)
     summarizer_url: str | None = Field(
         None,
         description="Base URL of an OpenAI-compatible chat endpoint (e.g. "
@@ -197,6 +206,12 @@ class Settings(BaseSettings):
     def store_location(self) -> str:
         """Where the store is, for messages: the PostgreSQL URL (no password) or the file."""
         return redacted_url(self.database_url) if self.database_url else str(self.db)
+
+    def default_project(self, cwd: Path | None = None) -> str:
+        """The project of a call that names none, for a working directory (the process's)."""
+        from server.project_scope import project_for  # keeps the rule in one module
+
+        return project_for(self.project, self.project_scope, cwd or Path.cwd())
 
     @property
     def embedding(self) -> EmbeddingSpec:

@@ -10,9 +10,11 @@ import aiosqlite
 import pytest
 
 from memory_core.conversation_ports import ConversationStore
+from memory_core.hook_ports import HookSessionStore
 from memory_core.ports import MemoryRepository, VectorIndex
 from memory_core.storage.postgres import (
     PostgresConversationStore,
+    PostgresHookSessionStore,
     PostgresMemoryRepository,
     PostgresSession,
     PostgresStore,
@@ -24,6 +26,7 @@ from memory_core.storage.sqlite import (
     SqliteSession,
     SqliteVectorIndex,
 )
+from memory_core.storage.sqlite.hook_sessions import SqliteHookSessionStore
 from memory_core.storage.sqlite.rows import encode_time
 from server.settings import Settings
 
@@ -38,6 +41,8 @@ class StorageUnderTest(Protocol):
     def vectors(self, *, exact_max: int = ...) -> VectorIndex: ...
 
     def conversations(self) -> ConversationStore: ...
+
+    def hook_sessions(self) -> HookSessionStore: ...
 
     async def execute(self, sql: str, *args: Any) -> None:
         """Run raw SQL (`?` placeholders; datetimes are converted) behind the port's back."""
@@ -64,6 +69,9 @@ class SqliteUnderTest:
 
     def conversations(self) -> ConversationStore:
         return SqliteConversationStore(SqliteSession(self.db))
+
+    def hook_sessions(self) -> HookSessionStore:
+        return SqliteHookSessionStore(SqliteSession(self.db))
 
     async def execute(self, sql: str, *args: Any) -> None:
         await self.db.execute(sql, _sqlite_args(args))
@@ -94,6 +102,9 @@ class PostgresUnderTest:
 
     def conversations(self) -> ConversationStore:
         return PostgresConversationStore(PostgresSession(self.store.pool))
+
+    def hook_sessions(self) -> HookSessionStore:
+        return PostgresHookSessionStore(PostgresSession(self.store.pool))
 
     async def execute(self, sql: str, *args: Any) -> None:
         async with self.store.pool.acquire() as conn:

@@ -233,7 +233,8 @@ def test_a_session_flood_by_one_token_locks_nobody_out(auth_server: HttpServer):
         with urllib.request.urlopen(request, timeout=30) as response:
             assert response.status == 200
             response.read()
-            return response.headers.get("mcp-session-id")
+            session: str | None = response.headers.get("mcp-session-id")
+            return session
 
     initialize()
     before = _rss_kb(auth_server.proc.pid)

@@ -7,6 +7,7 @@ scratchpad, preferences and playbooks, and business documents.
 from memory_core.storage.postgres.connection import PostgresStore, is_postgres_url, open_store
 from memory_core.storage.postgres.conversations import PostgresConversationStore
 from memory_core.storage.postgres.documents import PostgresDocumentStore
+from memory_core.storage.postgres.hook_sessions import PostgresHookSessionStore
 from memory_core.storage.postgres.leases import PostgresJobLeases
 from memory_core.storage.postgres.migrate import apply_migrations, schema_version
 from memory_core.storage.postgres.preferences import PostgresPlaybookStore, PostgresPreferenceStore
@@ -18,6 +19,7 @@ from memory_core.storage.postgres.vectors import PostgresVectorIndex
 __all__ = [
     "PostgresConversationStore",
     "PostgresDocumentStore",
+    "PostgresHookSessionStore",
     "PostgresJobLeases",
     "PostgresMemoryRepository",
     "PostgresPlaybookStore",

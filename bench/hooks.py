@@ -1,0 +1,224 @@
+"""Cold-process latency of the Claude Code hooks on a 10k-memory store (a benchmark, not a test).
+
+    python -m bench.hooks                       # 10,000 memories, 20 runs per figure
+    python -m bench.hooks --size 10000 --runs 30 --json bench/results/hooks.json
+
+Each figure is the wall time of `memstrata hook <event>` as Claude Code runs it: a new process
+(the installed console script), the payload on stdin, until the process has exited, model load
+included where the hook loads one. Measured:
+- session-start on a new session (the context is built) and on `resume` (the cached text);
+- user-prompt-submit with the default keyword search, and with
+  MEMSTRATA_HOOKS__PROMPT_SEMANTIC_WAIT=3 (the ONNX model is loaded in the process and the
+  search is hybrid), on prompts of 6-30 words;
+- `python -c pass` with the same interpreter, the floor of any hook;
+- the injected sizes: characters, and tokens by the all-MiniLM-L6-v2 tokenizer.
+The store: 10k memories of the four layers (episodic sentences, semantic facts, procedural
+rules, working notes), embedded with the default model; the working directory is a small git
+repository with a few changed files, so the screen context runs `git status` as it would.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import random
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from pathlib import Path
+from typing import Any
+
+import structlog
+
+from bench.latency import sentence, summary
+from bench.store import open_bench_store
+from memory_core.domain.models import Layer
+from memory_core.embeddings.token_count import WordPieceTokenCounter
+from memory_core.services.memories import AppendItem
+
+PROJECT = "shop-api"
+
+
+async def build_store(db: Path, size: int, rng: random.Random) -> float:
+    """`size` memories of project PROJECT, embedded; returns the seconds it took."""
+    started = time.perf_counter()
+    rules, facts, notes = 50, 200, 50
+    items = [
+        AppendItem(layer=Layer.PROCEDURAL, key=f"when {sentence(rng)[:60]}", content=sentence(rng))
+        for _ in range(rules)
+    ]
+    items += [
+        AppendItem(layer=Layer.SEMANTIC, key=f"fact.{i}", content=sentence(rng))
+        for i in range(facts)
+    ]
+    items += [
+        AppendItem(layer=Layer.WORKING, content=sentence(rng), session_id="bench")
+        for _ in range(notes)
+    ]
+    items += [
+        AppendItem(layer=Layer.EPISODIC, content=f"{i} {sentence(rng)}")
+        for i in range(size - len(items))
+    ]
+    async with open_bench_store(db, model="default") as store:
+        for start in range(0, len(items), 500):
+            await store.memories.append_many(PROJECT, items[start : start + 500])
+    return time.perf_counter() - started
+
+
+def git_workdir(root: Path) -> Path:
+    repo = root / PROJECT
+    (repo / "src").mkdir(parents=True)
+    for args in (["init", "-q", "-b", "main"],):
+        subprocess.run(["git", *args], cwd=repo, check=True)
+    for name in ("README.md", "src/app.py", "src/billing.py"):
+        (repo / name).write_text("x\n")
+    return repo
+
+
+def run_hook(
+    event: str, payload: dict[str, Any], env: dict[str, str], cwd: Path
+) -> tuple[float, str]:
+    exe = Path(sys.executable).parent / "memstrata"
+    tick = time.perf_counter()
+    done = subprocess.run(
+        [str(exe), "hook", event],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        check=True,
+    )
+    elapsed = (time.perf_counter() - tick) * 1000
+    if done.stderr:
+        raise RuntimeError(f"{event} wrote to stderr: {done.stderr}")
+    context = ""
+    if done.stdout:
+        context = json.loads(done.stdout)["hookSpecificOutput"]["additionalContext"]
+    return elapsed, context
+
+
+def sizes(texts: list[str]) -> dict[str, Any]:
+    counter = WordPieceTokenCounter()
+    chars = [len(t) for t in texts if t]
+    tokens = [counter.count(t) for t in texts if t]
+    return {
+        "injected": len(chars),
+        "of": len(texts),
+        "chars_p50": statistics.median(chars) if chars else 0,
+        "chars_max": max(chars, default=0),
+        "tokens_p50": statistics.median(tokens) if tokens else 0,
+        "tokens_max": max(tokens, default=0),
+    }
+
+
+def measure(db: Path, repo: Path, runs: int, rng: random.Random) -> dict[str, Any]:
+    env = {
+        "MEMSTRATA_DB": str(db),
+        "MEMSTRATA_PROJECT": PROJECT,
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(repo.parent),
+    }
+    out: dict[str, Any] = {}
+    floor = []
+    for _ in range(runs):
+        tick = time.perf_counter()
+        subprocess.run([sys.executable, "-c", "pass"], check=True)
+        floor.append((time.perf_counter() - tick) * 1000)
+    out["python_pass_ms"] = summary(floor)
+
+    def base(event: str, sid: str) -> dict[str, Any]:
+        return {
+            "session_id": sid,
+            "transcript_path": "",
+            "cwd": str(repo),
+            "hook_event_name": event,
+        }
+
+    run_hook("session-start", base("SessionStart", "warm-up") | {"source": "startup"}, env, repo)
+    sessions, times, texts = [], [], []
+    for _ in range(runs):
+        sid = str(uuid.uuid4())
+        ms, text = run_hook(
+            "session-start", base("SessionStart", sid) | {"source": "startup"}, env, repo
+        )
+        sessions.append(sid)
+        times.append(ms)
+        texts.append(text)
+    out["session_start_ms"] = summary(times)
+    out["session_start_size"] = sizes(texts)
+    times = [
+        run_hook("session-start", base("SessionStart", sid) | {"source": "resume"}, env, repo)[0]
+        for sid in sessions
+    ]
+    out["session_resume_ms"] = summary(times)
+    for label, extra in (
+        ("prompt_keyword", {}),
+        ("prompt_semantic", {"MEMSTRATA_HOOKS__PROMPT_SEMANTIC_WAIT": "3"}),
+    ):
+        times, texts = [], []
+        for sid in sessions:
+            payload = base("UserPromptSubmit", sid) | {"prompt": sentence(rng)}
+            ms, text = run_hook("user-prompt-submit", payload, env | extra, repo)
+            times.append(ms)
+            texts.append(text)
+        out[f"{label}_ms"] = summary(times)
+        out[f"{label}_size"] = sizes(texts)
+    return out
+
+
+def markdown(results: dict[str, Any]) -> str:
+    def cell(name: str) -> str:
+        f = results[name]
+        return f"{f['p50']:.0f} | {f['p95']:.0f}"
+
+    rows = [
+        "| hook (cold process) | p50 ms | p95 ms |",
+        "|---|---|---|",
+        f"| `python -c pass` (floor) | {cell('python_pass_ms')} |",
+        f"| session-start, new session (context built) | {cell('session_start_ms')} |",
+        f"| session-start, resume (cached text) | {cell('session_resume_ms')} |",
+        f"| user-prompt-submit, keyword (default) | {cell('prompt_keyword_ms')} |",
+        f"| user-prompt-submit, model loaded (semantic wait 3 s) | {cell('prompt_semantic_ms')} |",
+        "",
+        "| injected | runs with output | chars p50 / max | tokens p50 / max |",
+        "|---|---|---|---|",
+    ]
+    for name in ("session_start_size", "prompt_keyword_size", "prompt_semantic_size"):
+        s = results[name]
+        rows.append(
+            f"| {name.removesuffix('_size')} | {s['injected']}/{s['of']} | "
+            f"{s['chars_p50']:.0f} / {s['chars_max']} | {s['tokens_p50']:.0f} / {s['tokens_max']} |"
+        )
+    return "\n".join(rows)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--size", type=int, default=10_000)
+    parser.add_argument("--runs", type=int, default=20)
+    parser.add_argument("--json", type=Path, help="also write the results here")
+    args = parser.parse_args(argv)
+    logging.disable(logging.INFO)
+    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
+    rng = random.Random(11)
+    root = Path(tempfile.mkdtemp(prefix="bench-hooks-"))
+    db = root / "memory.db"
+    built = asyncio.run(build_store(db, args.size, rng))
+    repo = git_workdir(root)
+    results = {"size": args.size, "runs": args.runs, "build_s": round(built, 1)}
+    results |= measure(db, repo, args.runs, rng)
+    print(json.dumps(results, indent=2))
+    print(markdown(results))
+    if args.json:
+        args.json.write_text(json.dumps(results, indent=2) + "\n")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,34 @@
+"""What the Claude Code hooks remember about one session (pure data)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+
+__all__ = ["HookSession", "TranscriptCursor"]
+
+
+@dataclass(frozen=True)
+class TranscriptCursor:
+    """How far a transcript has been recorded: lines read, and the uuid of the last one.
+
+    The uuid finds the place again when lines before it changed; the count serves transcripts
+    whose lines carry no uuid.
+    """
+
+    lines: int = 0
+    uuid: str | None = None
+
+
+@dataclass(frozen=True)
+class HookSession:
+    """One session as the hooks left it."""
+
+    project: str
+    session_id: str
+    start_context: str | None
+    start_tokens: int
+    injected: tuple[int, ...]
+    cursor: TranscriptCursor
+    summary_id: int | None
+    updated_at: datetime

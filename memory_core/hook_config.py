@@ -1,0 +1,78 @@
+"""Plain typed settings of the Claude Code hooks (`memstrata hook <event>`); no env reading."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["HookPolicy"]
+
+
+class HookPolicy(BaseModel):
+    """What each hook injects or records, and how long it may take."""
+
+    model_config = ConfigDict(frozen=True)
+
+    session_start: bool = Field(
+        True, description="SessionStart injects the project's context (off: prints nothing)."
+    )
+    user_prompt_submit: bool = Field(
+        True, description="UserPromptSubmit injects memories that match the prompt."
+    )
+    pre_compact: bool = Field(
+        True, description="PreCompact records the transcript into conversation memory."
+    )
+    session_end: bool = Field(
+        True,
+        description="SessionEnd records the transcript and stores the session's summary as an "
+        "episodic memory.",
+    )
+    start_tokens: int = Field(
+        2000,
+        ge=100,
+        le=2500,
+        description="Budget of the session-start context, in tokens (Claude Code caps hook "
+        "context at 10,000 characters; the text is also cut to 9,500).",
+    )
+    prompt_tokens: int = Field(
+        600, ge=50, le=2500, description="Budget of the memories injected for one prompt."
+    )
+    prompt_max_hits: int = Field(
+        5, ge=1, le=20, description="Most memories injected for one prompt."
+    )
+    prompt_min_relevance: float = Field(
+        0.35,
+        ge=0,
+        le=1,
+        description="Relevance floor of an injected hit (search's fused relevance, 1 = the best "
+        "candidate); a hit must also match a word of the prompt or be a close vector neighbour.",
+    )
+    prompt_min_chars: int = Field(
+        12, ge=1, description="Prompts shorter than this (e.g. 'yes', 'go on') inject nothing."
+    )
+    prompt_semantic_wait: float = Field(
+        0.0,
+        ge=0,
+        le=5,
+        description="Seconds UserPromptSubmit waits for the embedding model before searching by "
+        "keywords only; 0 (default): keyword search, because loading the model in a fresh "
+        "process takes longer than the hook's budget (docs/benchmarks.md).",
+    )
+    user_id: str | None = Field(
+        None,
+        description="Whose stored preferences (`update_preference`) the session-start context "
+        "lists; unset, none are listed.",
+    )
+    timeout: float = Field(
+        3.0,
+        gt=0,
+        le=60,
+        description="Seconds after which SessionStart or UserPromptSubmit gives up and prints "
+        "nothing (e.g. a database locked by a long write).",
+    )
+    record_timeout: float = Field(
+        30.0,
+        gt=0,
+        le=600,
+        description="Seconds PreCompact or SessionEnd may spend recording a transcript; what is "
+        "recorded by then is kept and the next hook continues from there.",
+    )

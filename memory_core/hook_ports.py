@@ -1,0 +1,49 @@
+"""The storage port of the Claude Code hooks' per-session state (table hook_sessions)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Protocol
+
+from memory_core.domain.hook_session import HookSession, TranscriptCursor
+
+__all__ = ["HookSessionStore"]
+
+
+class HookSessionStore(Protocol):
+    """Per (project, session): the injected start context, injected memories, the cursor."""
+
+    async def get(self, project: str, session_id: str) -> HookSession | None:
+        """The session's state, or None before any hook wrote it."""
+        ...
+
+    async def latest_summary(self, project: str, exclude_session: str | None) -> int | None:
+        """The summary memory of the project's most recently recorded session (not `exclude`)."""
+        ...
+
+    async def save_start(
+        self, project: str, session_id: str, text: str, tokens: int, now: datetime
+    ) -> HookSession:
+        """Keep `text` as the session's start context unless one is kept already (first wins).
+
+        Returns the state after the call, whose `start_context` is what the session was given.
+        """
+        ...
+
+    async def add_injected(
+        self, project: str, session_id: str, ids: Sequence[int], now: datetime
+    ) -> list[int]:
+        """Record memories as injected; returns those of `ids` not injected before, in order."""
+        ...
+
+    async def save_transcript(
+        self,
+        project: str,
+        session_id: str,
+        cursor: TranscriptCursor,
+        summary_id: int | None,
+        now: datetime,
+    ) -> None:
+        """Record how far the transcript was read and where the session's summary is."""
+        ...

@@ -1,0 +1,107 @@
+"""SqliteHookSessionStore: the HookSessionStore port on the hook_sessions table."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from datetime import datetime
+from typing import Any
+
+from memory_core.domain.hook_session import HookSession, TranscriptCursor
+from memory_core.storage.sqlite.rows import decode_time, encode_time
+from memory_core.storage.sqlite.session import SqliteSession
+
+__all__ = ["SqliteHookSessionStore"]
+
+_ENSURE = (
+    "INSERT INTO hook_sessions (project, session_id, created_at, updated_at)"
+    " VALUES (?, ?, ?, ?) ON CONFLICT (project, session_id) DO NOTHING"
+)
+_SELECT = "SELECT * FROM hook_sessions WHERE project = ? AND session_id = ?"
+
+
+def _row(row: Any) -> HookSession:
+    return HookSession(
+        project=row["project"],
+        session_id=row["session_id"],
+        start_context=row["start_context"],
+        start_tokens=int(row["start_tokens"]),
+        injected=tuple(int(i) for i in json.loads(row["injected"])),
+        cursor=TranscriptCursor(int(row["transcript_lines"]), row["transcript_uuid"]),
+        summary_id=None if row["summary_id"] is None else int(row["summary_id"]),
+        updated_at=decode_time(row["updated_at"]),
+    )
+
+
+class SqliteHookSessionStore:
+    """Each change is one IMMEDIATE transaction: concurrent hooks of a session take turns."""
+
+    def __init__(self, session: SqliteSession) -> None:
+        self._session = session
+
+    async def get(self, project: str, session_id: str) -> HookSession | None:
+        """The session's state, or None."""
+        async with self._session.read("reading a hook session"):
+            rows = await self._session.fetch(_SELECT, (project, session_id))
+        return _row(rows[0]) if rows else None
+
+    async def latest_summary(self, project: str, exclude_session: str | None) -> int | None:
+        """The summary of the most recently recorded other session."""
+        async with self._session.read("finding the last session summary"):
+            rows = await self._session.fetch(
+                "SELECT summary_id FROM hook_sessions WHERE project = ? AND session_id != ?"
+                " AND summary_id IS NOT NULL ORDER BY updated_at DESC LIMIT 1",
+                (project, exclude_session or ""),
+            )
+        return int(rows[0][0]) if rows else None
+
+    async def save_start(
+        self, project: str, session_id: str, text: str, tokens: int, now: datetime
+    ) -> HookSession:
+        """Keep the first start context of the session."""
+        stamp = encode_time(now)
+        async with self._session.write("saving a session-start context"):
+            await self._session.fetch(_ENSURE, (project, session_id, stamp, stamp))
+            await self._session.fetch(
+                "UPDATE hook_sessions SET start_context = ?, start_tokens = ?, updated_at = ?"
+                " WHERE project = ? AND session_id = ? AND start_context IS NULL",
+                (text, tokens, stamp, project, session_id),
+            )
+            rows = await self._session.fetch(_SELECT, (project, session_id))
+        return _row(rows[0])
+
+    async def add_injected(
+        self, project: str, session_id: str, ids: Sequence[int], now: datetime
+    ) -> list[int]:
+        """Record memories as injected; the new ones are returned."""
+        stamp = encode_time(now)
+        async with self._session.write("recording injected memories"):
+            await self._session.fetch(_ENSURE, (project, session_id, stamp, stamp))
+            rows = await self._session.fetch(_SELECT, (project, session_id))
+            known = list(_row(rows[0]).injected)
+            new = [i for i in dict.fromkeys(ids) if i not in set(known)]
+            if new:
+                await self._session.fetch(
+                    "UPDATE hook_sessions SET injected = ?, updated_at = ?"
+                    " WHERE project = ? AND session_id = ?",
+                    (json.dumps(known + new), stamp, project, session_id),
+                )
+        return new
+
+    async def save_transcript(
+        self,
+        project: str,
+        session_id: str,
+        cursor: TranscriptCursor,
+        summary_id: int | None,
+        now: datetime,
+    ) -> None:
+        """Record the transcript cursor and the summary's memory id."""
+        stamp = encode_time(now)
+        async with self._session.write("saving a transcript cursor"):
+            await self._session.fetch(_ENSURE, (project, session_id, stamp, stamp))
+            await self._session.fetch(
+                "UPDATE hook_sessions SET transcript_lines = ?, transcript_uuid = ?,"
+                " summary_id = ?, updated_at = ? WHERE project = ? AND session_id = ?",
+                (cursor.lines, cursor.uuid, summary_id, stamp, project, session_id),
+            )

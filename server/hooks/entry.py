@@ -1,0 +1,140 @@
+"""Run one hook: read stdin, answer on stdout, exit 0 whatever happens.
+
+Trigger: anything goes wrong (bad input, configuration, storage, the time budget). Why: a hook
+that fails loudly or slowly breaks the person's Claude Code session, and memory is a helper,
+not a gate. Outcome: no stdout, one line on stderr, exit status 0, within the budget. A run
+that is over budget is abandoned, not cancelled: cancelling a statement waiting on a locked
+database would wait for its busy timeout, so the process exits with os._exit and SQLite rolls
+back whatever was unfinished (committed work, e.g. recorded transcript lines, stays).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+from collections.abc import Awaitable, Callable, Sequence
+from typing import TYPE_CHECKING, Any, NoReturn
+
+if TYPE_CHECKING:  # argparse costs ~15 ms of a hook's budget; only `--help` listing needs it
+    import argparse
+
+__all__ = ["add_parser", "run"]
+
+_USAGE = """\
+usage: memstrata hook {session-start,user-prompt-submit,pre-compact,session-end}
+
+Run by Claude Code as a `type: "command"` hook: reads the hook's JSON on stdin, prints
+{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}} for SessionStart and
+UserPromptSubmit when there is something to inject, and always exits 0."""
+
+
+def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    """List `hook` in `memstrata --help` (server.cli_entry runs it before argparse)."""
+    import argparse
+
+    parser = sub.add_parser(
+        "hook",
+        help="a Claude Code hook: inject memory at session start and per prompt, record "
+        "transcripts",
+        description=_USAGE,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument(
+        "event", choices=("session-start", "user-prompt-submit", "pre-compact", "session-end")
+    )
+
+
+def _fail(command: str, reason: str) -> None:
+    line = " ".join(str(reason).split())[:500]
+    sys.stderr.write(f"memstrata hook {command}: {line}\n")
+
+
+async def _bounded(work: Awaitable[str | None], seconds: float) -> str | None:
+    task = asyncio.ensure_future(work)
+    done, _ = await asyncio.wait({task}, timeout=seconds)
+    if not done:
+        raise TimeoutError(f"gave up after {seconds:g} s (is the database locked?)")
+    return task.result()
+
+
+def _answer(command: str, raw: str) -> str | None:
+    """The additionalContext to print, or None; raises on any failure."""
+    from pydantic import ValidationError
+    from pydantic_settings import SettingsError
+
+    from server.hooks.payload import parse_payload
+
+    payload = parse_payload(raw, command)
+    from server.settings import Settings
+
+    try:
+        settings = Settings()
+    except (ValidationError, SettingsError) as exc:
+        first = exc.errors()[0] if isinstance(exc, ValidationError) else None
+        where = ".".join(str(p) for p in first["loc"]) if first else ""
+        raise ValueError(
+            f"invalid MEMSTRATA_* configuration {where}: {first['msg'] if first else exc}"
+        ) from None
+    from server.logging import configure_logging
+
+    # Quiet unless asked: Claude Code shows a hook's stderr to the person in verbose mode.
+    configure_logging("DEBUG" if settings.log_level == "DEBUG" else "ERROR", settings.log_format)
+    from server.hooks import events
+    from server.hooks.services import open_hook_services
+
+    handlers: dict[str, Callable[[Any, Any], Awaitable[str | None]]] = {
+        "SessionStart": events.session_start,
+        "UserPromptSubmit": events.user_prompt_submit,
+        "PreCompact": events.pre_compact,
+        "SessionEnd": events.session_end,
+    }
+    recording = payload.event in ("PreCompact", "SessionEnd")
+    semantic = payload.event == "UserPromptSubmit" and settings.hooks.prompt_semantic_wait > 0
+
+    async def work() -> str | None:
+        async with open_hook_services(settings, semantic=semantic, recording=recording) as svc:
+            return await handlers[payload.event](svc, payload)
+
+    budget = settings.hooks.record_timeout if recording else settings.hooks.timeout
+    loop = asyncio.new_event_loop()
+    # Not closed: an abandoned run may still hold a task; the process ends right after.
+    return loop.run_until_complete(_bounded(work(), budget))
+
+
+def run(argv: Sequence[str]) -> NoReturn:
+    """`memstrata hook EVENT`: the whole command; never returns, always exits 0."""
+    # structlog renders with rich when it can import it; a hook needs neither (and the import
+    # costs tens of milliseconds of the budget), so rich is made unimportable in this process.
+    sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
+    command = argv[0] if argv else ""
+    if command in ("-h", "--help") or not argv:
+        sys.stdout.write(_USAGE + "\n")
+        sys.stdout.flush()
+        os._exit(0)
+    event = {
+        "session-start": "SessionStart",
+        "user-prompt-submit": "UserPromptSubmit",
+    }.get(command)
+    out = None
+    try:
+        if sys.stdin is None or sys.stdin.isatty():
+            raise ValueError("stdin is a terminal; Claude Code pipes the hook's JSON into it")
+        context = _answer(command, sys.stdin.read())
+        if context and event is not None:
+            out = json.dumps(
+                {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}},
+                ensure_ascii=False,
+            )
+    except BaseException as exc:
+        _fail(command, f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc))
+        out = None
+    try:
+        if out is not None:
+            sys.stdout.write(out + "\n")
+        sys.stdout.flush()
+        sys.stderr.flush()
+    except OSError:
+        pass  # Claude Code went away: nothing to tell it
+    os._exit(0)

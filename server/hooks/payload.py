@@ -1,0 +1,85 @@
+"""The JSON Claude Code writes on a hook's stdin, checked."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["EVENTS", "HookInputError", "HookPayload", "parse_payload"]
+
+# CLI name -> Claude Code's hook_event_name.
+EVENTS = {
+    "session-start": "SessionStart",
+    "user-prompt-submit": "UserPromptSubmit",
+    "pre-compact": "PreCompact",
+    "session-end": "SessionEnd",
+}
+_MAX_STDIN = 4_000_000
+
+
+class HookInputError(ValueError):
+    """The hook's input is unusable; the message names the field."""
+
+
+@dataclass(frozen=True)
+class HookPayload:
+    """The fields the hooks use; each event's own field is None for the others."""
+
+    event: str  # Claude Code's name, e.g. "SessionStart"
+    session_id: str
+    cwd: Path
+    transcript_path: Path | None
+    source: str | None = None  # SessionStart: startup | resume | clear | compact
+    prompt: str | None = None  # UserPromptSubmit
+    trigger: str | None = None  # PreCompact: manual | auto
+    reason: str | None = None  # SessionEnd
+
+
+def _text(data: dict[str, Any], name: str) -> str | None:
+    value = data.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise HookInputError(f"{name} must be a string")
+    return value
+
+
+def parse_payload(raw: str, command: str) -> HookPayload:
+    """The payload of `command` (a CLI event name) from the text on stdin.
+
+    Raises:
+        HookInputError: Unknown event, empty or invalid JSON, or a missing or mistyped field.
+    """
+    event = EVENTS.get(command)
+    if event is None:
+        raise HookInputError(f"unknown event {command!r}; expected one of {', '.join(EVENTS)}")
+    if not raw.strip():
+        raise HookInputError("stdin is empty; expected the hook's JSON")
+    if len(raw) > _MAX_STDIN:
+        raise HookInputError("stdin is larger than 4 MB")
+    try:
+        data = json.loads(raw)
+    except json.JSONDecodeError as exc:
+        raise HookInputError(f"stdin is not valid JSON ({exc.msg})") from None
+    if not isinstance(data, dict):
+        raise HookInputError("stdin must be a JSON object")
+    session_id = _text(data, "session_id")
+    if not session_id or not session_id.strip():
+        raise HookInputError("session_id is missing")
+    named = _text(data, "hook_event_name")
+    if named is not None and named != event:
+        raise HookInputError(f"hook_event_name is {named!r} but the command is {command!r}")
+    cwd = _text(data, "cwd")
+    transcript = _text(data, "transcript_path")
+    return HookPayload(
+        event=event,
+        session_id=session_id.strip(),
+        cwd=Path(cwd) if cwd else Path.cwd(),
+        transcript_path=Path(transcript).expanduser() if transcript else None,
+        source=_text(data, "source"),
+        prompt=_text(data, "prompt"),
+        trigger=_text(data, "trigger"),
+        reason=_text(data, "reason"),
+    )
