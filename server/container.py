@@ -15,6 +15,7 @@ from memory_core.ports import Clock, MemoryRepository
 from memory_core.services.conversations import ConversationService
 from memory_core.services.indexing import Indexer
 from memory_core.services.memories import MemoryService
+from memory_core.services.session_start import SessionStartService
 from memory_core.summarizers import OpenAIChatSummarizer
 from server.backends import JobLeases, open_backend
 from server.knowledge_container import KnowledgeServices, build_knowledge
@@ -37,6 +38,7 @@ class Container:
     indexer: Indexer | None
     conversations: ConversationService
     knowledge: KnowledgeServices
+    start: SessionStartService  # the session-start briefing (hooks, load_context, a prompt)
     leases: JobLeases | None = None  # who runs scheduled jobs (None: this process always does)
 
     def project(self, name: str | None) -> str:
@@ -102,11 +104,12 @@ async def open_container(
             indexer=indexer,
             redaction=settings.redaction,
         )
+        counter = token_counter_for(embedder.model_id if embedder else None)
         conversations = ConversationService(
             store=backend.conversations,
             clock=the_clock,
             policy=settings.conversation,
-            counter=token_counter_for(embedder.model_id if embedder else None),
+            counter=counter,
             summarizer=_summarizer(settings),
             redaction=settings.redaction,
         )
@@ -126,6 +129,14 @@ async def open_container(
             indexer=indexer,
             conversations=conversations,
             knowledge=build_knowledge(backend.knowledge, embedder, the_clock, settings.knowledge),
+            start=SessionStartService(
+                repo=repo,
+                clock=the_clock,
+                tiers=settings.tiers,
+                counter=counter,
+                preferences=backend.knowledge.preferences,
+                hook_sessions=backend.hook_sessions,
+            ),
             leases=backend.leases,
         )
     finally:

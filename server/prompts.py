@@ -1,6 +1,7 @@
 """MCP prompts: reusable starts for working with the memory."""
 
 from mcp.server import MCPServer
+from mcp.server.mcpserver import Context
 
 from server.app_context import AppContext
 from server.settings import Settings
@@ -9,8 +10,21 @@ __all__ = ["register"]
 
 
 def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
-    """Register the two prompts, defaulting to the configured project."""
+    """Register the prompts, defaulting to the configured project."""
     default = settings.default_project()
+
+    @mcp.prompt(name="memory_briefing", title="Brief me from memory")
+    async def memory_briefing(ctx: Context[AppContext], project: str = "") -> str:
+        """What memstrata remembers of a project: its rules, recent memories, last session.
+
+        The text Claude Code's SessionStart hook injects, for clients without hooks (Claude
+        Desktop): pick it at the start of a conversation.
+        """
+        app = ctx.request_context.lifespan_context.container
+        scope = project or default
+        hooks = app.settings.hooks
+        start = await app.start.build(scope, user=hooks.user_id, token_budget=hooks.start_tokens)
+        return start.text or f"memstrata holds no memories in project {scope!r} yet."
 
     @mcp.prompt(name="start_task_with_memory", title="Start a task with memory")
     def start_task_with_memory(task: str, project: str = "") -> str:

@@ -359,11 +359,17 @@ class ContextOut(BaseModel):
     count: int
     omitted: int = Field(0, description="Memories left out to fit `token_budget`.")
     items: list[ContextItemOut]
+    briefing: str | None = Field(
+        None,
+        description="Without `layer`: the project's briefing (rules, recent memories, last "
+        "session summary), as the text answer shows it.",
+    )
 
     @classmethod
-    def of(cls, project: str, result: ContextResult) -> ContextOut:
+    def of(cls, project: str, result: ContextResult, briefing: str | None = None) -> ContextOut:
         """Project a load_context result onto the wire shape."""
         return cls(
+            briefing=briefing,
             project=project,
             count=len(result.items),
             omitted=result.omitted,
@@ -374,7 +380,9 @@ class ContextOut(BaseModel):
         )
 
     def as_text(self) -> str:
-        """A header line, then one line per memory in the order loaded."""
+        """The briefing, or a header line and one line per memory in the order loaded."""
+        if self.briefing:
+            return self.briefing
         head = f"{self.count} memories of project {self.project}"
         if self.omitted:
             head += f", {self.omitted} more left out by token_budget"

@@ -57,7 +57,7 @@ _DESTROY = ToolAnnotations(
 )
 
 
-def register(mcp: MemstrataServer, settings: Settings) -> None:
+def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - one closure per tool
     """Register append, append_many, search, learn, recall, load_context, compact, clear, forget."""
     max_limit = settings.limits.max_limit
     Limit = Annotated[
@@ -281,19 +281,34 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         token_budget: TokenBudget = None,
         project: Project = None,
     ) -> ContextOut:
-        """Load the memories used most recently: ACTIVE first, then RECENT, ARCHIVED, EXPIRED.
+        """Start of a task: the project's briefing (its rules, recent memories, last session).
 
-        Call this at the start of a task to pick up where earlier work left off. Loading marks
-        the memories as used, so there are no further pages: to see more, raise `limit`, pick
-        a `layer`, or `search` for what you need.
+        With `layer`, the most recently used memories of that layer instead. Loading marks the
+        memories as used, so there are no further pages: to see more, raise `limit`, pick a
+        `layer`, or `search` for what you need.
+
+        Details:
+        Without `layer` the text answer is the same briefing Claude Code's SessionStart hook
+        injects (procedural rules first, then memories by tier, the user's preferences when
+        MEMSTRATA_HOOKS__USER_ID names the user, and the summary of the project's last recorded
+        session), cut to `token_budget` (2,000 tokens by default). The `limit` most recently
+        used memories (ACTIVE first, then RECENT, ARCHIVED, EXPIRED) are in `items` either way.
         """
         app = ctx.request_context.lifespan_context.container
         name = app.project(project)
+        briefing = None
         with domain_errors_as_tool_errors("load_context", ctx.request_id):
             result = await app.memories.load_context(
                 name, layer=Layer(layer) if layer else None, limit=limit, token_budget=token_budget
             )
-        return ContextOut.of(name, result)
+            if layer is None:
+                start = await app.start.build(
+                    name,
+                    user=app.settings.hooks.user_id,
+                    token_budget=token_budget or app.settings.hooks.start_tokens,
+                )
+                briefing = start.text or None
+        return ContextOut.of(name, result, briefing=briefing)
 
     @tool(
         mcp,

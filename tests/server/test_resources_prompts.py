@@ -56,7 +56,7 @@ async def test_a_bad_project_in_a_resource_is_explained(client: Client) -> None:
 
 async def test_prompts_name_the_project_and_the_task(client: Client) -> None:
     names = {p.name for p in (await client.list_prompts()).prompts}
-    assert names == {"start_task_with_memory", "record_what_we_learned"}
+    assert names == {"start_task_with_memory", "record_what_we_learned", "memory_briefing"}
     start = await client.get_prompt(
         "start_task_with_memory", {"task": "fix the login bug", "project": "web"}
     )

@@ -222,11 +222,11 @@ async def test_answers_are_compact_text_beside_the_whole_structured_object(
         assert learned.content[0].text == "user.lang: #3 updated; was: Python"  # type: ignore[union-attr]
         recalled = await client.call_tool("recall", {"key": "user.lang"})
         assert recalled.content[0].text.startswith("user.lang = Rust")  # type: ignore[union-attr]
-        context = await client.call_tool("load_context", {"limit": 5})
+        context = await client.call_tool("load_context", {"limit": 5, "layer": "episodic"})
         lines = context.content[0].text.splitlines()  # type: ignore[union-attr]
-        assert lines[0] == "3 memories of project test:"
-        assert any('procedural when "deploying"' in line for line in lines)
-        assert any('{"by":"ci"}: Deployed v1.2' in line for line in lines)
+        assert lines[0] == "1 memories of project test:"
+        assert lines[1].startswith("#1 episodic ACTIVE 20")
+        assert lines[1].endswith(' {"by":"ci"}: Deployed v1.2')
         stats = await client.call_tool("get_memory_stats", {})
         assert "project test: 3 memories" in stats.content[0].text  # type: ignore[union-attr]
         # A tool without its own rendering answers with one line of JSON, empty fields left out.
@@ -264,3 +264,28 @@ def test_memstrata_tools_prints_every_toolset_with_its_cost(
     table = capsys.readouterr().out
     assert "conversations (not listed; 14 tools" in table and "listed now: 12 tools" in table
     assert not (tmp_path / "memory.db").exists()  # listing tools opens no database
+
+
+async def test_load_context_without_a_layer_answers_with_the_session_start_briefing(
+    settings: Settings,
+) -> None:
+    async with hosted(settings) as client:
+        await call(client, "append", layer="procedural", key="deploying", content="Run tests")
+        await call(client, "learn", key="user.lang", value="Python")
+        result = await client.call_tool("load_context", {})
+        prompt = await client.get_prompt("memory_briefing", {})
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert text.startswith("# memstrata: memory of project test")
+    assert text.index("when deploying: Run tests") < text.index("user.lang: Python")
+    assert result.structured_content is not None
+    assert result.structured_content["briefing"] == text
+    assert len(result.structured_content["items"]) == 2
+    assert prompt.messages[0].content.text == text  # type: ignore[union-attr]
+
+
+async def test_the_briefing_of_an_empty_project_says_so(settings: Settings) -> None:
+    async with hosted(settings) as client:
+        result = await client.call_tool("load_context", {})
+        prompt = await client.get_prompt("memory_briefing", {"project": "empty"})
+    assert result.content[0].text == "0 memories of project test; nothing stored yet."  # type: ignore[union-attr]
+    assert "no memories in project 'empty'" in prompt.messages[0].content.text  # type: ignore[union-attr]
