@@ -19,7 +19,7 @@ from pydantic_settings import SettingsError
 from memory_core.errors import MemoryCoreError
 from server.container import open_container
 from server.logging import configure_logging
-from server.settings import Settings
+from server.settings import Settings, describe_settings_error
 from server.toolsets import parse_toolsets
 
 __all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "main"]
@@ -363,7 +363,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         settings = Settings()
     except (ValidationError, SettingsError) as exc:
-        _err(f"invalid MEMSTRATA_* configuration:\n{exc}")
+        _err(f"invalid MEMSTRATA_* configuration:\n{describe_settings_error(exc)}")
         sys.exit(EXIT_USAGE)
     command = args.command or "serve"
     # First, for every command: nothing may log to stdout before the stdio transport starts.

@@ -7,7 +7,15 @@ from pathlib import Path
 from typing import Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from memory_core.config import ConversationPolicy, Limits, RankingPolicy, TierPolicy
@@ -18,7 +26,13 @@ from memory_core.hook_config import HookPolicy
 from memory_core.knowledge_config import KnowledgePolicy
 from server.toolsets import DEFAULT_TOOLSETS, Toolset, parse_toolsets
 
-__all__ = ["ScheduleSettings", "Settings", "default_db_path", "redacted_url"]
+__all__ = [
+    "ScheduleSettings",
+    "Settings",
+    "default_db_path",
+    "describe_settings_error",
+    "redacted_url",
+]
 
 
 def redacted_url(url: str) -> str:
@@ -34,6 +48,22 @@ def redacted_url(url: str) -> str:
         ]
         parts = parts._replace(query=urlencode(query, safe="*"))
     return urlunsplit(parts)
+
+
+def describe_settings_error(exc: Exception) -> str:
+    """A configuration error as `MEMSTRATA_X: what is wrong`, one per line, never the value.
+
+    pydantic's own message quotes the rejected input, and MEMSTRATA_DATABASE_URL or an API
+    key may hold a password, so only the variable and the rule are said.
+    """
+    if not isinstance(exc, ValidationError):
+        return str(exc)  # pydantic-settings' parse errors name the field and source only
+    lines = []
+    for error in exc.errors(include_url=False, include_input=False):
+        loc = "__".join(str(part).upper() for part in error["loc"])
+        name = f"MEMSTRATA_{loc}" if loc else "MEMSTRATA_*"
+        lines.append(f"{name}: {error['msg']}")
+    return "\n".join(lines)
 
 
 def default_db_path() -> Path:

@@ -114,6 +114,28 @@ def test_bad_configuration_exits_2_without_traceback(
     assert reason in err and "Traceback" not in err
 
 
+@pytest.mark.parametrize(
+    ("name", "value"),
+    [
+        ("MEMSTRATA_DATABASE_URL", "mysql://memstrata:s3cret-pw@db/memory"),
+        ("MEMSTRATA_SUMMARIZER_API_KEY", "s3cret-pw"),  # needs a URL too: a model error
+    ],
+)
+def test_configuration_errors_never_echo_the_value(
+    cli_env: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    name: str,
+    value: str,
+) -> None:
+    monkeypatch.setenv(name, value)
+    if name == "MEMSTRATA_SUMMARIZER_API_KEY":
+        monkeypatch.setenv("MEMSTRATA_SUMMARIZER_URL", "http://127.0.0.1:9/v1")
+    code, out, err = run_cli(capsys, "stats")
+    assert code == 2 and "s3cret-pw" not in err + out
+    assert "MEMSTRATA_" in err and "errors.pydantic.dev" not in err
+
+
 def test_serve_refuses_a_mismatched_store_with_one_clear_line(
     cli_env: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
