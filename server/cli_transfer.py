@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import os
 import sys
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
@@ -11,6 +12,7 @@ from pathlib import Path
 from typing import TextIO
 
 from memory_core.clock import SystemClock
+from memory_core.files import is_database_file, partial_beside
 from memory_core.services import transfer
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
 from memory_core.storage.sqlite.transfer import SqliteMemoryTransfer
@@ -39,25 +41,18 @@ def run_export(settings: Settings, args: argparse.Namespace) -> int:
     if target is not None and target.exists() and not args.force:
         err(f"memstrata: {target} exists; pass --force to overwrite it")
         return Exit.EXISTS
-    if target is not None and target.resolve() == settings.db.resolve():
-        err(f"memstrata: {target} is the database itself; choose another file")
+    if target is not None and is_database_file(target, settings.db):
+        err(f"memstrata: {target} is one of the database's own files; choose another file")
         return Exit.USAGE
-    # Written next to the target and renamed at the end: a failed export never costs the
-    # file it was to replace.
-    partial = None if target is None else target.with_name(f".{target.name}.partial")
-    stream: TextIO = (
-        sys.stdout if partial is None else partial.open("w", encoding="utf-8", newline="\n")
-    )
-    try:
-        count = asyncio.run(_export(settings, args, stream))
-    except BaseException:
-        if partial is not None:
-            stream.close()
-            partial.unlink(missing_ok=True)
-        raise
-    if partial is not None and target is not None:
-        stream.close()
-        partial.replace(target)
+    if target is None:
+        count = asyncio.run(_export(settings, args, sys.stdout))
+    else:
+        # Written beside the target and renamed at the end (memory_core.files): a failed
+        # export never costs the file it was to replace, nor writes through a planted link.
+        with partial_beside(target) as (fd, partial):
+            with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as stream:
+                count = asyncio.run(_export(settings, args, stream))
+            os.replace(partial, target)
     if args.json and target is not None:
         out_json({"path": str(target), "exported": count, "project": args.project})
     else:
@@ -119,8 +114,8 @@ def run_backup(settings: Settings, args: argparse.Namespace) -> int:
     if not settings.db.is_file():
         err(f"memstrata: no database at {settings.db} (set MEMSTRATA_DB)")
         return Exit.NOT_FOUND
-    if target.resolve() == settings.db.resolve():
-        err("memstrata: the backup path is the database itself; choose another file")
+    if is_database_file(target, settings.db):
+        err("memstrata: the backup path is one of the database's own files; choose another")
         return Exit.USAGE
     if target.exists() and not args.force:
         err(f"memstrata: {target} exists; pass --force to replace it")

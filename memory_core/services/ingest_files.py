@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -12,7 +13,7 @@ from memory_core.domain.knowledge_inputs import check_name
 from memory_core.errors import InvalidInputError, MemoryCoreError
 from memory_core.services.business import BusinessService
 
-__all__ = ["TEXT_SUFFIXES", "IngestPathReport", "ingest_path", "text_files"]
+__all__ = ["TEXT_SUFFIXES", "FoundFiles", "IngestPathReport", "ingest_path", "text_files"]
 
 TEXT_SUFFIXES = (".md", ".markdown", ".txt", ".rst")
 
@@ -29,17 +30,36 @@ class IngestPathReport:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
-def text_files(root: Path, suffixes: Sequence[str] = TEXT_SUFFIXES) -> list[Path]:
-    """`root` itself if it is a file, else the text files below it (hidden ones left out)."""
+@dataclass(frozen=True)
+class FoundFiles:
+    """The text files under a root, and the symbolic links below it that were not followed."""
+
+    files: list[Path]
+    links: list[Path]
+
+
+def text_files(root: Path, suffixes: Sequence[str] = TEXT_SUFFIXES) -> FoundFiles:
+    """`root` itself if it is a file, else the text files below it (hidden ones left out).
+
+    Links below `root` (to files or folders) are listed, never followed: a checkout holding
+    `notes.md -> ~/.aws/credentials` must not turn a credentials file into served context.
+    `root` itself is taken as named, link or not: the person chose it.
+    """
     if root.is_file():
-        return [root]
-    return sorted(
-        p
-        for p in root.rglob("*")
-        if p.is_file()
-        and p.suffix.lower() in suffixes
-        and not any(part.startswith(".") for part in p.relative_to(root).parts)
-    )
+        return FoundFiles([root], [])
+    files: list[Path] = []
+    links: list[Path] = []
+    for folder, dirnames, filenames in os.walk(root, followlinks=False):
+        here = Path(folder)
+        dirnames[:] = [d for d in dirnames if not d.startswith(".")]
+        links += [here / d for d in dirnames if (here / d).is_symlink()]
+        dirnames[:] = [d for d in dirnames if not (here / d).is_symlink()]
+        for name in filenames:
+            path = here / name
+            if name.startswith(".") or path.suffix.lower() not in suffixes:
+                continue
+            (links if path.is_symlink() else files).append(path)
+    return FoundFiles(sorted(files), sorted(links))
 
 
 async def ingest_path(
@@ -70,9 +90,13 @@ async def ingest_path(
     root = Path(path)
     if not await anyio.Path(root).exists():
         raise InvalidInputError("path", "does not exist")
-    files = await anyio.to_thread.run_sync(text_files, root, suffixes)
+    found = await anyio.to_thread.run_sync(text_files, root, suffixes)
+    files = found.files
     base = root.parent if await anyio.Path(root).is_file() else root
     report = IngestPathReport()
+    report.skipped += [
+        (link.relative_to(base).as_posix(), "symbolic link, not followed") for link in found.links
+    ]
     for done, file in enumerate(files, start=1):
         source = file.relative_to(base).as_posix()
         try:

@@ -279,6 +279,26 @@ def test_ingest_a_folder_then_again_is_a_no_op(
     assert code == 1 and "tenant" in err
 
 
+def test_ingest_lists_links_below_the_folder_and_never_follows_them(
+    db: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    secrets = tmp_path / "home" / ".aws"
+    secrets.mkdir(parents=True)
+    (secrets / "credentials.md").write_text("aws_secret_access_key = wJalrXUtnFEMI/K7MDENG\n")
+    docs = tmp_path / "checkout"
+    docs.mkdir()
+    (docs / "readme.md").write_text("# Shop\n\nThe checkout flow lives in cart/.\n")
+    (docs / "notes.md").symlink_to(secrets / "credentials.md")
+    (docs / "aws").symlink_to(secrets, target_is_directory=True)
+    code, out, _ = run_cli(capsys, "ingest", str(docs), "--tenant", "acme", "--json")
+    report = json.loads(out)
+    assert code == 0 and report["files"] == 1
+    assert sorted((s["path"], s["reason"]) for s in report["skipped"]) == [
+        ("aws", "symbolic link, not followed"),
+        ("notes.md", "symbolic link, not followed"),
+    ]
+
+
 @pytest.mark.parametrize("command", ["doctor", "export", "import", "backup"])
 def test_sqlite_file_commands_refuse_a_postgres_store(
     db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str

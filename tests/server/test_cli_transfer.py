@@ -332,9 +332,74 @@ def test_export_never_writes_over_the_database_itself(
     assert run_cli(capsys, "migrate")[0] == 0
     before = db.read_bytes()
     code, _, err = run_cli(capsys, "export", str(db), "--force")
-    assert code == 2 and "database itself" in err
+    assert code == 2 and "database's own files" in err
     assert db.read_bytes() == before
     target = tmp_path / "out.jsonl"
     assert run_cli(capsys, "export", str(target))[0] == 0
     assert target.read_text().startswith('{"format":"memstrata-export"')
     assert not list(tmp_path.glob(".*.partial"))
+
+
+@pytest.mark.parametrize("side", ["-wal", "-shm", "-journal"])
+@pytest.mark.parametrize("command", ["export", "backup"])
+def test_the_database_side_files_are_refused_as_targets(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    side: str,
+    command: str,
+) -> None:
+    db = use_db(monkeypatch, tmp_path / "m.db")
+    assert run_cli(capsys, "migrate")[0] == 0
+    target = Path(f"{db}{side}")
+    before = target.read_bytes() if target.exists() else None
+    code, _, err = run_cli(capsys, command, str(target), "--force")
+    assert code == 2 and "database's own files" in err
+    assert (target.read_bytes() if target.exists() else None) == before
+
+
+@pytest.mark.parametrize("command", ["export", "backup"])
+def test_a_planted_partial_link_is_never_written_through(
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    command: str,
+) -> None:
+    db = use_db(monkeypatch, tmp_path / "m.db")
+    seed(db)
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious")
+    target = tmp_path / "out.file"
+    (tmp_path / f".{target.name}.partial").symlink_to(victim)  # the old predictable name
+    assert run_cli(capsys, command, str(target))[0] == 0
+    assert victim.read_text() == "precious"
+    assert target.is_file() and not target.is_symlink()
+    assert target.stat().st_mode & 0o077 == 0  # private: it holds every memory
+
+
+def test_a_failed_export_leaves_no_partial_and_a_killed_ones_litter_is_removed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import os
+    import time
+
+    from server import cli_transfer
+
+    db = use_db(monkeypatch, tmp_path / "m.db")
+    seed(db)
+    target = tmp_path / "out.jsonl"
+    killed = tmp_path / f".{target.name}.abc123.partial"  # what a SIGKILLed run leaves
+    killed.write_text("half")
+    hour_ago = time.time() - 3600
+    os.utime(killed, (hour_ago, hour_ago))
+    live = tmp_path / f".{target.name}.def456.partial"  # another run still writing
+    live.write_text("busy")
+
+    async def broken(*_: object) -> int:
+        raise OSError("disk full")
+
+    monkeypatch.setattr(cli_transfer, "_export", broken)
+    with pytest.raises(OSError, match="disk full"):
+        main(["export", str(target)])
+    assert not target.exists()
+    assert sorted(p.name for p in tmp_path.glob(".*.partial")) == [live.name]

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 from collections.abc import Sequence
@@ -15,6 +14,7 @@ import sqlite_vec
 
 from memory_core.domain.models import Memory
 from memory_core.errors import StorageError
+from memory_core.files import partial_beside
 from memory_core.storage.sqlite.connection import DriverError
 from memory_core.storage.sqlite.migrate import schema_version
 from memory_core.storage.sqlite.rows import encode_time
@@ -66,28 +66,27 @@ def _params(m: Memory) -> dict[str, Any]:
 
 def _backup_file(source: Path, target: Path) -> BackupReport:
     """Online backup (sqlite3_backup) into a temporary file, verified, then moved into place."""
-    partial = target.with_name(f".{target.name}.partial")
-    with contextlib.suppress(FileNotFoundError):
-        partial.unlink()
-    src = sqlean.connect(str(source))
-    dst = sqlean.connect(str(partial))
-    try:
-        # One step (pages=-1) copies a consistent snapshot: in WAL mode that read transaction
-        # does not block writers, whereas a copy in several steps restarts whenever another
-        # connection writes, and may never finish on a busy server.
-        src.backup(dst, pages=-1)
-        dst.enable_load_extension(True)
-        sqlite_vec.load(dst)  # the copy holds vec0 tables; checking them needs the module
-        dst.enable_load_extension(False)
-        rows = dst.execute("PRAGMA integrity_check").fetchall()
-    finally:
-        dst.close()
-        src.close()
-    integrity = "; ".join(str(r[0]) for r in rows)
-    if integrity != "ok":
-        partial.unlink()
-        return BackupReport(path=target, bytes=0, integrity=integrity)
-    os.replace(partial, target)
+    with partial_beside(target) as (fd, partial):
+        os.close(fd)  # SQLite opens the (empty, private) file by name
+        src = sqlean.connect(str(source))
+        dst = sqlean.connect(str(partial))
+        try:
+            # One step (pages=-1) copies a consistent snapshot: in WAL mode that read
+            # transaction does not block writers, whereas a copy in several steps restarts
+            # whenever another connection writes, and may never finish on a busy server.
+            src.backup(dst, pages=-1)
+            dst.enable_load_extension(True)
+            sqlite_vec.load(dst)  # the copy holds vec0 tables; checking them needs the module
+            dst.enable_load_extension(False)
+            rows = dst.execute("PRAGMA integrity_check").fetchall()
+        finally:
+            dst.close()
+            src.close()
+        integrity = "; ".join(str(r[0]) for r in rows)
+        if integrity != "ok":
+            partial.unlink()
+            return BackupReport(path=target, bytes=0, integrity=integrity)
+        os.replace(partial, target)
     return BackupReport(path=target, bytes=target.stat().st_size, integrity="ok")
 
 
