@@ -87,7 +87,9 @@ def run_import(settings: Settings, args: argparse.Namespace) -> int:
 
 async def _import(settings: Settings, args: argparse.Namespace, lines: list[str]) -> int:
     async with open_transfer(settings, migrate=True) as store:
-        parsed = transfer.parse_export(lines, schema_version=await store.schema_version())
+        parsed = transfer.parse_export(
+            lines, schema_version=await store.schema_version(), limits=settings.limits
+        )
         with progress_bar("import") as bar:
             counts = await transfer.import_memories(
                 store, parsed, project=args.project, progress=bar

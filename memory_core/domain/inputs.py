@@ -25,14 +25,15 @@ __all__ = [
     "content_hash",
 ]
 
-_PROJECT = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}$")
+# \Z, not $: `$` also matches before a final newline, and "work\n" is not a project name.
+_PROJECT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}\Z")
 MAX_SESSION_CHARS = 128
 MAX_METADATA_DEPTH = 8
 
 
 def check_project(project: str) -> str:
     """A project name: 1-128 letters, digits or . _ : / @ -, starting with a letter or digit."""
-    if not _PROJECT.match(project):
+    if not isinstance(project, str) or not _PROJECT.match(project):
         raise InvalidInputError(
             "project",
             "must be 1-128 characters of letters, digits and . _ : / @ -, "
@@ -89,7 +90,10 @@ def check_metadata(metadata: dict[str, JsonValue] | None, limits: Limits) -> dic
     """A JSON object within the size and nesting limits."""
     if metadata is None:
         return {}
-    encoded = json.dumps(metadata, ensure_ascii=False)
+    try:
+        encoded = json.dumps(metadata, ensure_ascii=False, allow_nan=False)
+    except ValueError as exc:  # NaN or Infinity: not JSON, and no backend stores them alike
+        raise InvalidInputError("metadata", "must not contain NaN or Infinity") from exc
     if not _is_utf8(encoded):
         raise InvalidInputError("metadata", "must be valid Unicode text (no lone surrogates)")
     size = len(encoded.encode())

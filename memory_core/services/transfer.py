@@ -12,13 +12,20 @@ from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterable
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
 import structlog
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
-from memory_core.domain.inputs import check_project, check_text, content_hash
+from memory_core.config import Limits
+from memory_core.domain.inputs import (
+    check_metadata,
+    check_project,
+    check_session,
+    check_text,
+    content_hash,
+)
 from memory_core.domain.models import Layer, Memory, Tier
 from memory_core.errors import InvalidInputError
 from memory_core.ports import Clock
@@ -39,10 +46,6 @@ log = structlog.get_logger(__name__)
 FORMAT = "memstrata-export"
 FORMAT_VERSION = 1
 _PAGE = 500
-# Export files are trusted more than client input (they come from a store), but a text must
-# still be one a store could hold; the configured size limit is not applied, so a store with
-# a larger limit can be moved into one with the default.
-_MAX_TEXT = 10**9
 
 
 class ExportHeader(BaseModel):
@@ -164,7 +167,31 @@ def _line_error(number: int, reason: str) -> InvalidInputError:
     return InvalidInputError(f"line {number}", reason)
 
 
-def _parse_record(number: int, data: Any) -> Memory:
+# The largest id SQLite and PostgreSQL (bigint) store.
+_MAX_ID = 2**63 - 1
+# How far ahead of now an imported time may lie (clock skew between machines), no more: a
+# last use in the year 9999 would keep a memory from ever expiring.
+_FUTURE_SLACK = timedelta(days=1)
+_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+# Errors listed per failed import before "and N more".
+_ERRORS_SHOWN = 20
+
+
+def _check_time(field: str, value: datetime | None, now: datetime) -> None:
+    if value is None:
+        return
+    moment = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    if not _EARLIEST <= moment <= now + _FUTURE_SLACK:
+        raise InvalidInputError(field, f"must lie between 1970 and now (got {value.isoformat()})")
+
+
+def _parse_record(number: int, data: Any, now: datetime, limits: Limits) -> Memory:
+    """One record, through the limits the tools apply to the same fields.
+
+    An export file is no more trusted than a tool call: it may have been edited, or come
+    from elsewhere. A store moved into one with smaller limits needs them raised first
+    (MEMSTRATA_LIMITS__*), and the error says which field is over.
+    """
     try:
         record = _Record.model_validate(data)
     except ValidationError as exc:
@@ -173,41 +200,77 @@ def _parse_record(number: int, data: Any) -> Memory:
         raise _line_error(number, f"{where}: {first['msg']}") from exc
     try:
         check_project(record.project)
-        check_text("content", record.content, max_chars=_MAX_TEXT)
-        if record.layer in (Layer.SEMANTIC, Layer.PROCEDURAL) and not record.key:
+        check_text("content", record.content, max_chars=limits.max_content_chars)
+        if record.key is not None:
+            check_text("key", record.key, max_chars=limits.max_key_chars)
+        elif record.layer in (Layer.SEMANTIC, Layer.PROCEDURAL):
             raise InvalidInputError("key", f"is required in the {record.layer.value} layer")
-        if record.id < 1:
-            raise InvalidInputError("id", "must be a positive integer")
+        check_session(record.session_id)
+        check_metadata(record.metadata, limits)
+        if not 1 <= record.id <= _MAX_ID:
+            raise InvalidInputError("id", f"must be an integer from 1 to {_MAX_ID}")
+        if record.access_count < 0 or record.token_count < 0:
+            raise InvalidInputError("access_count", "and token_count must not be negative")
+        for name in ("created_at", "updated_at", "last_accessed"):
+            _check_time(name, getattr(record, name), now)
     except InvalidInputError as exc:
         raise _line_error(number, f"{exc.field}: {exc.reason}") from exc
     return record.to_memory()
 
 
-def parse_export(lines: Iterable[str], *, schema_version: int) -> ParsedExport:
+def parse_export(
+    lines: Iterable[str],
+    *,
+    schema_version: int,
+    now: datetime | None = None,
+    limits: Limits | None = None,
+) -> ParsedExport:
     """Validate a whole export before anything is written.
+
+    Every line is checked, so one attempt lists every bad line (the first 20), each by its
+    number and field, through the limits the tools apply.
 
     Args:
         lines: The file's lines; blank lines are ignored.
         schema_version: The importing store's schema version; a newer export is refused.
+        now: The time imported times may not lie beyond (by more than a day).
+        limits: The store's limits (the tools' own); the defaults when not given.
 
     Raises:
-        InvalidInputError: `field` names the line ("line 3") and `reason` what is wrong.
+        InvalidInputError: `field` names the line ("line 3", or "file" for several) and
+            `reason` what is wrong.
     """
+    now = now or datetime.now(UTC)
+    limits = limits or Limits()
     header: ExportHeader | None = None
     memories: list[Memory] = []
+    errors: list[InvalidInputError] = []
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
         try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise _line_error(number, f"is not JSON ({exc.msg})") from exc
-        if header is None:
-            header = _parse_header(number, data, schema_version)
-        else:
-            memories.append(_parse_record(number, data))
+            try:
+                data = json.loads(line)
+            except (json.JSONDecodeError, RecursionError) as exc:
+                reason = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deep"
+                raise _line_error(number, f"is not JSON ({reason})") from exc
+            if header is None:
+                header = _parse_header(number, data, schema_version)
+            else:
+                memories.append(_parse_record(number, data, now, limits))
+        except InvalidInputError as exc:
+            if header is None:
+                raise  # without a valid header, nothing after it can be read
+            errors.append(exc)
     if header is None:
         raise InvalidInputError("file", f"is empty; expected a {FORMAT} header line")
+    if len(errors) == 1:
+        raise errors[0]
+    if errors:
+        shown = "; ".join(str(e) for e in errors[:_ERRORS_SHOWN])
+        more = len(errors) - _ERRORS_SHOWN
+        tail = f"; and {more} more" if more > 0 else ""
+        raise InvalidInputError("file", f"{len(errors)} bad lines, nothing imported: {shown}{tail}")
     return ParsedExport(header=header, memories=memories)
 
 
