@@ -107,8 +107,8 @@ class Settings(BaseSettings):
         True,
         description="`serve` loads the model in a background thread at start-up (tools "
         "answer at once meanwhile), so a client's first search can match by meaning; off, it "
-        "loads at the first search or write that needs it (saves ~110 MB of RSS and ~1 s of "
-        "CPU in a server that never searches, see docs/benchmarks.md).",
+        "loads at the first search or write that needs it (saves ~240 MB of RSS and ~0.5 s of "
+        "CPU in a server that never searches; see docs/benchmarks.md).",
     )
     embedding_wait: float = Field(
         2.0,
