@@ -111,12 +111,20 @@ SECTIONS: list[tuple[str, list[str] | str, str]] = [
     ),
     (
         "Embeddings and vector search",
-        ["embedding_model", "embedding_dims", "embedding_preload", "vector_exact_max"],
+        [
+            "embedding_model",
+            "embedding_dims",
+            "embedding_preload",
+            "embedding_wait",
+            "vector_exact_max",
+        ],
         "The database records the model (id and dimensions) that indexed it; with any other "
         "model configured (other than `none`), every command refuses the database until "
         "`memstrata reindex` re-embeds it with the configured one, or the recorded model is set "
-        "back. Until the model is ready, searches use keyword mode and say so; memories written "
-        "meanwhile are embedded in the background once it is.",
+        "back. `serve` loads the model in a background thread at start-up; a search by meaning "
+        "waits for it up to `MEMSTRATA_EMBEDDING_WAIT` seconds, then uses keyword mode and says "
+        "so. Memories stored without vectors (imports, keyword-only periods) are embedded in the "
+        "background once the model is ready.",
     ),
     (
         "Claude Code hooks",

@@ -96,6 +96,11 @@ class ConversationPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True, extra="forbid")
 
+    auto_compress: bool = Field(
+        True,
+        description="Compress older entries automatically when a threshold below is crossed; "
+        "false: only `compress_session` compresses (the Q&A fold still applies).",
+    )
     compress_token_threshold: int = Field(
         50_000, ge=1, description="Compress when a session's active tokens exceed this."
     )
@@ -132,6 +137,19 @@ class ConversationPolicy(BaseModel):
     )
     max_entry_chars: int = Field(
         200_000, ge=1, description="Longest entry content accepted (file context included)."
+    )
+    summary_request_entry_bytes: int = Field(
+        2_000,
+        ge=200,
+        description="Each entry in a summary request sent to the client is cut to about this "
+        "many bytes (the whole entries are read with `read_summary_request`).",
+    )
+    summary_request_bytes: int = Field(
+        16_000,
+        ge=1_000,
+        le=1_000_000,
+        description="Largest transcript in a summary request, and the page size of "
+        "`read_summary_request`, in bytes.",
     )
 
     @model_validator(mode="after")

@@ -171,6 +171,18 @@ class EmbedderSource(Protocol):
         """The embedder if ready, else None (callers fall back to keyword search)."""
         ...
 
+    async def wait(self, max_wait: float | None = None) -> Embedder:
+        """Start loading if needed and wait (at most `max_wait` s) until the embedder is ready.
+
+        Raises:
+            EmbeddingUnavailableError: Loading failed or did not finish in time.
+        """
+        ...
+
+    async def until_ready(self) -> Embedder | None:
+        """Wait, without starting a load, until one has finished; None if it failed."""
+        ...
+
     @property
     def failure(self) -> str | None:
         """Why loading failed, if it did (None while loading or once ready)."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -17,7 +15,7 @@ from memory_core.ports import Clock
 from server import prompts, resources
 from server import scheduler as maintenance_scheduler
 from server.app_context import AppContext
-from server.container import Container, open_container
+from server.container import open_container
 from server.settings import Settings
 from server.surface import MemstrataServer
 from server.tools import admin, conversations, knowledge, memories, toolsets
@@ -44,15 +42,6 @@ memstrata is your long-term memory, kept across conversations.
 """
 
 
-async def _index_when_ready(container: Container) -> None:
-    """Once the model has loaded (now, or at first use), embed rows that have no vector yet."""
-    if container.embedder is None or container.indexer is None:
-        return
-    if await container.embedder.until_ready() is not None:
-        container.indexer.schedule_backfill()
-    # A failed load is logged by the loader; search keeps working by keyword and says so.
-
-
 def build_server(
     settings: Settings,
     *,
@@ -72,12 +61,13 @@ def build_server(
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
         async with open_container(settings, clock, embedder=embedder) as container:
-            backfill: asyncio.Task[None] | None = None
-            if container.embedder is not None:
-                if settings.embedding_preload:
-                    # A thread loads the model; `initialize` and `tools/list` do not wait.
-                    container.embedder.start()
-                backfill = asyncio.create_task(_index_when_ready(container))
+            if container.embedder is not None and settings.embedding_preload:
+                # A thread loads the model; `initialize` and `tools/list` do not wait.
+                container.embedder.start()
+            if container.indexer is not None:
+                # Rows without vectors (imports, keyword-only periods) are embedded once the
+                # model is ready; the first searches wait for it (bounded: embedding_wait).
+                container.indexer.backfill_when_ready()
             scheduler = maintenance_scheduler.build_scheduler(container)
             if scheduler is not None:
                 scheduler.start()  # needs the running loop, so it starts here and not earlier
@@ -88,12 +78,9 @@ def build_server(
                 if scheduler is not None:
                     scheduler.shutdown(wait=False)
                     log.info("scheduler.stopped")
-                if backfill is not None:
-                    backfill.cancel()
-                    with contextlib.suppress(asyncio.CancelledError):
-                        await backfill
                 if container.indexer is not None:
-                    await container.indexer.aclose()  # before the database closes
+                    # Stops the backfill too, before the database closes.
+                    await container.indexer.aclose()
                 if container.embedder is not None:
                     await container.embedder.settle(max_wait=10)
 

@@ -93,7 +93,7 @@ async def open_container(
             vectors = backend.vectors(settings.vector_exact_max)
             if check_model:
                 await vectors.ensure_model(embedder.model_id, embedder.dims)
-            indexer = Indexer(vectors=vectors, source=embedder)
+            indexer = Indexer(vectors=vectors, source=embedder, model_wait=settings.embedding_wait)
         the_clock = clock or SystemClock()
         memories = MemoryService(
             repo=repo,
@@ -128,7 +128,13 @@ async def open_container(
             embedder=embedder,
             indexer=indexer,
             conversations=conversations,
-            knowledge=build_knowledge(backend.knowledge, embedder, the_clock, settings.knowledge),
+            knowledge=build_knowledge(
+                backend.knowledge,
+                embedder,
+                the_clock,
+                settings.knowledge,
+                read_wait=settings.embedding_wait,
+            ),
             start=SessionStartService(
                 repo=repo,
                 clock=the_clock,

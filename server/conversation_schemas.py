@@ -10,9 +10,7 @@ from pydantic import BaseModel, Field, JsonValue
 from memory_core.config import ConversationPolicy
 from memory_core.domain.conversation import (
     CachedResult,
-    Entry,
     EntryType,
-    Role,
     SessionInfo,
     SessionStats,
     Summary,
@@ -25,9 +23,9 @@ __all__ = [
     "ClearSessionOut",
     "CompressionOut",
     "EntryAddedOut",
-    "EntryOut",
     "ExchangeOut",
     "ImportSessionOut",
+    "RequestPageOut",
     "SessionConfigOut",
     "SessionContextOut",
     "SessionListOut",
@@ -65,28 +63,6 @@ class SessionListOut(BaseModel):
     sessions: list[SessionOut]
 
 
-class EntryOut(BaseModel):
-    """One entry."""
-
-    id: int
-    type: EntryType
-    role: Role
-    content: str
-    tool_name: str | None
-    arguments: dict[str, JsonValue] | None
-    source: str | None
-    is_error: bool
-    timestamp: datetime
-    token_count: int
-    compressed: bool
-    summary_id: int | None
-
-    @classmethod
-    def of(cls, e: Entry) -> EntryOut:
-        """Project an Entry onto the wire shape."""
-        return cls(**e.model_dump())
-
-
 class SummaryOut(BaseModel):
     """A stored summary and what it replaced."""
 
@@ -121,14 +97,38 @@ class SummaryRequestOut(BaseModel):
 
     entry_ids: list[int]
     instructions: str
-    transcript: str
+    transcript: str = Field(
+        description="The entries, each cut to about summary_request_entry_bytes and all to "
+        "summary_request_bytes; the whole text is in `read_summary_request`."
+    )
+    cut_entry_ids: list[int] = Field(
+        description="Entries shortened or left out of `transcript` (read them whole with "
+        "`read_summary_request`)."
+    )
+    pages: int = Field(description="Pages of the whole transcript in `read_summary_request`.")
     target_tokens: int
+
+
+class RequestPageOut(BaseModel):
+    """One page of the whole transcript of the pending summary request."""
+
+    session_id: str
+    entry_ids: list[int]
+    page: int
+    pages: int
+    transcript: str
+    next_page: int | None = Field(description="The page to read next; null after the last.")
 
 
 class CompressionOut(BaseModel):
     """What a compression did, or what it asks of you."""
 
-    status: Literal["compressed", "summary_requested", "not_needed", "too_few_entries"]
+    status: Literal[
+        "compressed", "summary_requested", "summary_pending", "not_needed", "too_few_entries"
+    ] = Field(
+        description="summary_pending: a summary asked of you earlier is still due (the "
+        "request is sent once; `read_summary_request` reads it again)."
+    )
     reason: str
     summary: SummaryOut | None = None
     summary_request: SummaryRequestOut | None = Field(
@@ -147,6 +147,8 @@ class CompressionOut(BaseModel):
                 entry_ids=list(r.request.entry_ids),
                 instructions=r.request.instructions,
                 transcript=r.request.transcript,
+                cut_entry_ids=list(r.request.cut_entry_ids),
+                pages=r.request.pages,
                 target_tokens=r.request.target_tokens,
             )
         return cls(
@@ -159,10 +161,14 @@ class CompressionOut(BaseModel):
 
 
 class EntryAddedOut(BaseModel):
-    """The stored entry, and the compression it triggered."""
+    """The stored entry's id and size, the session's active counts, the compression it set off."""
 
     session_id: str
-    entry: EntryOut
+    entry_id: int
+    type: EntryType
+    token_count: int = Field(description="Tokens of the stored entry.")
+    active_entries: int = Field(description="Entries of the session not yet compressed.")
+    active_tokens: int = Field(description="Their tokens (compression starts above a threshold).")
     compression: CompressionOut | None = None
     redacted: dict[str, int] = Field(
         default_factory=dict, description="Credentials replaced by [REDACTED:<kind>], by kind."
@@ -179,6 +185,10 @@ class SessionContextOut(BaseModel):
     exchanges: int
     omitted_summaries: int = Field(description="Summaries left out to fit token_budget.")
     omitted_entries: int = Field(description="Older entries left out to fit token_budget.")
+    cached_results: int = Field(0, description="Cached tool results shown in the text.")
+    omitted_cached_results: int = Field(
+        0, description="Cached tool results left out to fit token_budget."
+    )
     tokens: int
 
 

@@ -45,9 +45,16 @@ def build_knowledge(
     embedder: EmbeddingProvider | None,
     clock: Clock,
     policy: KnowledgePolicy,
+    *,
+    read_wait: float = 0.0,
 ) -> KnowledgeServices:
-    """Build the services on the stores of the configured backend."""
-    access = EmbeddingAccess(provider=embedder, write_wait=policy.embed_wait_seconds)
+    """Build the services on the stores of the configured backend.
+
+    `read_wait` is how long a search by meaning waits for a model still loading.
+    """
+    access = EmbeddingAccess(
+        provider=embedder, write_wait=policy.embed_wait_seconds, read_wait=read_wait
+    )
     preferences = PreferenceService(
         preferences=stores.preferences,
         playbooks=stores.playbooks,

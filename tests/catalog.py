@@ -58,6 +58,7 @@ CONVERSATION_TOOLS = frozenset(
         "get_session_context",
         "get_session_stats",
         "compress_session",
+        "read_summary_request",
         "submit_session_summary",
         "finalize_exchange",
         "export_session",
@@ -73,6 +74,7 @@ READ_ONLY_TOOLS = READ_ONLY_TOOLS | {
     "list_sessions",
     "get_session_context",
     "get_session_stats",
+    "read_summary_request",
     "export_session",
 }
 DESTRUCTIVE_TOOLS = DESTRUCTIVE_TOOLS | {"clear_session"}

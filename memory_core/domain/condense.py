@@ -11,6 +11,7 @@ from pydantic import JsonValue
 
 from memory_core.config import ConversationPolicy
 from memory_core.domain.conversation import (
+    CachedResult,
     CompressionPlan,
     Entry,
     EntryType,
@@ -23,9 +24,12 @@ from memory_core.domain.conversation import (
 __all__ = [
     "ELLIPSIS",
     "cache_key",
+    "cached_line",
     "compress_qa_summary",
     "compression_reason",
+    "condensed_transcript",
     "fallback_summary",
+    "fit_cached",
     "fit_to_budget",
     "fold_line",
     "plan_compression",
@@ -33,6 +37,7 @@ __all__ = [
     "render_transcript",
     "shorten_bytes",
     "summarization_prompt",
+    "transcript_pages",
 ]
 
 ELLIPSIS = " …"
@@ -116,6 +121,56 @@ def render_transcript(entries: Sequence[Entry]) -> str:
     return "\n".join(_entry_line(e) for e in entries)
 
 
+def condensed_transcript(
+    entries: Sequence[Entry], *, entry_bytes: int, total_bytes: int
+) -> tuple[str, tuple[int, ...]]:
+    """The transcript with each entry cut to about `entry_bytes`, all within `total_bytes`.
+
+    When every entry at `entry_bytes` would not fit, the per-entry cap shrinks (to no less
+    than 200 bytes) and entries that still do not fit are left out, oldest kept first.
+
+    Returns:
+        The text, and the ids of the entries that were shortened or left out.
+    """
+    if not entries:
+        return "", ()
+    per = max(200, min(entry_bytes, total_bytes // len(entries) - 1))
+    lines: list[str] = []
+    cut: list[int] = []
+    used = 0
+    for e in entries:
+        full = _entry_line(e)
+        line = shorten_bytes(full, per)
+        size = len(line.encode("utf-8")) + (1 if lines else 0)
+        if used + size > total_bytes:
+            cut.append(e.id)
+            continue
+        lines.append(line)
+        used += size
+        if line != full:
+            cut.append(e.id)
+    return "\n".join(lines), tuple(cut)
+
+
+def transcript_pages(entries: Sequence[Entry], page_bytes: int) -> list[str]:
+    """The whole transcript in pages of at most `page_bytes` of UTF-8.
+
+    A page ends between entries when one ends in its last quarter; otherwise it is full and
+    the entry goes on in the next page (never split inside a character).
+    """
+    text = render_transcript(entries)
+    pages: list[str] = []
+    while len(text.encode("utf-8")) > page_bytes:
+        head = _utf8_prefix(text, page_bytes)
+        newline = head.rfind("\n")
+        if newline >= len(head) * 3 // 4:
+            head = head[: newline + 1]
+        pages.append(head.rstrip("\n"))
+        text = text[len(head) :]
+    pages.append(text)
+    return pages
+
+
 def summarization_prompt(target_tokens: int) -> str:
     """The instructions a summarizer (an endpoint or the client's own model) follows."""
     return (
@@ -172,6 +227,25 @@ def fold_line(exchange: Exchange, max_bytes: int = 300) -> str:
     return f"- Q: {q} A: {a}"
 
 
+_QA_LINE = re.compile(r"^- Q: (?P<q>.*?) A: (?P<a>.*)$")
+
+
+def _shorten_qa_line(line: str, max_bytes: int) -> str:
+    """Cut a "- Q: ... A: ..." line to `max_bytes` keeping the start of both halves.
+
+    Trigger: the running Q&A summary is over its bound. Why: cutting the line from its end
+    kept each question and dropped every answer. Outcome: the question keeps up to half of
+    the room, the answer the rest (other lines are cut from the end as before).
+    """
+    match = _QA_LINE.match(line)
+    if match is None or len(line.encode("utf-8")) <= max_bytes:
+        return shorten_bytes(line, max_bytes)
+    room = max_bytes - len(b"- Q:  A: ")
+    q = shorten_bytes(match["q"], max(8, room // 2))
+    a = shorten_bytes(match["a"], max(8, room - len(q.encode("utf-8"))))
+    return f"- Q: {q} A: {a}"
+
+
 def compress_qa_summary(text: str, max_bytes: int) -> str:
     """Shrink the running Q&A summary to about `max_bytes`, keeping every exchange's line.
 
@@ -195,7 +269,7 @@ def compress_qa_summary(text: str, max_bytes: int) -> str:
             low = mid
         else:
             high = mid - 1
-    cut = [shorten_bytes(ln, low) for ln in lines]
+    cut = [_shorten_qa_line(ln, low) for ln in lines]
     while cut and len("\n".join(cut).encode("utf-8")) > max_bytes:
         cut.pop(0)
     return "\n".join(cut)
@@ -205,14 +279,46 @@ def _span(start: datetime, end: datetime) -> str:
     return f"{start.strftime('%Y-%m-%d %H:%M')} to {end.strftime('%Y-%m-%d %H:%M')}"
 
 
+def cached_line(item: CachedResult, max_bytes: int = 1_000) -> str:
+    """A cached tool result as one context line, its result cut to about `max_bytes`."""
+    return f"[{item.describe()}] {shorten_bytes(canonical_json(item.result), max_bytes)}"
+
+
+def fit_cached(
+    lines: Sequence[str],
+    summaries: Sequence[Summary],
+    entries: Sequence[Entry],
+    budget: int | None,
+    count: Callable[[str], int],
+) -> tuple[list[str], int]:
+    """The cached-result lines that fit in what the kept summaries and entries left of `budget`.
+
+    They come after the conversation: a cached result can be fetched again, the conversation
+    cannot. Returns the kept lines (in order) and how many were left out.
+    """
+    if budget is None:
+        return list(lines), 0
+    left = budget - sum(s.token_count for s in summaries)
+    left -= sum(count(_entry_line(e)) for e in entries)
+    kept: list[str] = []
+    for line in lines:
+        cost = count(line)
+        if cost > left:
+            break
+        kept.append(line)
+        left -= cost
+    return kept, len(lines) - len(kept)
+
+
 def render_context(
     summaries: Sequence[Summary],
     qa_summary: str,
     qa_span: tuple[datetime, datetime] | None,
     entries: Sequence[Entry],
     exchanges: Sequence[Exchange],
+    cached: Sequence[str] = (),
 ) -> str:
-    """Summaries, then the recent conversation, laid out for a model to read."""
+    """Summaries, the recent conversation, then cached tool results, laid out for a model."""
     out = ["=== Previous Conversation Summaries ==="]
     if not summaries and not qa_summary:
         out.append("(none)")
@@ -235,6 +341,10 @@ def render_context(
     if not recent:
         out.append("(none)")
     out.extend(line for _, _, line in sorted(recent, key=lambda r: (r[0], r[1])))
+    if cached:
+        out.append("")
+        out.append("=== Cached Tool Results (reuse with lookup_tool_result) ===")
+        out.extend(cached)
     return "\n".join(out)
 
 

@@ -16,9 +16,12 @@ from memory_core.config import ConversationPolicy
 from memory_core.conversation_ports import ConversationStore, Summarizer, TokenCounter
 from memory_core.domain.condense import (
     cache_key,
+    cached_line,
     compress_qa_summary,
     compression_reason,
+    condensed_transcript,
     fallback_summary,
+    fit_cached,
     fit_to_budget,
     fold_line,
     plan_compression,
@@ -26,6 +29,7 @@ from memory_core.domain.condense import (
     render_transcript,
     shorten_bytes,
     summarization_prompt,
+    transcript_pages,
 )
 from memory_core.domain.conversation import (
     CachedResult,
@@ -59,6 +63,7 @@ from memory_core.ports import Clock
 __all__ = [
     "CompressionResult",
     "ConversationService",
+    "RequestPage",
     "SessionContext",
     "SourceChoice",
     "SummaryRequest",
@@ -81,19 +86,41 @@ _MAX_CACHE_DURATION = 10_000
 
 @dataclass(frozen=True)
 class SummaryRequest:
-    """Entries handed to the client's own model, with what to write and how long."""
+    """Entries handed to the client's own model, with what to write and how long.
+
+    `transcript` is condensed (each entry cut, the whole capped); `cut_entry_ids` were
+    shortened or left out, and the whole transcript is `pages` pages of `read_request`.
+    """
 
     entry_ids: tuple[int, ...]
     instructions: str
     transcript: str
     target_tokens: int
+    cut_entry_ids: tuple[int, ...] = ()
+    pages: int = 1
+
+
+@dataclass(frozen=True)
+class RequestPage:
+    """One page of the whole transcript of a pending summary request."""
+
+    entry_ids: tuple[int, ...]
+    page: int
+    pages: int
+    transcript: str
 
 
 @dataclass(frozen=True)
 class CompressionResult:
-    """What a compression did (or asked for)."""
+    """What a compression did (or asked for).
 
-    status: Literal["compressed", "summary_requested", "not_needed", "too_few_entries"]
+    summary_pending: a summary asked of the client earlier is still due (the request itself
+    is sent once; `read_request` reads it again).
+    """
+
+    status: Literal[
+        "compressed", "summary_requested", "summary_pending", "not_needed", "too_few_entries"
+    ]
     reason: str
     summary: Summary | None = None
     request: SummaryRequest | None = None
@@ -111,15 +138,19 @@ class SessionContext:
     omitted_summaries: int
     omitted_entries: int
     tokens: int
+    cached_results: int = 0
+    omitted_cached_results: int = 0
 
 
 @dataclass(frozen=True)
 class AddedEntry:
-    """An entry as stored, and the compression it triggered, if any."""
+    """An entry as stored, the session's active counts after it, the compression it set off."""
 
     entry: Entry
     compression: CompressionResult | None
     redacted: dict[str, int] = field(default_factory=dict)
+    active_entries: int = 0
+    active_tokens: int = 0
 
 
 @dataclass(frozen=True)
@@ -259,18 +290,25 @@ class ConversationService:
         )
         # The entry is committed: a failure of the follow-up compression must not make the
         # call look failed (a retry would store the entry twice). The next entry retries it.
-        compression: CompressionResult | None
-        try:
-            compression = await self._auto_compress(project, sid, policy)
-        except (ConflictError, StorageError) as exc:
-            log.warning(
-                "conversation.compress_deferred",
-                project=project,
-                session_id=sid,
-                error=exc.__class__.__name__,  # `type` is the entry type here
-            )
-            compression = None
-        return AddedEntry(entry=entry, compression=compression, redacted=report.as_dict())
+        compression: CompressionResult | None = None
+        if policy.auto_compress:
+            try:
+                compression = await self._auto_compress(project, sid, policy)
+            except (ConflictError, StorageError) as exc:
+                log.warning(
+                    "conversation.compress_deferred",
+                    project=project,
+                    session_id=sid,
+                    error=exc.__class__.__name__,  # `type` is the entry type here
+                )
+        active = await self._store.entries(project, sid, active_only=True)
+        return AddedEntry(
+            entry=entry,
+            compression=compression,
+            redacted=report.as_dict(),
+            active_entries=len(active),
+            active_tokens=sum(e.token_count for e in active),
+        )
 
     def _draft(
         self,
@@ -338,12 +376,16 @@ class ConversationService:
         kept_s, kept_e, gone_s, gone_e = fit_to_budget(
             summaries, entries, token_budget, self._counter.count
         )
+        cache = await self._store.cache_list(project, sid)
+        cached, gone_c = fit_cached(
+            [cached_line(c) for c in cache], kept_s, kept_e, token_budget, self._counter.count
+        )
         span = (
             (info.qa_summary_from, info.qa_summary_until)
             if info.qa_summary_from and info.qa_summary_until
             else None
         )
-        text = render_context(kept_s, info.qa_summary, span, kept_e, exchanges)
+        text = render_context(kept_s, info.qa_summary, span, kept_e, exchanges, cached)
         return SessionContext(
             text=text,
             summaries=kept_s,
@@ -351,6 +393,8 @@ class ConversationService:
             exchanges=exchanges,
             omitted_summaries=gone_s,
             omitted_entries=gone_e,
+            cached_results=len(cached),
+            omitted_cached_results=gone_c,
             tokens=self._counter.count(text),
         )
 
@@ -446,9 +490,22 @@ class ConversationService:
                 )
         if source == "fallback":
             return await self._apply(project, info, plan, self._fallback(plan, target), "fallback")
-        # The client's own model writes it: hand over the entries, unless the client already
-        # had its chance for this many entries and ignored it (then the server must bound the
-        # session itself).
+        return await self._ask_client(project, info, plan, policy, automatic=automatic)
+
+    async def _ask_client(
+        self,
+        project: str,
+        info: SessionInfo,
+        plan: CompressionPlan,
+        policy: ConversationPolicy,
+        *,
+        automatic: bool,
+    ) -> CompressionResult:
+        """The client's own model writes the summary: hand over the entries.
+
+        Unless the client already had its chance for this many entries and ignored it: then
+        the server must bound the session itself, with a fallback summary.
+        """
         pending = info.pending
         if pending is not None and automatic:
             waited = info.last_entry - pending.requested_at_entry
@@ -460,23 +517,80 @@ class ConversationService:
                 return await self._apply(
                     project, info, plan, self._fallback(plan, target), "fallback"
                 )
-        if pending is None or not automatic:
-            pending = PendingSummary(
-                entry_ids=tuple(e.id for e in plan.entries), requested_at_entry=info.last_entry
+            # The request went out with the answer that made it: repeating its transcript in
+            # every later answer would bloat them all until the client answers.
+            left = policy.client_summary_grace - waited
+            ids = pending.entry_ids
+            return CompressionResult(
+                status="summary_pending",
+                reason=f"a summary of entries #{ids[0]}-#{ids[-1]} ({len(ids)}) is still due: "
+                "submit it with submit_session_summary (read the request again with "
+                f"read_summary_request); after {left + 1} more entries the server writes a "
+                "fallback summary itself",
             )
-            await self._store.set_pending(project, info.session_id, pending)
-        asked = [e for e in plan.entries if e.id in set(pending.entry_ids)]
-        tokens = sum(e.token_count for e in asked)
-        target = max(16, math.ceil(tokens * policy.target_ratio))
+        # A new request, or (asked for with compress_session) the pending one renewed.
+        pending = PendingSummary(
+            entry_ids=tuple(e.id for e in plan.entries), requested_at_entry=info.last_entry
+        )
+        await self._store.set_pending(project, info.session_id, pending)
+        asked = list(plan.entries)
         return CompressionResult(
             status="summary_requested",
             reason=plan.reason,
-            request=SummaryRequest(
-                entry_ids=pending.entry_ids,
-                instructions=summarization_prompt(target),
-                transcript=render_transcript(asked),
-                target_tokens=target,
-            ),
+            request=self._request(asked, policy),
+        )
+
+    def _request(self, asked: Sequence[Entry], policy: ConversationPolicy) -> SummaryRequest:
+        tokens = sum(e.token_count for e in asked)
+        target = max(16, math.ceil(tokens * policy.target_ratio))
+        transcript, cut = condensed_transcript(
+            asked,
+            entry_bytes=policy.summary_request_entry_bytes,
+            total_bytes=policy.summary_request_bytes,
+        )
+        pages = len(transcript_pages(asked, policy.summary_request_bytes))
+        instructions = summarization_prompt(target)
+        if cut:
+            instructions += (
+                f" The transcript below is condensed: entries {_id_list(cut)} are cut or left "
+                f"out. Read the whole transcript with read_summary_request (pages 1-{pages}) "
+                "before you summarise them."
+            )
+        return SummaryRequest(
+            entry_ids=tuple(e.id for e in asked),
+            instructions=instructions,
+            transcript=transcript,
+            target_tokens=target,
+            cut_entry_ids=cut,
+            pages=pages,
+        )
+
+    async def read_request(self, project: str, session_id: str, page: int = 1) -> RequestPage:
+        """One page of the whole transcript of the summary the client was asked to write.
+
+        Raises:
+            ConflictError: No summary is pending for this session.
+            InvalidInputError: `page` is not between 1 and the number of pages.
+        """
+        project, sid = check_project(project), _session_id(session_id)
+        info = await self._store.get_session(project, sid)
+        if info.pending is None:
+            raise ConflictError(
+                "no summary is pending for this session; call compress_session to ask for one"
+            )
+        policy = self._effective(info)
+        wanted = set(info.pending.entry_ids)
+        asked = [
+            e for e in await self._store.entries(project, sid, active_only=True) if e.id in wanted
+        ]
+        pages = transcript_pages(asked, policy.summary_request_bytes)
+        if not 1 <= page <= len(pages):
+            raise InvalidInputError("page", f"must be between 1 and {len(pages)}")
+        return RequestPage(
+            entry_ids=tuple(e.id for e in asked),
+            page=page,
+            pages=len(pages),
+            transcript=pages[page - 1],
         )
 
     def _fallback(self, plan: CompressionPlan, target_tokens: int) -> str:
@@ -561,7 +675,7 @@ class ConversationService:
         q = redact_text(q, self._redaction, report)[0]
         a = redact_text(a, self._redaction, report)[0]
         short = (
-            shorten_bytes(a, policy.answer_shorten_to)
+            await self._shorten_answer(q, a, policy)
             if (len(a.encode("utf-8")) > policy.answer_shorten_over)
             else a
         )
@@ -609,6 +723,28 @@ class ConversationService:
             cache=cache,
             redacted=report.as_dict(),
         )
+
+    async def _shorten_answer(self, question: str, answer: str, policy: ConversationPolicy) -> str:
+        """A long answer as stored: the summarizer's digest when there is one, else its start.
+
+        Trigger: an answer over `answer_shorten_over` bytes. Why: cutting it keeps only its
+        first sentences, while a summarizer keeps its gist. Outcome: the summarizer writes
+        it (bounded by `answer_shorten_to` whatever it returns); without one, or if it fails,
+        the answer is cut at a sentence end.
+        """
+        if self._summarizer is not None:
+            try:
+                digest = await self._summarizer.summarize(
+                    f"Shorten this answer to at most {policy.answer_shorten_to} bytes, keeping "
+                    "what it concludes, names, numbers and identifiers exactly. The question "
+                    f"was: {shorten_bytes(question, 500)}",
+                    answer,
+                    max(16, policy.answer_shorten_to // 4),
+                )
+                return shorten_bytes(" ".join(digest.split()), policy.answer_shorten_to)
+            except SummarizerError as exc:
+                log.warning("conversation.summarizer_failed", reason=exc.reason)
+        return shorten_bytes(answer, policy.answer_shorten_to)
 
     async def _shrink_qa(self, text: str, policy: ConversationPolicy) -> str:
         if self._summarizer is not None:
@@ -748,6 +884,11 @@ class ConversationService:
             entries=len(parsed.entries),
         )
         return parsed
+
+
+def _id_list(ids: Sequence[int], shown: int = 12) -> str:
+    listed = ", ".join(f"#{i}" for i in ids[:shown])
+    return listed + (f" and {len(ids) - shown} more" if len(ids) > shown else "")
 
 
 def _session_id(value: str) -> str:

@@ -1,4 +1,4 @@
-"""How the cache-hierarchy services get an embedder: wait for it on writes, never on reads."""
+"""How the cache-hierarchy services get an embedder: writes wait long for it, reads briefly."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ class EmbeddingAccess:
 
     provider: EmbeddingProvider | None
     write_wait: float
+    read_wait: float = 0.0
 
     @property
     def model_id(self) -> str | None:
@@ -43,8 +44,13 @@ class EmbeddingAccess:
         return await self._get(self.write_wait)
 
     async def for_read(self) -> tuple[Embedder | None, str | None]:
-        """The embedder if it is ready now; else None and why (reads never wait)."""
-        return await self._get(0.0)
+        """The embedder, waiting up to `read_wait` s for it to load; else None and why.
+
+        Trigger: a search by meaning right after start-up, while the model loads. Why: without
+        it a rule or document worded differently is not found. Outcome: the read waits
+        briefly, then goes on by words and says so.
+        """
+        return await self._get(self.read_wait)
 
     async def _get(self, wait: float) -> tuple[Embedder | None, str | None]:
         if self.provider is None:

@@ -51,23 +51,63 @@ class Indexer:
     Concurrent appends are embedded together: the first one starts a drain task, and every
     append that arrives while the model is busy joins the next batch. A lone append is embedded
     at once, so batching adds no latency; under load one model call serves many appends.
+
+    `model_wait` bounds how long a query or a write waits for a model that is still loading
+    (0: never wait, use the model only once it is ready).
     """
 
     vectors: VectorIndex
     source: EmbedderSource
     batch_size: int = BATCH_SIZE
+    model_wait: float = 0.0
     _pending: list[_Pending] = field(default_factory=list, init=False, repr=False)
     _drainer: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _backfiller: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _closed: bool = field(default=False, init=False, repr=False)
+    # A backfill one search has already waited for in vain: later searches do not wait again.
+    _waited_out: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+
+    async def embedder_within(self, max_wait: float) -> Embedder | None:
+        """The embedder, waiting up to `max_wait` s for it to load (starting the load if needed).
+
+        Trigger: a query or write in the first second of a process, while the model loads.
+        Why: a client's first search comes right after start-up (the server's instructions ask
+        for it), and without the model a paraphrase finds nothing. Outcome: the caller waits,
+        bounded; None if the model is not ready by then or failed to load.
+        """
+        embedder = self.source.current()
+        if embedder is not None or max_wait <= 0 or self._closed:
+            return embedder
+        try:
+            return await self.source.wait(max_wait)
+        except EmbeddingUnavailableError:
+            return None
 
     async def embed_query(self, text: str) -> npt.NDArray[np.float32] | None:
-        """The query's vector, or None while the model is not ready."""
-        embedder = self.source.current()
+        """The query's vector, waiting up to `model_wait` s for the model; None without it."""
+        embedder = await self.embedder_within(self.model_wait)
         if embedder is None:
             return None
         vectors = await anyio.to_thread.run_sync(embedder.embed, [text])
         return np.asarray(vectors[0], dtype=np.float32)
+
+    async def backfill_settled(self, max_wait: float) -> bool:
+        """Wait up to `max_wait` s for a running backfill; True when none is left running.
+
+        Trigger: a search right after start-up while rows stored without vectors (imports,
+        writes while no model was loaded) are being embedded. Why: by meaning, they would be
+        missed. Outcome: the search waits within its budget; a backfill too long for that is
+        waited for once only, so a long re-embedding does not slow every search.
+        """
+        task = self._backfiller
+        if task is None or task.done():
+            return True
+        if task is self._waited_out or max_wait <= 0:
+            return False
+        done, _ = await asyncio.wait({task}, timeout=max_wait)
+        if not done:
+            self._waited_out = task
+        return bool(done)
 
     async def index(
         self, memories: Sequence[Memory], embedder: Embedder
@@ -91,11 +131,13 @@ class Indexer:
     async def index_batch(self, memories: Sequence[Memory]) -> bool:
         """Embed and store vectors of freshly written rows, in one model call.
 
-        Trigger: the model is not loaded yet (or the indexer is closing). Why: a batched
-        append must not wait for it either. Outcome: nothing is embedded and False is
-        returned; the rows are left for `backfill`, which runs once the model is ready.
+        Trigger: the model is not ready within `model_wait` (or the indexer is closing).
+        Why: a batched append must not wait long for it. Outcome: nothing is embedded and
+        False is returned; the rows are left for `backfill`, which runs once the model is ready.
         """
-        embedder = self.source.current()
+        if not memories:
+            return False
+        embedder = await self.embedder_within(self.model_wait)
         if embedder is None or self._closed or not memories:
             return False
         await self.index(memories, embedder)
@@ -106,10 +148,10 @@ class Indexer:
     ) -> NearDuplicate | None:
         """Index one freshly written row and report a near-duplicate in its project+layer.
 
-        Trigger: the model is not loaded yet. Why: appends must not wait for it. Outcome: the
-        row is left for `backfill`, and no near-duplicate check is made.
+        Trigger: the model is not ready within `model_wait`. Why: appends must not wait long
+        for it. Outcome: the row is left for `backfill`, and no near-duplicate check is made.
         """
-        embedder = self.source.current()
+        embedder = await self.embedder_within(self.model_wait)
         if embedder is None or self._closed:
             return None
         future: asyncio.Future[npt.NDArray[np.float32]] = asyncio.get_running_loop().create_future()
@@ -157,6 +199,23 @@ class Indexer:
         if embedder is None or busy or self._closed:
             return
         self._backfiller = asyncio.create_task(self._backfill_quietly(embedder))
+
+    def backfill_when_ready(self) -> None:
+        """At start-up: embed every row still without a vector once the model has loaded.
+
+        Such rows come from imports, from writes while no model was loaded, and from failed
+        indexing. This does not start the load (it waits for one, now or at first use), and
+        searches can wait for it (`backfill_settled`).
+        """
+        if self._closed or (self._backfiller is not None and not self._backfiller.done()):
+            return
+        self._backfiller = asyncio.create_task(self._backfill_once_ready())
+
+    async def _backfill_once_ready(self) -> None:
+        embedder = await self.source.until_ready()
+        if embedder is not None and not self._closed:
+            await self._backfill_quietly(embedder)
+        # A failed load is logged by the loader; search keeps working by keyword and says so.
 
     async def aclose(self) -> None:
         """Stop background work (before the store closes); pending appends get an error.

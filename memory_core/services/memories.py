@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Literal
 
+import anyio
 import numpy as np
 import numpy.typing as npt
 import structlog
@@ -419,9 +420,10 @@ class MemoryService:
     async def search(self, request: SearchRequest) -> SearchResult:
         """Hybrid search: BM25 and vector candidates fused, then tier and recency signals.
 
-        Trigger: the embedding model is not loaded yet (or is "none"). Why: a search must never
-        wait for it. Outcome: keyword search only, and a note in the result says so.
-        The hits handed out are marked as accessed.
+        Trigger: the embedding model is still loading (or is "none", or failed). Why: a search
+        waits for a loading model only briefly (the indexer's `model_wait`, which also covers
+        a start-up backfill of rows without vectors). Outcome: past that, keyword search only,
+        and a note in the result says so. The hits handed out are marked as accessed.
 
         Raises:
             InvalidQueryError: The query holds no word to search for.
@@ -433,7 +435,7 @@ class MemoryService:
         token_budget = check_token_budget(request.token_budget)
         query_text = check_text("query", request.query, max_chars=self.limits.max_content_chars)
         fts = to_fts5_query(query_text, drop_stopwords=self.ranking.keyword_stopwords)
-        mode, notes = request.mode, []
+        mode = request.mode
         pool = min(max(limit * _CANDIDATES_PER_HIT, _MIN_CANDIDATES), _MAX_CANDIDATES)
         filters = TextQuery(
             project=project,
@@ -444,27 +446,8 @@ class MemoryService:
             until=until,
             limit=pool,
         )
-        text_matches: list[TextMatch] | None = None
-        vector = None
-        # The query is embedded in a worker thread while the keyword search runs in the
-        # driver's: on two cores they overlap (the embedding is ~4 ms of a ~15 ms search).
-        embedding = (
-            asyncio.create_task(self.indexer.embed_query(query_text))
-            if mode is not SearchMode.KEYWORD and self.indexer is not None
-            else None
-        )
-        try:
-            if fts is not None and mode is SearchMode.HYBRID:
-                text_matches = await self.repo.search_text(filters)
-            if embedding is not None:
-                vector = await embedding
-        finally:
-            if embedding is not None and not embedding.done():
-                embedding.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await embedding
+        text_matches, vector, notes = await self._first_candidates(query_text, mode, filters)
         if mode is not SearchMode.KEYWORD and vector is None:
-            notes.append(self._keyword_fallback_note())
             mode = SearchMode.KEYWORD
         if mode is SearchMode.KEYWORD and fts is None:
             raise InvalidQueryError("query", "needs at least one word of letters or digits")
@@ -491,6 +474,42 @@ class MemoryService:
             if h.memory.id in handed
         ]
         return SearchResult(hits=hits, mode=mode, omitted=omitted, notes=notes)
+
+    async def _first_candidates(
+        self, query_text: str, mode: SearchMode, filters: TextQuery
+    ) -> tuple[list[TextMatch] | None, npt.NDArray[np.float32] | None, list[str]]:
+        """Hybrid keyword matches and the query's vector (None if no model), with notes."""
+        text_matches: list[TextMatch] | None = None
+        vector = None
+        notes: list[str] = []
+        started = anyio.current_time()
+        # The query is embedded in a worker thread while the keyword search runs in the
+        # driver's: on two cores they overlap (the embedding is ~4 ms of a ~15 ms search).
+        embedding = (
+            asyncio.create_task(self.indexer.embed_query(query_text))
+            if mode is not SearchMode.KEYWORD and self.indexer is not None
+            else None
+        )
+        try:
+            if filters.fts and mode is SearchMode.HYBRID:
+                text_matches = await self.repo.search_text(filters)
+            if embedding is not None:
+                vector = await embedding
+        finally:
+            if embedding is not None and not embedding.done():
+                embedding.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await embedding
+        if mode is not SearchMode.KEYWORD and vector is None:
+            notes.append(self._keyword_fallback_note())
+        if vector is not None and self.indexer is not None:
+            left = self.indexer.model_wait - (anyio.current_time() - started)
+            if not await self.indexer.backfill_settled(left):
+                notes.append(
+                    "Some memories are still being embedded in the background; until then "
+                    "they are found by their words only."
+                )
+        return text_matches, vector, notes
 
     async def _index_committed(self, memory: Memory) -> NearDuplicate | None:
         """Index a row that is already committed; a failure must not undo or hide the write.
@@ -523,7 +542,9 @@ class MemoryService:
                 "Semantic search is unavailable: the embedding model failed to load (details "
                 "are in the server log); used keyword search."
             )
-        return "The embedding model is still loading; used keyword search for this query."
+        waited = self.indexer.model_wait
+        loading = f"was still loading after {waited:g} s" if waited else "is still loading"
+        return f"The embedding model {loading}; used keyword search for this query."
 
     async def _add_vector_candidates(
         self,

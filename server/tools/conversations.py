@@ -7,6 +7,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field, JsonValue
 
+from memory_core.config import ConversationPolicy
 from memory_core.domain.conversation import EntryType, Role, SessionExport
 from server.app_context import AppContext
 from server.conversation_schemas import (
@@ -15,9 +16,9 @@ from server.conversation_schemas import (
     ClearSessionOut,
     CompressionOut,
     EntryAddedOut,
-    EntryOut,
     ExchangeOut,
     ImportSessionOut,
+    RequestPageOut,
     SessionConfigOut,
     SessionContextOut,
     SessionListOut,
@@ -140,7 +141,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         When the session grows past its thresholds, older entries (all but the newest
         few, 10 by default) are compressed into a summary. If the result's `compression.status` is
         'summary_requested', write that summary yourself and submit it with
-        `submit_session_summary`.
+        `submit_session_summary` (the request comes once; later answers say
+        'summary_pending' until you submit). The answer echoes ids and counts, not the entry.
         """
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("add_session_entry", ctx.request_id):
@@ -157,7 +159,11 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
             )
         return EntryAddedOut(
             session_id=session_id,
-            entry=EntryOut.of(added.entry),
+            entry_id=added.entry.id,
+            type=added.entry.type,
+            token_count=added.entry.token_count,
+            active_entries=added.active_entries,
+            active_tokens=added.active_tokens,
             compression=CompressionOut.of(added.compression) if added.compression else None,
             redacted=added.redacted,
         )
@@ -174,8 +180,10 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
     ) -> SessionContextOut:
         """Read a session back: summaries of older parts, then the recent conversation.
 
-        The text has "=== Previous Conversation Summaries ===" (each with its time range) and
-        "=== Recent Conversation ===". With a token_budget the newest parts are kept.
+        The text has "=== Previous Conversation Summaries ===" (each with its time range),
+        "=== Recent Conversation ===" and, if any, the cached tool results (each cut to about
+        1,000 bytes; `lookup_tool_result` gives one whole). With a token_budget the newest
+        parts are kept, conversation before cached results.
         """
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("get_session_context", ctx.request_id):
@@ -188,6 +196,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
             exchanges=len(c.exchanges),
             omitted_summaries=c.omitted_summaries,
             omitted_entries=c.omitted_entries,
+            cached_results=c.cached_results,
+            omitted_cached_results=c.omitted_cached_results,
             tokens=c.tokens,
         )
 
@@ -219,12 +229,44 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         """Compress older entries (all but the newest few, 10 by default) into one summary now.
 
         If the status is 'summary_requested', follow `summary_request.instructions` on its
-        `transcript` and call `submit_session_summary` with what you wrote.
+        `transcript` (whole entries: `read_summary_request`) and call `submit_session_summary`
+        with what you wrote.
         """
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("compress_session", ctx.request_id):
             result = await app.conversations.compress(app.project(project), session_id, source)
         return CompressionOut.of(result)
+
+    @tool(
+        mcp,
+        toolset=Toolset.CONVERSATIONS,
+        title="Read a pending summary request",
+        annotations=_READ,
+    )
+    async def read_summary_request(
+        session_id: SessionId,
+        ctx: Context[AppContext],
+        page: Annotated[
+            int, Field(ge=1, description="Which page of the whole transcript, from 1.")
+        ] = 1,
+        project: Project = None,
+    ) -> RequestPageOut:
+        """Read the whole transcript of the summary you were asked to write, a page at a time.
+
+        The request in a 'summary_requested' answer is condensed; this gives every entry
+        word for word, in pages of about summary_request_bytes.
+        """
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("read_summary_request", ctx.request_id):
+            p = await app.conversations.read_request(app.project(project), session_id, page)
+        return RequestPageOut(
+            session_id=session_id,
+            entry_ids=list(p.entry_ids),
+            page=p.page,
+            pages=p.pages,
+            transcript=p.transcript,
+            next_page=p.page + 1 if p.page < p.pages else None,
+        )
 
     @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Submit a session summary", annotations=_WRITE)
     async def submit_session_summary(
@@ -325,11 +367,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
             dict[str, JsonValue],
             Field(
                 description="Settings to change for this session, e.g. "
-                '{"compress_token_threshold": 20000, "recent_window": 6}; null restores the '
-                "server default. Names: compress_token_threshold, compress_entry_limit, "
-                "recent_window, min_compress_entries, target_ratio, max_active_exchanges, "
-                "answer_shorten_over, answer_shorten_to, qa_summary_over, qa_summary_to, "
-                "client_summary_grace, max_entry_chars."
+                '{"compress_token_threshold": 20000, "auto_compress": false}; null restores '
+                f"the server default. Names: {', '.join(ConversationPolicy.model_fields)}."
             ),
         ],
         ctx: Context[AppContext],

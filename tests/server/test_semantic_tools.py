@@ -22,12 +22,17 @@ async def test_tools_answer_while_the_model_loads_and_backfill_follows(
     settings: Settings, clock: FrozenClock
 ) -> None:
     lazy, fake, release = blocked_fake()
-    async with hosted(settings, clock=clock, embedder=lazy) as client:
+    brief = settings.model_copy(update={"embedding_wait": 0.05})
+    async with hosted(brief, clock=clock, embedder=lazy) as client:
         assert len((await client.list_tools()).tools) == len(TOOL_NAMES)
         await client.call_tool("append", {"layer": "episodic", "content": "before the model"})
         early = (await client.call_tool("search", {"query": "model"})).structured_content
         assert early is not None
-        assert early["mode"] == "keyword" and "still loading" in early["notes"][0]
+        assert early["mode"] == "keyword"
+        assert early["notes"] == [
+            "The embedding model was still loading after 0.05 s; used keyword search for this "
+            "query."
+        ]
         release.set()
         for _ in range(100):  # the lifespan's backfill task embeds the early row
             if fake.calls:

@@ -181,12 +181,15 @@ async def test_client_summary_flow_and_grace(storage: StorageUnderTest, clock: F
     assert added.compression.status == "summary_requested"
     first = added.compression.request
     assert first is not None and first.entry_ids == (4, 5, 6, 7)
-    for _ in range(2):  # client_summary_grace entries: reminded of the same request
+    for left in (2, 1):  # client_summary_grace entries: reminded, without the transcript
         added = await svc.add_entry(P, "s", type=EntryType.MESSAGE, content=f"m{n}", role=Role.USER)
         n += 1
-        assert added.compression is not None and added.compression.status == "summary_requested"
-        assert added.compression.request is not None
-        assert added.compression.request.entry_ids == first.entry_ids
+        assert added.compression is not None and added.compression.status == "summary_pending"
+        assert added.compression.request is None
+        assert added.compression.reason.startswith("a summary of entries #4-#7 (4) is still due")
+        assert f"after {left} more entries the server writes a fallback" in added.compression.reason
+    page = await svc.read_request(P, "s")  # the request can still be read
+    assert page.entry_ids == first.entry_ids and page.pages == 1 and "m3" in page.transcript
     added = await svc.add_entry(P, "s", type=EntryType.MESSAGE, content=f"m{n}", role=Role.USER)
     assert added.compression is not None and added.compression.status == "compressed"
     assert added.compression.summary is not None
@@ -505,3 +508,58 @@ async def test_a_failed_follow_up_compression_does_not_fail_the_entry(
         added = await svc.add_entry(P, "s", type=EntryType.MESSAGE, content=f"m{i}", role=Role.USER)
         assert added.compression is None
     assert (await svc.stats(P, "s")).total_entries == 3
+
+
+async def test_folded_qa_summary_keeps_the_gist_of_questions_and_answers(
+    storage: StorageUnderTest, clock: FrozenClock
+) -> None:
+    svc = make(storage, clock, max_active_exchanges=1)
+    await svc.start(P, "s")
+    for i in range(40):
+        await svc.finalize_exchange(
+            P,
+            "s",
+            f"question {i}: which region should service{i} deploy to, given latency? " * 2,
+            f"answer{i} is eu-west because most users are in Europe. " * 3,
+        )
+    qa = (await svc.export(P, "s")).qa_summary
+    assert len(qa.encode()) <= 4096
+    lines = qa.splitlines()
+    assert len(lines) == 39  # every folded exchange keeps its line (the newest is active)
+    for i, line in enumerate(lines):  # each keeps the start of its question and its answer
+        assert line.startswith(f"- Q: question {i}: which region")
+        assert f" A: answer{i} is eu-west" in line, line
+
+
+async def test_a_long_answer_is_shortened_by_the_summarizer_when_there_is_one(
+    storage: StorageUnderTest, clock: FrozenClock
+) -> None:
+    long_answer = "The cause was a stale cache entry in the edge tier. " * 20  # 1,060 bytes
+    summarizer = FixedSummarizer()
+    svc = make(storage, clock, summarizer)
+    await svc.start(P, "s")
+    done = await svc.finalize_exchange(P, "s", "Why did checkout fail?", long_answer)
+    assert done.outcome.exchange.answer == "model summary"
+    assert done.outcome.exchange.answer_shortened
+    instructions, sent, max_tokens = summarizer.calls[0]
+    assert sent == long_answer.strip() and "Why did checkout fail?" in instructions
+    assert "at most 500 bytes" in instructions and max_tokens == 125
+    # A summarizer that fails, or writes too much, never breaks the bound.
+    failing = make(storage, clock, FixedSummarizer(fail=True))
+    await failing.start(P, "t")
+    cut = await failing.finalize_exchange(P, "t", "Why?", long_answer)
+    assert cut.outcome.exchange.answer.startswith("The cause was a stale cache entry")
+    assert len(cut.outcome.exchange.answer.encode()) <= 500
+
+
+async def test_a_wordy_summarizer_is_still_held_to_the_answer_bound(
+    storage: StorageUnderTest, clock: FrozenClock
+) -> None:
+    class Wordy(FixedSummarizer):
+        async def summarize(self, instructions: str, transcript: str, max_tokens: int) -> str:
+            return "word " * 400
+
+    svc = make(storage, clock, Wordy())
+    await svc.start(P, "s")
+    done = await svc.finalize_exchange(P, "s", "Why?", "because " * 200)
+    assert len(done.outcome.exchange.answer.encode()) <= 500

@@ -12,11 +12,14 @@ from memory_core.domain.condense import (
     cache_key,
     compress_qa_summary,
     compression_reason,
+    condensed_transcript,
     fallback_summary,
     fit_to_budget,
     plan_compression,
     render_context,
+    render_transcript,
     shorten_bytes,
+    transcript_pages,
 )
 from memory_core.domain.conversation import Entry, EntryType, Exchange, Role, Summary
 from tests.fakes import START
@@ -158,3 +161,26 @@ def test_budget_keeps_newest_summaries_then_newest_entries() -> None:
     assert gone_s == 0 and gone_e > 0 and kept_e[-1].id == 10
     assert [e.id for e in kept_e] == sorted(e.id for e in kept_e)
     assert fit_to_budget([], entries, None, len)[3] == 0
+
+
+def test_a_shrunk_qa_line_keeps_the_start_of_its_answer() -> None:
+    line = "- Q: " + "why is the build slow " * 6 + "A: " + "because the cache is cold " * 6
+    out = compress_qa_summary("\n".join([line] * 30), 2_000)
+    assert len(out.encode()) <= 2_000
+    for kept in out.splitlines():
+        assert kept.startswith("- Q: why is the build") and " A: because the cache" in kept
+
+
+def test_a_condensed_transcript_respects_both_caps_and_pages_hold_everything() -> None:
+    entries = [entry(i, f"E{i}-START " + "word " * 1_000 + f"E{i}-END") for i in range(1, 6)]
+    text, cut = condensed_transcript(entries, entry_bytes=1_000, total_bytes=3_000)
+    assert len(text.encode()) <= 3_000 and cut == (1, 2, 3, 4, 5)
+    assert all(f"E{i}-START" in text for i in range(1, 6)) and "E1-END" not in text
+    pages = transcript_pages(entries, 2_000)
+    assert all(len(p.encode()) <= 2_000 for p in pages)
+    assert "".join(pages).replace("\n", "") == "".join(
+        render_transcript(entries).splitlines()
+    ).replace("\n", "")
+    few = [entry(1, "short")]
+    assert condensed_transcript(few, entry_bytes=1_000, total_bytes=3_000)[1] == ()
+    assert transcript_pages(few, 2_000) == [render_transcript(few)]
