@@ -34,6 +34,13 @@ class KnowledgePolicy(BaseModel):
     preference_similarity: float = Field(
         0.3, ge=-1, le=1, description="Least cosine for `preferences_find` to return a rule."
     )
+    preference_rank_all_max: int = Field(
+        20,
+        ge=0,
+        le=1_000,
+        description="A user with at most this many rules gets all of them from "
+        "`preferences_find`, ranked, those under the cut marked `weak` (0: never).",
+    )
     playbook_similarity: float = Field(
         0.6, ge=-1, le=1, description="Least cosine for `playbook_find` to return a playbook."
     )

@@ -178,7 +178,9 @@ class PreferenceMatchOut(BaseModel):
 
     preference: PreferenceOut
     score: float
-    match: Literal["flow", "semantic", "keyword"]
+    match: Literal["flow", "semantic", "keyword", "weak"] = Field(
+        description="weak: under the cut, listed because the user has few rules."
+    )
 
 
 class PreferenceFindOut(BaseModel):
@@ -230,7 +232,9 @@ class PlaybookMatchOut(BaseModel):
 
     playbook: PlaybookOut
     similarity: float
-    match: Literal["flow", "semantic", "keyword"]
+    match: Literal["flow", "semantic", "keyword"] = Field(
+        description="flow: a playbook of the flow asked for, whatever its similarity."
+    )
 
 
 class PlaybookFindOut(BaseModel):

@@ -37,7 +37,8 @@ class _HasId(Protocol):
 T = TypeVar("T")
 R = TypeVar("R", bound=_HasId)
 _SetVectors = Callable[[Sequence[tuple[int, Vector]], str], Awaitable[None]]
-MatchKind = Literal["flow", "semantic", "keyword"]
+# "weak": under the similarity cut, returned only because the user has few rules.
+MatchKind = Literal["flow", "semantic", "keyword", "weak"]
 MAX_KEY_CHARS = 512
 FIND_LIMIT_MAX = 50
 
@@ -157,7 +158,12 @@ class PreferenceService:
                 return FindResult(in_flow[:limit], "flow")
         notes = [] if flow_id is None else [f"No rules recorded for flow {flow_id!r}."]
         if embedder is None:
-            return self._by_words(rows, situation, limit, [*notes, f"{why}; matched by words."])
+            scored = [
+                Match(p, round(keyword_overlap(situation, _preference_text(p)), 4), "keyword")
+                for p, _ in rows
+            ]
+            notes.append(f"{why}; matched by words.")
+            return self._cut(scored, self.policy.keyword_overlap, limit, "keyword", notes)
         vectors = await self._fill_vectors(
             embedder, rows, _preference_text, self.preferences.set_vectors
         )
@@ -166,24 +172,34 @@ class PreferenceService:
             Match(p, round(cosine(query, v), 4), "semantic")
             for (p, _), v in zip(rows, vectors, strict=True)
         ]
-        kept = [m for m in scored if m.score >= self.policy.preference_similarity]
-        kept.sort(key=lambda m: (-m.score, m.item.id))
-        return FindResult(kept[:limit], "semantic", notes)
+        return self._cut(scored, self.policy.preference_similarity, limit, "semantic", notes)
 
-    def _by_words(
+    def _cut(
         self,
-        rows: Sequence[tuple[Preference, Vector | None]],
-        situation: str,
+        scored: list[Match[Preference]],
+        cut: float,
         limit: int,
+        mode: Literal["semantic", "keyword"],
         notes: list[str],
     ) -> FindResult[Preference]:
-        scored = [
-            Match(p, round(keyword_overlap(situation, _preference_text(p)), 4), "keyword")
-            for p, _ in rows
-        ]
-        kept = [m for m in scored if m.score >= self.policy.keyword_overlap]
-        kept.sort(key=lambda m: (-m.score, m.item.id))
-        return FindResult(kept[:limit], "keyword", notes)
+        """The matches at or above `cut`, best first; all of them when the user has few rules.
+
+        Trigger: a rule such as "Use metric units." scores cosine 0.11 against "how far is it
+        from Paris to Berlin", under any cut that keeps noise out. Why: a user has few rules,
+        and a model reading all of them ranked decides better than a threshold returning none.
+        Outcome: up to `preference_rank_all_max` rules come back ranked, those under the cut
+        marked "weak".
+        """
+        scored.sort(key=lambda m: (-m.score, m.item.id))
+        if not 0 < len(scored) <= self.policy.preference_rank_all_max:
+            return FindResult([m for m in scored if m.score >= cut][:limit], mode, notes)
+        shown = [m if m.score >= cut else Match(m.item, m.score, "weak") for m in scored][:limit]
+        if any(m.how == "weak" for m in shown):
+            notes.append(
+                f"This user has {len(scored)} rules, so all are ranked; match=weak scored "
+                f"under {cut}: follow one only if it fits the situation."
+            )
+        return FindResult(shown, mode, notes)
 
     async def _fill_vectors(
         self,
@@ -245,10 +261,12 @@ class PreferenceService:
     async def find_playbooks(
         self, user: str, query: str, *, flow: str | None = None, limit: int = 5
     ) -> FindResult[Playbook]:
-        """Playbooks of `user` whose recorded query means what `query` means.
+        """Playbooks of `user` for a flow, or whose recorded query means what `query` means.
 
-        Only playbooks at or above `playbook_similarity` (cosine) are returned, best first;
-        without a model, those holding at least `keyword_overlap` of the query's words.
+        With `flow`, that flow's playbooks are the answer, exactly (match "flow"): ranked by
+        similarity to `query`, never cut, and none from other flows. Without it, only
+        playbooks at or above `playbook_similarity` (cosine) are returned, best first; without
+        a model, those holding at least `keyword_overlap` of the query's words.
         """
         user = check_name("user", user)
         query = check_text("query", query, max_chars=self.policy.max_value_chars)
@@ -256,21 +274,37 @@ class PreferenceService:
         limit = _check_limit(limit)
         embedder, why = await self.embedding.for_read()
         rows = await self.playbooks.list_user(user, flow, embedder.model_id if embedder else None)
+        notes = [] if embedder is not None else [f"{why}; ranked by words."]
+        if flow is not None:
+            ranked = await self._rank_playbooks(embedder, rows, query)
+            if not ranked:
+                notes.insert(0, f"No playbooks recorded for flow {flow!r}.")
+            exact = [Match(m.item, m.score, "flow") for m in ranked]
+            return FindResult(exact[:limit], "flow", notes)
+        ranked = await self._rank_playbooks(embedder, rows, query)
+        cut = self.policy.playbook_similarity if embedder else self.policy.keyword_overlap
+        kept = [m for m in ranked if m.score >= cut]
+        return FindResult(kept[:limit], "semantic" if embedder else "keyword", notes)
+
+    async def _rank_playbooks(
+        self,
+        embedder: Embedder | None,
+        rows: Sequence[tuple[Playbook, Vector | None]],
+        query: str,
+    ) -> list[Match[Playbook]]:
+        """Playbooks scored against `query` (cosine, else word overlap), best then newest first."""
         if embedder is None:
             scored = [
                 Match(p, round(keyword_overlap(query, p.user_query), 4), "keyword") for p, _ in rows
             ]
-            kept = [m for m in scored if m.score >= self.policy.keyword_overlap]
-            kept.sort(key=lambda m: (-m.score, -m.item.id))
-            return FindResult(kept[:limit], "keyword", [f"{why}; matched by words."])
-        vectors = await self._fill_vectors(
-            embedder, rows, lambda p: p.user_query, self.playbooks.set_vectors
-        )
-        vector = (await self.embedding.embed(embedder, [query]))[0]
-        matches = [
-            Match(p, round(cosine(vector, v), 4), "semantic")
-            for (p, _), v in zip(rows, vectors, strict=True)
-        ]
-        kept = [m for m in matches if m.score >= self.policy.playbook_similarity]
-        kept.sort(key=lambda m: (-m.score, -m.item.id))
-        return FindResult(kept[:limit], "semantic")
+        else:
+            vectors = await self._fill_vectors(
+                embedder, rows, lambda p: p.user_query, self.playbooks.set_vectors
+            )
+            vector = (await self.embedding.embed(embedder, [query]))[0]
+            scored = [
+                Match(p, round(cosine(vector, v), 4), "semantic")
+                for (p, _), v in zip(rows, vectors, strict=True)
+            ]
+        scored.sort(key=lambda m: (-m.score, -m.item.id))
+        return scored

@@ -112,7 +112,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         Inside a known flow (`flow_id` with rules recorded for it) those rules come back
         exactly (match="flow"); otherwise rules are matched by meaning against their keys
         and values (match="semantic"), or by words when no embedding model is available.
-        Call it before acting for a user, and follow the rules it returns.
+        A user with few rules gets all of them ranked; match="weak" ones scored under the
+        cut: follow those only if they fit. Call it before acting for a user.
         """
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("preferences_find", ctx.request_id):
@@ -166,12 +167,15 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         user: User,
         query: Annotated[str, Field(description="The user's current request.")],
         ctx: Context[AppContext],
-        flow: Annotated[str | None, Field(description="Only playbooks of this flow.")] = None,
+        flow: Annotated[
+            str | None, Field(description="The flow: returns its playbooks, exactly.")
+        ] = None,
         limit: Limit = 5,
     ) -> PlaybookFindOut:
         """Find proven recipes: the user's playbooks whose request means what `query` means.
 
-        Only playbooks at or above the similarity `threshold` are returned, best first; an
+        With `flow`, every playbook of that flow comes back (match="flow"), closest first.
+        Without it, only playbooks at or above the similarity `threshold`, best first; an
         empty list means none is close enough, so plan from scratch.
         """
         app = ctx.request_context.lifespan_context.container

@@ -276,7 +276,11 @@ async def test_preferences_update_get_and_find_by_flow_and_words(client: Client)
     assert [m["preference"]["key"] for m in in_flow["matches"]] == ["response.verbosity"]
     by_words = await call(client, "preferences_find", user="ann", situation="which units?")
     assert by_words["mode"] == "keyword"
-    assert [m["preference"]["key"] for m in by_words["matches"]] == ["units"]
+    # Two rules are few: both come back ranked, the one without the word marked weak.
+    assert [(m["preference"]["key"], m["match"]) for m in by_words["matches"]] == [
+        ("units", "keyword"),
+        ("response.verbosity", "weak"),
+    ]
     missing = await call(client, "preferences_get", user="ann", key="nope")
     assert missing["found"] is False and "preferences_find" in missing["message"]
 
@@ -287,7 +291,24 @@ async def test_preferences_find_by_meaning(semantic: Client) -> None:
     found = await call(semantic, "preferences_find", user="ann", situation="metric units please")
     assert found["mode"] == "semantic"
     assert found["matches"][0]["preference"]["key"] == "units"
-    assert all(m["score"] >= 0.3 for m in found["matches"])
+    assert all((m["score"] >= 0.3) is (m["match"] == "semantic") for m in found["matches"])
+
+
+async def test_a_user_with_few_rules_gets_them_all_ranked_even_under_the_cut(
+    semantic: Client,
+) -> None:
+    situation = "how far is it from Paris to Berlin"
+    rules = {"units": "Use metric units.", "tone": "formal polite tone"}
+    assert all(fake_cosine(situation, f"{k}: {v}") < 0.3 for k, v in rules.items())
+    for key, value in rules.items():
+        await call(semantic, "preferences_update", user="ann", key=key, value=value)
+    found = await call(semantic, "preferences_find", user="ann", situation=situation)
+    assert found["count"] == 2 and {m["match"] for m in found["matches"]} == {"weak"}
+    scores = [m["score"] for m in found["matches"]]
+    assert scores == sorted(scores, reverse=True)
+    assert "2 rules" in found["notes"][0]
+    limited = await call(semantic, "preferences_find", user="ann", situation=situation, limit=1)
+    assert limited["count"] == 1
 
 
 async def test_playbooks_are_returned_above_the_threshold_only(semantic: Client) -> None:
@@ -324,7 +345,33 @@ async def test_playbooks_are_returned_above_the_threshold_only(semantic: Client)
     below = await call(semantic, "playbook_find", user="u1", query=far)
     assert below["count"] == 0
     other_flow = await call(semantic, "playbook_find", user="u1", query=near, flow="travel")
-    assert other_flow["count"] == 0
+    assert other_flow["count"] == 0 and "No playbooks recorded for flow 'travel'" in str(
+        other_flow["notes"]
+    )
+
+
+async def test_playbook_find_with_a_flow_returns_that_flows_playbooks_exactly(
+    semantic: Client,
+) -> None:
+    # Far from the query by meaning, but of the flow asked for: an exact lookup returns it.
+    far = "what is the weather in paris"
+    query = "book a table for two at an italian restaurant tonight"
+    assert fake_cosine(query, far) < 0.6
+    for flow, text in (("weather", far), ("booking", "reserve a hotel room in rome")):
+        await call(
+            semantic,
+            "playbook_record",
+            user="u1",
+            flow=flow,
+            user_query=text,
+            slots={},
+            tool_calls=[{"tool": flow}],
+            outcome="done",
+        )
+    found = await call(semantic, "playbook_find", user="u1", query=query, flow="weather")
+    assert found["mode"] == "flow" and found["count"] == 1
+    assert found["matches"][0]["match"] == "flow"
+    assert found["matches"][0]["playbook"]["user_query"] == far
 
 
 async def test_a_user_never_sees_another_users_preferences_or_playbooks(client: Client) -> None:
@@ -343,6 +390,8 @@ async def test_a_user_never_sees_another_users_preferences_or_playbooks(client: 
     assert (await call(client, "preferences_find", user="bob", situation="metric units"))[
         "count"
     ] == 0
+    found = await call(client, "preferences_find", user="alice", situation="metric units")
+    assert [m["preference"]["key"] for m in found["matches"]] == ["units"]
     assert (await call(client, "playbook_find", user="bob", query="export the sales report"))[
         "count"
     ] == 0
