@@ -10,10 +10,20 @@ import aiosqlite
 import pytest
 
 from memory_core.conversation_ports import ConversationStore
+from memory_core.knowledge_ports import (
+    DocumentStore,
+    PlaybookStore,
+    PreferenceStore,
+    ScratchpadStore,
+)
 from memory_core.ports import MemoryRepository, VectorIndex
 from memory_core.storage.postgres import (
     PostgresConversationStore,
+    PostgresDocumentStore,
     PostgresMemoryRepository,
+    PostgresPlaybookStore,
+    PostgresPreferenceStore,
+    PostgresScratchpadStore,
     PostgresSession,
     PostgresStore,
     PostgresVectorIndex,
@@ -24,7 +34,10 @@ from memory_core.storage.sqlite import (
     SqliteSession,
     SqliteVectorIndex,
 )
+from memory_core.storage.sqlite.documents import SqliteDocumentStore
+from memory_core.storage.sqlite.preferences import SqlitePlaybookStore, SqlitePreferenceStore
 from memory_core.storage.sqlite.rows import encode_time
+from memory_core.storage.sqlite.scratchpad import SqliteScratchpadStore
 from server.settings import Settings
 
 __all__ = ["PostgresUnderTest", "SqliteUnderTest", "StorageUnderTest", "settings_on"]
@@ -38,6 +51,14 @@ class StorageUnderTest(Protocol):
     def vectors(self, *, exact_max: int = ...) -> VectorIndex: ...
 
     def conversations(self) -> ConversationStore: ...
+
+    def preferences(self) -> PreferenceStore: ...
+
+    def playbooks(self) -> PlaybookStore: ...
+
+    def scratchpad(self) -> ScratchpadStore: ...
+
+    def documents(self) -> DocumentStore: ...
 
     async def execute(self, sql: str, *args: Any) -> None:
         """Run raw SQL (`?` placeholders; datetimes are converted) behind the port's back."""
@@ -64,6 +85,18 @@ class SqliteUnderTest:
 
     def conversations(self) -> ConversationStore:
         return SqliteConversationStore(SqliteSession(self.db))
+
+    def preferences(self) -> PreferenceStore:
+        return SqlitePreferenceStore(SqliteSession(self.db))
+
+    def playbooks(self) -> PlaybookStore:
+        return SqlitePlaybookStore(SqliteSession(self.db))
+
+    def scratchpad(self) -> ScratchpadStore:
+        return SqliteScratchpadStore(SqliteSession(self.db))
+
+    def documents(self) -> DocumentStore:
+        return SqliteDocumentStore(SqliteSession(self.db))
 
     async def execute(self, sql: str, *args: Any) -> None:
         await self.db.execute(sql, _sqlite_args(args))
@@ -94,6 +127,18 @@ class PostgresUnderTest:
 
     def conversations(self) -> ConversationStore:
         return PostgresConversationStore(PostgresSession(self.store.pool))
+
+    def preferences(self) -> PreferenceStore:
+        return PostgresPreferenceStore(PostgresSession(self.store.pool))
+
+    def playbooks(self) -> PlaybookStore:
+        return PostgresPlaybookStore(PostgresSession(self.store.pool))
+
+    def scratchpad(self) -> ScratchpadStore:
+        return PostgresScratchpadStore(PostgresSession(self.store.pool))
+
+    def documents(self) -> DocumentStore:
+        return PostgresDocumentStore(PostgresSession(self.store.pool))
 
     async def execute(self, sql: str, *args: Any) -> None:
         async with self.store.pool.acquire() as conn:

@@ -14,13 +14,14 @@ from memory_core.domain.inputs import check_text
 from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference
 from memory_core.domain.knowledge_inputs import check_json_size, check_name, check_optional_name
 from memory_core.domain.similarity import keyword_overlap
-from memory_core.errors import InvalidInputError
+from memory_core.errors import ConfirmationRequiredError, InvalidInputError
 from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.knowledge_ports import PlaybookStore, PreferenceStore, Vector
 from memory_core.ports import Clock, Embedder
 from memory_core.services.embedding_access import EmbeddingAccess, cosine
 
 __all__ = [
+    "Deleted",
     "FindResult",
     "Match",
     "PlaybookRecord",
@@ -41,6 +42,7 @@ _SetVectors = Callable[[Sequence[tuple[int, Vector]], str], Awaitable[None]]
 MatchKind = Literal["flow", "semantic", "keyword", "weak"]
 MAX_KEY_CHARS = 512
 FIND_LIMIT_MAX = 50
+MAX_DELETE_ITEMS = 1_000
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,21 @@ class PlaybookRecord:
     playbook: Playbook
     created: bool
     notes: list[str]
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """What a delete removed: rule keys and playbook ids."""
+
+    keys: list[str]
+    playbook_ids: list[int]
+
+
+def check_items(field_name: str, items: Sequence[T] | None) -> Sequence[T] | None:
+    """A list of names or ids to delete, at most MAX_DELETE_ITEMS long."""
+    if items is not None and len(items) > MAX_DELETE_ITEMS:
+        raise InvalidInputError(field_name, f"must hold at most {MAX_DELETE_ITEMS} items")
+    return items
 
 
 def _preference_text(p: Preference) -> str:
@@ -134,6 +151,44 @@ class PreferenceService:
         """The rule `key` of `user`, or None."""
         return await self.preferences.get(
             check_name("user", user), check_text("key", key, max_chars=MAX_KEY_CHARS)
+        )
+
+    async def list_all(self, user: str) -> tuple[list[Preference], list[Playbook]]:
+        """Every rule (by key) and playbook (oldest first) of `user`: what a person reviews."""
+        user = check_name("user", user)
+        rules = await self.preferences.list_user(user, None)
+        playbooks = await self.playbooks.list_user(user, None, None)
+        return [p for p, _ in rules], [p for p, _ in playbooks]
+
+    async def delete(
+        self,
+        user: str,
+        *,
+        keys: Sequence[str] | None = None,
+        playbook_ids: Sequence[int] | None = None,
+        confirm: bool = False,
+    ) -> Deleted:
+        """Delete rules by key and playbooks by id; with neither, everything of `user`.
+
+        Raises:
+            ConfirmationRequiredError: Everything of the user was asked for without `confirm`.
+            InvalidInputError: A field is badly formed; nothing is deleted.
+        """
+        user = check_name("user", user)
+        keys = check_items("keys", keys)
+        playbook_ids = check_items("playbook_ids", playbook_ids)
+        if keys is not None:
+            keys = [check_text("keys", k, max_chars=MAX_KEY_CHARS) for k in keys]
+        if keys is None and playbook_ids is None:
+            if not confirm:
+                raise ConfirmationRequiredError("deleting every rule and playbook of a user")
+            return Deleted(
+                keys=await self.preferences.delete(user, None),
+                playbook_ids=await self.playbooks.delete(user, None),
+            )
+        return Deleted(
+            keys=await self.preferences.delete(user, keys) if keys else [],
+            playbook_ids=await self.playbooks.delete(user, playbook_ids) if playbook_ids else [],
         )
 
     async def find(

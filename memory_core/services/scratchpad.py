@@ -13,15 +13,19 @@ from memory_core.domain.knowledge import (
     Snippet,
     SnippetDraft,
 )
-from memory_core.domain.knowledge_inputs import check_optional_name, check_session_id
+from memory_core.domain.knowledge_inputs import (
+    check_name,
+    check_optional_name,
+    check_session_id,
+)
 from memory_core.domain.similarity import normalised_hash
-from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.errors import ConfirmationRequiredError, InvalidInputError, NotFoundError
 from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.knowledge_ports import ScratchpadStore, Vector
 from memory_core.ports import Clock
 from memory_core.services.business import BusinessService
 from memory_core.services.embedding_access import EmbeddingAccess, cosine
-from memory_core.services.preferences import MAX_KEY_CHARS, PreferenceService
+from memory_core.services.preferences import MAX_KEY_CHARS, PreferenceService, check_items
 
 __all__ = ["Promotion", "ScratchpadService", "ScratchpadWrite"]
 
@@ -189,6 +193,39 @@ class ScratchpadService:
         if ids is not None and len(ids) > MAX_READ_IDS:
             raise InvalidInputError("ids", f"must hold at most {MAX_READ_IDS} ids")
         return await self.store.read(session_id, ids, self.clock.now())
+
+    async def delete(
+        self,
+        session_id: str | None = None,
+        ids: Sequence[int] | None = None,
+        *,
+        user: str | None = None,
+        confirm: bool = False,
+    ) -> list[int]:
+        """Delete snippets: these `ids` of a session, a whole session, or every one of a user.
+
+        Copies already promoted to preferences or business context stay; delete them there.
+
+        Raises:
+            ConfirmationRequiredError: A whole session or a user's snippets without `confirm`.
+            InvalidInputError: Neither or both of `session_id` and `user`, or `ids` with `user`.
+        """
+        ids = check_items("ids", ids)
+        if (session_id is None) == (user is None):
+            raise InvalidInputError("session_id", "give either `session_id` or `user`, not both")
+        if user is not None:
+            user = check_name("user", user)
+            if ids is not None:
+                raise InvalidInputError("ids", "are ids within a session: give `session_id`")
+        elif session_id is not None:
+            session_id = check_session_id(session_id)
+        if ids is None and not confirm:
+            raise ConfirmationRequiredError(
+                "deleting a whole scratchpad" if user is None else "deleting a user's snippets"
+            )
+        if ids is not None and not ids:
+            return []
+        return await self.store.delete(session_id=session_id, user=user, ids=ids)
 
     async def promote(
         self,

@@ -10,7 +10,7 @@ from mcp import Client
 from memory_core.knowledge_config import KnowledgePolicy
 from server.settings import Settings
 from tests.backends import settings_on
-from tests.catalog import KNOWLEDGE_READ_ONLY_TOOLS, KNOWLEDGE_TOOLS
+from tests.catalog import KNOWLEDGE_DESTRUCTIVE_TOOLS, KNOWLEDGE_READ_ONLY_TOOLS, KNOWLEDGE_TOOLS
 from tests.fakes import FakeEmbedder, FrozenClock, ready_fake
 from tests.mcp_client import call, error, hosted
 
@@ -52,7 +52,7 @@ async def test_knowledge_tools_are_listed_with_titles_and_hints(client: Client) 
         assert t.title and t.description and t.output_schema and t.annotations
         assert t.annotations.open_world_hint is False
         assert t.annotations.read_only_hint is (name in KNOWLEDGE_READ_ONLY_TOOLS)
-        assert not t.annotations.destructive_hint
+        assert bool(t.annotations.destructive_hint) is (name in KNOWLEDGE_DESTRUCTIVE_TOOLS)
 
 
 # ---- scratchpad ----------------------------------------------------------------------------
@@ -585,3 +585,107 @@ async def test_promoting_under_a_documents_name_never_replaces_that_document(
     assert promoted["promotion"]["ref"] == "scratchpad/handbook.md"
     found = await call(client, "search_business_context", tenant="acme", query="deploys tuesdays")
     assert found["hits"][0]["source"] == "handbook.md"
+
+
+# ---- review and correction (issue 18) ------------------------------------------------------
+
+
+async def test_a_users_rules_and_playbooks_can_be_listed_and_deleted(client: Client) -> None:
+    for key, value in (("units", "metric"), ("tone", "formal"), ("lang", "French")):
+        await call(client, "preferences_update", user="ann", key=key, value=value)
+    await call(client, "preferences_update", user="bob", key="units", value="imperial")
+    pb = await call(
+        client,
+        "playbook_record",
+        user="ann",
+        flow="f",
+        user_query="export the sales report",
+        slots={"format": "csv"},
+        tool_calls=[{"tool": "export"}],
+        outcome="done",
+    )
+    listed = await call(client, "preferences_list", user="ann")
+    assert [r["key"] for r in listed["rules"]] == ["lang", "tone", "units"]
+    assert [p["id"] for p in listed["playbooks"]] == [pb["playbook"]["id"]]
+    assert listed["playbooks"][0]["user_query"] == "export the sales report"
+
+    one = await call(client, "preferences_delete", user="ann", keys=["units", "nope"])
+    assert one["deleted_keys"] == ["units"] and one["not_found"] == ["nope"]
+    assert not (await call(client, "preferences_get", user="ann", key="units"))["found"]
+    assert (await call(client, "preferences_get", user="bob", key="units"))["found"]
+
+    refused = await error(client, "preferences_delete", user="ann")
+    assert "confirm" in refused
+    assert len((await call(client, "preferences_list", user="ann"))["rules"]) == 2
+    everything = await call(client, "preferences_delete", user="ann", confirm=True)
+    assert everything["deleted_keys"] == ["lang", "tone"]
+    assert everything["deleted_playbook_ids"] == [pb["playbook"]["id"]]
+    empty = await call(client, "preferences_list", user="ann")
+    assert empty["rules"] == [] and empty["playbooks"] == []
+    assert (await call(client, "preferences_list", user="bob"))["rules"][0]["value"] == "imperial"
+
+
+async def test_scratchpad_snippets_can_be_deleted_by_id_session_or_user(client: Client) -> None:
+    a = await call(client, "scratchpad_write", session_id="s1", snippet="first", user="ann")
+    await call(client, "scratchpad_write", session_id="s1", snippet="second", user="ann")
+    await call(client, "scratchpad_write", session_id="s2", snippet="third", user="ann")
+    await call(client, "scratchpad_write", session_id="s2", snippet="bob's", user="bob")
+    await call(client, "scratchpad_write", session_id="s3", snippet="anonymous")
+    sid = a["snippet"]["id"]
+    one = await call(client, "scratchpad_delete", session_id="s1", ids=[sid, 999_999])
+    assert one["ids"] == [sid] and one["not_found"] == [999_999]
+    assert [
+        s["snippet"] for s in (await call(client, "scratchpad_read", session_id="s1"))["snippets"]
+    ] == ["second"]
+    assert "confirm" in await error(client, "scratchpad_delete", session_id="s1")
+    assert "confirm" in await error(client, "scratchpad_delete", user="ann")
+    assert "session_id" in await error(client, "scratchpad_delete", session_id="s1", user="ann")
+    users = await call(client, "scratchpad_delete", user="ann", confirm=True)
+    assert users["deleted"] == 2
+    left = await call(client, "scratchpad_read", session_id="s2")
+    assert [s["snippet"] for s in left["snippets"]] == ["bob's"]
+    whole = await call(client, "scratchpad_delete", session_id="s3", confirm=True)
+    assert whole["deleted"] == 1
+    assert (await call(client, "scratchpad_read", session_id="s3"))["count"] == 0
+
+
+async def test_documents_can_be_listed_and_deleted_and_search_forgets_them(
+    semantic: Client,
+) -> None:
+    await call(
+        semantic,
+        "ingest_document",
+        tenant="acme",
+        source="refunds.md",
+        text="Refunds are paid within 30 days of a return.",
+    )
+    await call(
+        semantic,
+        "ingest_document",
+        tenant="acme",
+        source="parking.md",
+        text="Parking is in the basement.",
+    )
+    await call(
+        semantic,
+        "ingest_document",
+        tenant="other",
+        source="refunds.md",
+        text="Refunds are never paid.",
+    )
+    listed = await call(semantic, "list_documents", tenant="acme")
+    assert [d["source"] for d in listed["documents"]] == ["refunds.md", "parking.md"]
+    assert listed["documents"][0]["origin"] == "ingest" and listed["documents"][0]["chunks"] == 1
+    # A search first, so this process caches the tenant's vectors; the delete must reset them.
+    query = "Refunds are paid within 30 days of a return."
+    hits = (await call(semantic, "search_business_context", tenant="acme", query=query))["hits"]
+    assert hits[0]["source"] == "refunds.md"
+    gone = await call(semantic, "delete_documents", tenant="acme", sources=["refunds.md", "x"])
+    assert gone["deleted"] == ["refunds.md"] and gone["not_found"] == ["x"]
+    hits = (await call(semantic, "search_business_context", tenant="acme", query=query))["hits"]
+    assert all(h["source"] != "refunds.md" for h in hits)
+    assert "confirm" in await error(semantic, "delete_documents", tenant="acme")
+    every = await call(semantic, "delete_documents", tenant="acme", confirm=True)
+    assert every["deleted"] == ["parking.md"]
+    assert (await call(semantic, "list_documents", tenant="acme"))["count"] == 0
+    assert (await call(semantic, "list_documents", tenant="other"))["count"] == 1
