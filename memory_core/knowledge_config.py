@@ -32,7 +32,12 @@ class KnowledgePolicy(BaseModel):
         description="Cosine at or above which two snippets count as the same snippet.",
     )
     preference_similarity: float = Field(
-        0.3, ge=-1, le=1, description="Least cosine for `preferences_find` to return a rule."
+        # Calibrated on tests/data/preference_relevance.json (docs/benchmarks.md): the best F1
+        # with the default model; 0.3 returned nothing for 10 of 24 labelled situations.
+        0.25,
+        ge=-1,
+        le=1,
+        description="Least cosine for `preferences_find` to return a rule as a match.",
     )
     preference_rank_all_max: int = Field(
         20,

@@ -291,7 +291,8 @@ async def test_preferences_find_by_meaning(semantic: Client) -> None:
     found = await call(semantic, "preferences_find", user="ann", situation="metric units please")
     assert found["mode"] == "semantic"
     assert found["matches"][0]["preference"]["key"] == "units"
-    assert all((m["score"] >= 0.3) is (m["match"] == "semantic") for m in found["matches"])
+    cut = KnowledgePolicy().preference_similarity
+    assert all((m["score"] >= cut) is (m["match"] == "semantic") for m in found["matches"])
 
 
 async def test_a_user_with_few_rules_gets_them_all_ranked_even_under_the_cut(
@@ -299,7 +300,8 @@ async def test_a_user_with_few_rules_gets_them_all_ranked_even_under_the_cut(
 ) -> None:
     situation = "how far is it from Paris to Berlin"
     rules = {"units": "Use metric units.", "tone": "formal polite tone"}
-    assert all(fake_cosine(situation, f"{k}: {v}") < 0.3 for k, v in rules.items())
+    cut = KnowledgePolicy().preference_similarity
+    assert all(fake_cosine(situation, f"{k}: {v}") < cut for k, v in rules.items())
     for key, value in rules.items():
         await call(semantic, "preferences_update", user="ann", key=key, value=value)
     found = await call(semantic, "preferences_find", user="ann", situation=situation)
