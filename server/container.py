@@ -102,6 +102,7 @@ async def open_container(
             indexer=indexer,
             redaction=settings.redaction,
         )
+        knowledge = build_knowledge(backend.knowledge, embedder, the_clock, settings.knowledge)
         conversations = ConversationService(
             store=backend.conversations,
             clock=the_clock,
@@ -109,6 +110,7 @@ async def open_container(
             counter=token_counter_for(embedder.model_id if embedder else None),
             summarizer=_summarizer(settings),
             redaction=settings.redaction,
+            session_notes=knowledge.scratchpad.notes_of,
         )
         log.info(
             "store.opened",
@@ -125,7 +127,7 @@ async def open_container(
             embedder=embedder,
             indexer=indexer,
             conversations=conversations,
-            knowledge=build_knowledge(backend.knowledge, embedder, the_clock, settings.knowledge),
+            knowledge=knowledge,
             leases=backend.leases,
         )
     finally:

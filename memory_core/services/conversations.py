@@ -13,7 +13,12 @@ import structlog
 from pydantic import JsonValue, ValidationError
 
 from memory_core.config import ConversationPolicy
-from memory_core.conversation_ports import ConversationStore, Summarizer, TokenCounter
+from memory_core.conversation_ports import (
+    ConversationStore,
+    SessionNotes,
+    Summarizer,
+    TokenCounter,
+)
 from memory_core.domain.condense import (
     cache_key,
     compress_qa_summary,
@@ -47,6 +52,7 @@ from memory_core.domain.conversation import (
 )
 from memory_core.domain.inputs import check_project, check_session, check_text
 from memory_core.domain.redaction import Redaction, RedactionPolicy, redact_json, redact_text
+from memory_core.domain.session_notes import notes_digest, notes_transcript
 from memory_core.errors import (
     ConfirmationRequiredError,
     ConflictError,
@@ -144,8 +150,10 @@ class ConversationService:
         counter: TokenCounter,
         summarizer: Summarizer | None = None,
         redaction: RedactionPolicy | None = None,
+        session_notes: SessionNotes | None = None,
     ) -> None:
         self._redaction = redaction or RedactionPolicy()
+        self._session_notes = session_notes
         self._store = store
         self._clock = clock
         self._policy = policy
@@ -421,6 +429,7 @@ class ConversationService:
         automatic: bool,
     ) -> CompressionResult:
         target = max(16, math.ceil(plan.original_tokens * policy.target_ratio))
+        notes = await self._notes(info.session_id)
         use_summarizer = source == "summarizer" or (source == "auto" and self._summarizer)
         if use_summarizer:
             if self._summarizer is None:
@@ -429,7 +438,9 @@ class ConversationService:
                 )
             try:
                 text = await self._summarizer.summarize(
-                    summarization_prompt(target), render_transcript(plan.entries), target
+                    summarization_prompt(target),
+                    render_transcript(plan.entries) + notes_transcript(notes),
+                    target,
                 )
                 return await self._apply(project, info, plan, text, "summarizer")
             except SummarizerError as exc:
@@ -442,10 +453,11 @@ class ConversationService:
                 if source == "summarizer":
                     raise
                 return await self._apply(
-                    project, info, plan, self._fallback(plan, target), "fallback"
+                    project, info, plan, self._fallback(plan, target, notes), "fallback"
                 )
         if source == "fallback":
-            return await self._apply(project, info, plan, self._fallback(plan, target), "fallback")
+            fallback = self._fallback(plan, target, notes)
+            return await self._apply(project, info, plan, fallback, "fallback")
         # The client's own model writes it: hand over the entries, unless the client already
         # had its chance for this many entries and ignored it (then the server must bound the
         # session itself).
@@ -458,7 +470,7 @@ class ConversationService:
                     plan = CompressionPlan(entries=tuple(stale), reason=plan.reason)
                 target = max(16, math.ceil(plan.original_tokens * policy.target_ratio))
                 return await self._apply(
-                    project, info, plan, self._fallback(plan, target), "fallback"
+                    project, info, plan, self._fallback(plan, target, notes), "fallback"
                 )
         if pending is None or not automatic:
             pending = PendingSummary(
@@ -474,13 +486,18 @@ class ConversationService:
             request=SummaryRequest(
                 entry_ids=pending.entry_ids,
                 instructions=summarization_prompt(target),
-                transcript=render_transcript(asked),
+                transcript=render_transcript(asked) + notes_transcript(notes),
                 target_tokens=target,
             ),
         )
 
-    def _fallback(self, plan: CompressionPlan, target_tokens: int) -> str:
-        return fallback_summary(plan.entries, max_bytes=max(200, target_tokens * 4))
+    def _fallback(self, plan: CompressionPlan, target_tokens: int, notes: list[str]) -> str:
+        budget = max(200, target_tokens * 4)
+        return notes_digest(fallback_summary(plan.entries, max_bytes=budget), notes, budget)
+
+    async def _notes(self, session_id: str) -> list[str]:
+        """The session's scratchpad snippets, which its summaries are written from too."""
+        return await self._session_notes(session_id) if self._session_notes else []
 
     async def _apply(
         self,

@@ -227,6 +227,17 @@ class ScratchpadService:
             return []
         return await self.store.delete(session_id=session_id, user=user, ids=ids)
 
+    async def notes_of(self, session_id: str) -> list[str]:
+        """A session's snippet texts, most recently used first; [] for an id it cannot hold.
+
+        Its conversation's summaries are written from them too.
+        """
+        try:
+            session_id = check_session_id(session_id)
+        except InvalidInputError:
+            return []
+        return [s.text for s in await self.store.read(session_id, None, self.clock.now())]
+
     async def promote(
         self,
         session_id: str,
