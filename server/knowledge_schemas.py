@@ -253,6 +253,9 @@ class PlaybookFindOut(BaseModel):
     count: int
     matches: list[PlaybookMatchOut]
     notes: list[str]
+    scratchpad_snippet_id: int | None = Field(
+        None, description="The note the best playbook became in the session's scratchpad."
+    )
 
 
 class IngestOut(BaseModel):

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memory_core.domain.inputs import check_text
 from memory_core.domain.knowledge import (
     DocumentOrigin,
+    Playbook,
     PromotionReason,
     PromotionTarget,
     Snippet,
@@ -226,6 +228,32 @@ class ScratchpadService:
         if ids is not None and not ids:
             return []
         return await self.store.delete(session_id=session_id, user=user, ids=ids)
+
+    async def seed_playbook(self, session_id: str, playbook: Playbook) -> Snippet:
+        """Write a playbook into a session's scratchpad, so the flow starts from the recipe.
+
+        The note has no user or tenant, so it is never promoted: the playbook itself is the
+        lasting copy. Writing the same playbook again refreshes the note.
+
+        Raises:
+            InvalidInputError: `session_id` is badly formed; nothing is written.
+        """
+        session_id = check_session_id(session_id)
+        calls = json.dumps(playbook.tool_calls, ensure_ascii=False)
+        slots = json.dumps(playbook.slots, ensure_ascii=False, sort_keys=True)
+        text = (
+            f"Playbook {playbook.id} (flow {playbook.flow}) worked before for "
+            f"{playbook.user_query!r}: slots {slots}; tool calls {calls}; "
+            f"outcome: {playbook.outcome}"
+        )
+        limit = self.policy.max_snippet_chars
+        if len(text) > limit:
+            text = text[: limit - 1] + "\u2026"
+        draft = self._draft(session_id, text, None, None, False, None)
+        written = await self.store.write(
+            draft, None, None, self.clock.now(), cap=self.policy.scratchpad_cap
+        )
+        return written.snippet
 
     async def notes_of(self, session_id: str) -> list[str]:
         """A session's snippet texts, most recently used first; [] for an id it cannot hold.

@@ -232,18 +232,33 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
             str | None, Field(description="The flow: returns its playbooks, exactly.")
         ] = None,
         limit: Limit = 5,
+        session_id: Annotated[
+            str | None,
+            Field(
+                description="Your session: the best playbook is also written into its "
+                "scratchpad before the flow runs.",
+                max_length=128,
+            ),
+        ] = None,
     ) -> PlaybookFindOut:
         """Find proven recipes: the user's playbooks whose request means what `query` means.
 
         With `flow`, every playbook of that flow comes back (match="flow"), closest first.
         Without it, only playbooks at or above the similarity `threshold`, best first; an
-        empty list means none is close enough, so plan from scratch.
+        empty list means none is close enough, so plan from scratch. With `session_id`, the
+        best one is also written into that session's scratchpad.
         """
         app = ctx.request_context.lifespan_context.container
+        seeded: int | None = None
         with domain_errors_as_tool_errors("playbook_find", ctx.request_id):
             result = await app.knowledge.preferences.find_playbooks(
                 user, query, flow=flow, limit=limit
             )
+            if session_id is not None and result.matches:
+                note = await app.knowledge.scratchpad.seed_playbook(
+                    session_id, result.matches[0].item
+                )
+                seeded = note.id
         return PlaybookFindOut(
             user=user,
             mode=result.mode,
@@ -256,4 +271,5 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
                 for m in result.matches
             ],
             notes=result.notes,
+            scratchpad_snippet_id=seeded,
         )

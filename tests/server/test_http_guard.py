@@ -66,6 +66,9 @@ async def test_knowledge_review_tools_stay_inside_the_grants(settings: Settings)
     for tool in ("preferences_delete", "scratchpad_delete", "delete_documents"):
         assert "read-only" in (why(reader, tool, user="u", tenant="t", confirm=True) or "")
         assert "not scoped by project" in (why(ALPHA, tool, user="u", tenant="t") or "")
+    assert why(reader, "playbook_find", user="u", query="q") is None
+    refused = why(reader, "playbook_find", user="u", query="q", session_id="s1")
+    assert refused is not None and "read-only" in refused
     for tool in ("preferences_list", "list_documents"):
         assert why(reader, tool, user="u", tenant="t") is None
         assert "not scoped by project" in (why(ALPHA, tool, user="u", tenant="t") or "")

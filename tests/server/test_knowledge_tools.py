@@ -691,3 +691,38 @@ async def test_documents_can_be_listed_and_deleted_and_search_forgets_them(
     assert every["deleted"] == ["parking.md"]
     assert (await call(semantic, "list_documents", tenant="acme"))["count"] == 0
     assert (await call(semantic, "list_documents", tenant="other"))["count"] == 1
+
+
+async def test_playbook_find_with_a_session_writes_the_best_playbook_into_its_scratchpad(
+    client: Client,
+) -> None:
+    rec = await call(
+        client,
+        "playbook_record",
+        user="ann",
+        flow="booking",
+        user_query="book a table for two",
+        slots={"party": 2},
+        tool_calls=[{"tool": "reserve"}],
+        outcome="booked",
+    )
+    found = await call(
+        client, "playbook_find", user="ann", query="anything", flow="booking", session_id="s9"
+    )
+    pid = rec["playbook"]["id"]
+    assert found["count"] == 1 and found["scratchpad_snippet_id"] is not None
+    pad = await call(client, "scratchpad_read", session_id="s9")
+    assert [s["id"] for s in pad["snippets"]] == [found["scratchpad_snippet_id"]]
+    note = pad["snippets"][0]
+    assert note["snippet"].startswith(f"Playbook {pid} (flow booking)")
+    assert '"reserve"' in note["snippet"] and "booked" in note["snippet"]
+    assert note["user"] is None and note["promoted_to"] is None  # never promoted
+    again = await call(
+        client, "playbook_find", user="ann", query="anything", flow="booking", session_id="s9"
+    )
+    assert again["scratchpad_snippet_id"] == found["scratchpad_snippet_id"]  # refreshed
+    none = await call(
+        client, "playbook_find", user="ann", query="x", flow="travel", session_id="s10"
+    )
+    assert none["scratchpad_snippet_id"] is None
+    assert (await call(client, "scratchpad_read", session_id="s10"))["count"] == 0
