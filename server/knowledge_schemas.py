@@ -389,7 +389,6 @@ class ScratchpadDeleteOut(BaseModel):
     deleted: int
     ids: list[int]
     not_found: list[int]
-    notes: list[str]
 
 
 class DocumentOut(BaseModel):

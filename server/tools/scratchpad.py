@@ -208,5 +208,4 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
             deleted=len(deleted),
             ids=deleted,
             not_found=[i for i in ids or [] if i not in deleted],
-            notes=[],
         )
