@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from datetime import datetime
 from typing import Protocol
 
@@ -21,11 +21,14 @@ from memory_core.domain.conversation import (
     SummaryDraft,
 )
 
-__all__ = ["ConversationStore", "FoldFn", "Summarizer", "TokenCounter"]
+__all__ = ["ConversationStore", "FoldFn", "SessionNotes", "Summarizer", "TokenCounter"]
 
 # Given the running Q&A summary and the exchanges leaving the active window (oldest first),
 # return the new running summary. Pure; the store calls it inside its transaction.
 FoldFn = Callable[[str, Sequence[Exchange]], str]
+
+# The texts of a session's scratchpad snippets, most recently used first ([] when none).
+SessionNotes = Callable[[str], Awaitable[list[str]]]
 
 
 class TokenCounter(Protocol):

@@ -32,7 +32,19 @@ class KnowledgePolicy(BaseModel):
         description="Cosine at or above which two snippets count as the same snippet.",
     )
     preference_similarity: float = Field(
-        0.3, ge=-1, le=1, description="Least cosine for `preferences_find` to return a rule."
+        # Calibrated on tests/data/preference_relevance.json (docs/benchmarks.md): the best F1
+        # with the default model; 0.3 returned nothing for 10 of 24 labelled situations.
+        0.25,
+        ge=-1,
+        le=1,
+        description="Least cosine for `preferences_find` to return a rule as a match.",
+    )
+    preference_rank_all_max: int = Field(
+        20,
+        ge=0,
+        le=1_000,
+        description="A user with at most this many rules gets all of them from "
+        "`preferences_find`, ranked, those under the cut marked `weak` (0: never).",
     )
     playbook_similarity: float = Field(
         0.6, ge=-1, le=1, description="Least cosine for `playbook_find` to return a playbook."

@@ -118,6 +118,15 @@ class ScratchpadStore(Protocol):
         """Record where snippets went (the latest promotion of a snippet wins)."""
         ...
 
+    async def delete(
+        self, *, session_id: str | None, user: str | None, ids: Sequence[int] | None
+    ) -> list[int]:
+        """Delete snippets of a session (these `ids`, or all), or every snippet of a user.
+
+        Exactly one of `session_id` and `user` is given. Returns the deleted ids, ascending.
+        """
+        ...
+
 
 class PreferenceStore(Protocol):
     """Rules per user, unique by key."""
@@ -150,6 +159,10 @@ class PreferenceStore(Protocol):
         """Store vectors of rules that were written without one."""
         ...
 
+    async def delete(self, user: str, keys: Sequence[str] | None) -> list[str]:
+        """Delete rules of a user (these keys, or all); returns the deleted keys."""
+        ...
+
 
 class PlaybookStore(Protocol):
     """Recorded trajectories per user."""
@@ -168,6 +181,10 @@ class PlaybookStore(Protocol):
 
     async def set_vectors(self, items: Sequence[tuple[int, Vector]], model_id: str) -> None:
         """Store vectors of playbooks recorded without one."""
+        ...
+
+    async def delete(self, user: str, ids: Sequence[int] | None) -> list[int]:
+        """Delete playbooks of a user (these ids, or all); returns the deleted ids, ascending."""
         ...
 
 
@@ -222,4 +239,12 @@ class DocumentStore(Protocol):
         self, tenant: str, origins: Sequence[DocumentOrigin] | None
     ) -> list[tuple[DocumentRecord, str]]:
         """Documents of a tenant (of these origins) with their text, oldest first."""
+        ...
+
+    async def delete_documents(self, tenant: str, sources: Sequence[str] | None) -> list[str]:
+        """Delete documents of a tenant (these sources, or all) with their chunks.
+
+        One transaction, which also moves the tenant's revision so every process reloads
+        its vectors. Returns the deleted sources.
+        """
         ...

@@ -125,7 +125,7 @@ class MemoryRepository(Protocol):
     async def prune_expired(
         self, cutoffs: TierCutoffs, project: str | None, *, limit: int | None, dry_run: bool
     ) -> PruneOutcome:
-        """Delete rows that are EXPIRED by their reference time, oldest first, up to `limit`.
+        """Delete EXPIRED rows (by reference time), least accessed first, then oldest, to `limit`.
 
         Tiers are recomputed in the same transaction first, so a row used since the last
         recalculation is never deleted on the strength of a stale tier.

@@ -259,9 +259,15 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("path", help="a text/markdown file or a folder of them")
     ingest.add_argument("--tenant", "-t", required=True, help="whose business context")
     _add_json(ingest)
-    from server import cli_copy, cli_setup, cli_tools  # light: rich loads only when they run
+    from server import (  # light: rich loads only when they run
+        cli_copy,
+        cli_knowledge,
+        cli_setup,
+        cli_tools,
+    )
     from server.hooks import entry as hook_entry
 
+    cli_knowledge.add_parser(sub)
     cli_copy.add_parser(sub)
     cli_setup.add_parser(sub)
     cli_tools.add_parser(sub)
@@ -316,6 +322,7 @@ def _run(command: str, settings: Settings, args: argparse.Namespace) -> int:
         cli_copy,
         cli_doctor,
         cli_ingest,
+        cli_knowledge,
         cli_memory,
         cli_setup,
         cli_tools,
@@ -338,6 +345,7 @@ def _run(command: str, settings: Settings, args: argparse.Namespace) -> int:
         "copy-store": cli_copy.run_command,
         "setup": cli_setup.run_command,
         "tools": cli_tools.run_command,
+        **dict.fromkeys(cli_knowledge.COMMANDS, cli_knowledge.run_command),
     }
     if command in sync_runners:
         return int(sync_runners[command](settings, args))

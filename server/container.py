@@ -105,6 +105,13 @@ async def open_container(
             redaction=settings.redaction,
         )
         counter = token_counter_for(embedder.model_id if embedder else None)
+        knowledge = build_knowledge(
+            backend.knowledge,
+            embedder,
+            the_clock,
+            settings.knowledge,
+            read_wait=settings.embedding_wait,
+        )
         conversations = ConversationService(
             store=backend.conversations,
             clock=the_clock,
@@ -112,6 +119,7 @@ async def open_container(
             counter=counter,
             summarizer=_summarizer(settings),
             redaction=settings.redaction,
+            session_notes=knowledge.scratchpad.notes_of,
         )
         log.info(
             "store.opened",
@@ -128,13 +136,7 @@ async def open_container(
             embedder=embedder,
             indexer=indexer,
             conversations=conversations,
-            knowledge=build_knowledge(
-                backend.knowledge,
-                embedder,
-                the_clock,
-                settings.knowledge,
-                read_wait=settings.embedding_wait,
-            ),
+            knowledge=knowledge,
             start=SessionStartService(
                 repo=repo,
                 clock=the_clock,

@@ -25,6 +25,9 @@ log = structlog.get_logger(__name__)
 
 # Tools where an omitted `project` means every project rather than the default one.
 ALL_PROJECTS_WHEN_OMITTED = frozenset({"recalculate_memory_tiers"})
+# Read-only tools that also write when given this argument (playbook_find copies the best
+# playbook into the session's scratchpad): a read-only token may call them without it.
+WRITES_WITH_ARGUMENT = {"playbook_find": "session_id"}
 RESOURCE_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
 RESOURCE_SCHEME = "memory://"
 FORBIDDEN_CODE = -32003  # JSON-RPC server-error range; the HTTP status (403) is what counts
@@ -84,12 +87,15 @@ def _tool_refusal(
         return "the tool name must be a string"
     if grant.read_only and tool not in read_only_tools:
         return f"tool {tool!r} writes, and this token is read-only"
+    arguments = params.get("arguments")
+    arguments = arguments if isinstance(arguments, Mapping) else {}
+    writing = WRITES_WITH_ARGUMENT.get(tool)
+    if grant.read_only and writing is not None and arguments.get(writing) not in (None, "null"):
+        return f"tool {tool!r} with `{writing}` writes, and this token is read-only"
     if grant.projects is None:
         return None
     if tool in unscoped_tools:
         return f"tool {tool!r} is not scoped by project, and this token is limited to projects"
-    arguments = params.get("arguments")
-    arguments = arguments if isinstance(arguments, Mapping) else {}
     project = arguments.get("project")
     # The SDK reads the text "null" as JSON null (the default project), so it never names one.
     if project is None or project == "null":

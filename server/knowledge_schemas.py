@@ -7,26 +7,33 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, JsonValue
 
-from memory_core.domain.knowledge import Playbook, Preference, Snippet
+from memory_core.domain.knowledge import DocumentRecord, Playbook, Preference, Snippet
 from memory_core.services.business import BusinessHit, IngestResult
 from memory_core.services.scratchpad import Promotion
 
 __all__ = [
     "BusinessHitOut",
     "BusinessSearchOut",
+    "DocumentDeleteOut",
+    "DocumentListOut",
+    "DocumentOut",
     "EvictedOut",
     "ExportOut",
     "IngestOut",
+    "PlaybookBriefOut",
     "PlaybookFindOut",
     "PlaybookMatchOut",
     "PlaybookOut",
     "PlaybookRecordOut",
+    "PreferenceDeleteOut",
     "PreferenceFindOut",
     "PreferenceGetOut",
+    "PreferenceListOut",
     "PreferenceMatchOut",
     "PreferenceOut",
     "PreferenceUpdateOut",
     "PromotionOut",
+    "ScratchpadDeleteOut",
     "ScratchpadPromoteOut",
     "ScratchpadReadOut",
     "ScratchpadWriteOut",
@@ -178,7 +185,9 @@ class PreferenceMatchOut(BaseModel):
 
     preference: PreferenceOut
     score: float
-    match: Literal["flow", "semantic", "keyword"]
+    match: Literal["flow", "semantic", "keyword", "weak"] = Field(
+        description="weak: under the cut, listed because the user has few rules."
+    )
 
 
 class PreferenceFindOut(BaseModel):
@@ -230,7 +239,9 @@ class PlaybookMatchOut(BaseModel):
 
     playbook: PlaybookOut
     similarity: float
-    match: Literal["flow", "semantic", "keyword"]
+    match: Literal["flow", "semantic", "keyword"] = Field(
+        description="flow: a playbook of the flow asked for, whatever its similarity."
+    )
 
 
 class PlaybookFindOut(BaseModel):
@@ -242,6 +253,9 @@ class PlaybookFindOut(BaseModel):
     count: int
     matches: list[PlaybookMatchOut]
     notes: list[str]
+    scratchpad_snippet_id: int | None = Field(
+        None, description="The note the best playbook became in the session's scratchpad."
+    )
 
 
 class IngestOut(BaseModel):
@@ -327,3 +341,88 @@ class ExportOut(BaseModel):
     seeded_sections: int
     learned_items: int
     text: str
+
+
+class PlaybookBriefOut(BaseModel):
+    """A recorded playbook as a list shows it (its slots and calls: `playbook_find`)."""
+
+    id: int
+    flow: str
+    user_query: str
+    outcome: str
+    created_at: datetime
+
+    @classmethod
+    def of(cls, p: Playbook) -> PlaybookBriefOut:
+        """From a Playbook."""
+        return cls(
+            id=p.id,
+            flow=p.flow,
+            user_query=p.user_query,
+            outcome=p.outcome,
+            created_at=p.created_at,
+        )
+
+
+class PreferenceListOut(BaseModel):
+    """Every rule and playbook of a user."""
+
+    user: str
+    rules: list[PreferenceOut]
+    playbooks: list[PlaybookBriefOut]
+
+
+class PreferenceDeleteOut(BaseModel):
+    """What `preferences_delete` removed, and what it was asked for but did not find."""
+
+    user: str
+    deleted_keys: list[str]
+    deleted_playbook_ids: list[int]
+    not_found: list[str] = Field(description="Keys and playbook ids (as text) not stored.")
+
+
+class ScratchpadDeleteOut(BaseModel):
+    """What `scratchpad_delete` removed."""
+
+    session_id: str | None
+    user: str | None
+    deleted: int
+    ids: list[int]
+    not_found: list[int]
+
+
+class DocumentOut(BaseModel):
+    """A stored business document, without its text."""
+
+    source: str
+    origin: str = Field(description="ingest, agent_md (seeded) or promoted (from a snippet).")
+    chunks: int
+    chars: int
+    updated_at: datetime
+
+    @classmethod
+    def of(cls, d: DocumentRecord) -> DocumentOut:
+        """From a DocumentRecord."""
+        return cls(
+            source=d.source,
+            origin=d.origin.value,
+            chunks=d.chunk_count,
+            chars=d.char_count,
+            updated_at=d.updated_at,
+        )
+
+
+class DocumentListOut(BaseModel):
+    """Every document of a tenant, oldest first."""
+
+    tenant: str
+    count: int
+    documents: list[DocumentOut]
+
+
+class DocumentDeleteOut(BaseModel):
+    """What `delete_documents` removed."""
+
+    tenant: str
+    deleted: list[str]
+    not_found: list[str]

@@ -11,11 +11,21 @@ import pytest
 
 from memory_core.conversation_ports import ConversationStore
 from memory_core.hook_ports import HookSessionStore
+from memory_core.knowledge_ports import (
+    DocumentStore,
+    PlaybookStore,
+    PreferenceStore,
+    ScratchpadStore,
+)
 from memory_core.ports import MemoryRepository, VectorIndex
 from memory_core.storage.postgres import (
     PostgresConversationStore,
+    PostgresDocumentStore,
     PostgresHookSessionStore,
     PostgresMemoryRepository,
+    PostgresPlaybookStore,
+    PostgresPreferenceStore,
+    PostgresScratchpadStore,
     PostgresSession,
     PostgresStore,
     PostgresVectorIndex,
@@ -26,8 +36,11 @@ from memory_core.storage.sqlite import (
     SqliteSession,
     SqliteVectorIndex,
 )
+from memory_core.storage.sqlite.documents import SqliteDocumentStore
 from memory_core.storage.sqlite.hook_sessions import SqliteHookSessionStore
+from memory_core.storage.sqlite.preferences import SqlitePlaybookStore, SqlitePreferenceStore
 from memory_core.storage.sqlite.rows import encode_time
+from memory_core.storage.sqlite.scratchpad import SqliteScratchpadStore
 from server.settings import Settings
 
 __all__ = ["PostgresUnderTest", "SqliteUnderTest", "StorageUnderTest", "settings_on"]
@@ -43,6 +56,14 @@ class StorageUnderTest(Protocol):
     def conversations(self) -> ConversationStore: ...
 
     def hook_sessions(self) -> HookSessionStore: ...
+
+    def preferences(self) -> PreferenceStore: ...
+
+    def playbooks(self) -> PlaybookStore: ...
+
+    def scratchpad(self) -> ScratchpadStore: ...
+
+    def documents(self) -> DocumentStore: ...
 
     async def execute(self, sql: str, *args: Any) -> None:
         """Run raw SQL (`?` placeholders; datetimes are converted) behind the port's back."""
@@ -72,6 +93,18 @@ class SqliteUnderTest:
 
     def hook_sessions(self) -> HookSessionStore:
         return SqliteHookSessionStore(SqliteSession(self.db))
+
+    def preferences(self) -> PreferenceStore:
+        return SqlitePreferenceStore(SqliteSession(self.db))
+
+    def playbooks(self) -> PlaybookStore:
+        return SqlitePlaybookStore(SqliteSession(self.db))
+
+    def scratchpad(self) -> ScratchpadStore:
+        return SqliteScratchpadStore(SqliteSession(self.db))
+
+    def documents(self) -> DocumentStore:
+        return SqliteDocumentStore(SqliteSession(self.db))
 
     async def execute(self, sql: str, *args: Any) -> None:
         await self.db.execute(sql, _sqlite_args(args))
@@ -105,6 +138,18 @@ class PostgresUnderTest:
 
     def hook_sessions(self) -> HookSessionStore:
         return PostgresHookSessionStore(PostgresSession(self.store.pool))
+
+    def preferences(self) -> PreferenceStore:
+        return PostgresPreferenceStore(PostgresSession(self.store.pool))
+
+    def playbooks(self) -> PlaybookStore:
+        return PostgresPlaybookStore(PostgresSession(self.store.pool))
+
+    def scratchpad(self) -> ScratchpadStore:
+        return PostgresScratchpadStore(PostgresSession(self.store.pool))
+
+    def documents(self) -> DocumentStore:
+        return PostgresDocumentStore(PostgresSession(self.store.pool))
 
     async def execute(self, sql: str, *args: Any) -> None:
         async with self.store.pool.acquire() as conn:

@@ -34,10 +34,21 @@ KNOWLEDGE_TOOLS = frozenset(
         "search_business_context",
         "seed_tenant_from_agent_md",
         "export_agent_md",
+        # Issue 18: knowledge a person can review and correct.
+        "preferences_list",
+        "preferences_delete",
+        "scratchpad_delete",
+        "list_documents",
+        "delete_documents",
     }
+)
+KNOWLEDGE_DESTRUCTIVE_TOOLS = frozenset(
+    {"preferences_delete", "scratchpad_delete", "delete_documents"}
 )
 KNOWLEDGE_READ_ONLY_TOOLS = frozenset(
     {
+        "preferences_list",
+        "list_documents",
         "scratchpad_read",
         "preferences_get",
         "preferences_find",
@@ -77,7 +88,7 @@ READ_ONLY_TOOLS = READ_ONLY_TOOLS | {
     "read_summary_request",
     "export_session",
 }
-DESTRUCTIVE_TOOLS = DESTRUCTIVE_TOOLS | {"clear_session"}
+DESTRUCTIVE_TOOLS = DESTRUCTIVE_TOOLS | {"clear_session"} | KNOWLEDGE_DESTRUCTIVE_TOOLS
 
 # Toolsets: run-time discovery of the groups above.
 TOOL_NAMES = TOOL_NAMES | {"enable_toolset"}

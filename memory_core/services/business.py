@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
@@ -16,7 +16,7 @@ from memory_core.domain.inputs import check_text, content_hash
 from memory_core.domain.knowledge import Chunk, DocumentOrigin, DocumentRecord
 from memory_core.domain.knowledge_inputs import check_name
 from memory_core.domain.ranking import fuse_ranks
-from memory_core.errors import InvalidInputError, InvalidQueryError
+from memory_core.errors import ConfirmationRequiredError, InvalidInputError, InvalidQueryError
 from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.knowledge_ports import DocumentStore, Vector
 from memory_core.ports import Clock
@@ -31,6 +31,7 @@ __all__ = [
 ]
 
 MAX_SOURCE_CHARS = 1024
+MAX_DELETE_SOURCES = 1_000
 MAX_QUERY_CHARS = 4_000
 AsyncProgress = Callable[[int, int], Awaitable[None]]
 
@@ -235,6 +236,29 @@ class BusinessService:
             if progress is not None:
                 await progress(i, len(sections))
         return results
+
+    async def list_documents(self, tenant: str) -> list[DocumentRecord]:
+        """Every document of a tenant, oldest first (without its text)."""
+        return [d for d, _ in await self.store.documents(check_name("tenant", tenant), None)]
+
+    async def delete_documents(
+        self, tenant: str, sources: Sequence[str] | None = None, *, confirm: bool = False
+    ) -> list[str]:
+        """Delete documents by source, or (`sources` None) every document of the tenant.
+
+        Raises:
+            ConfirmationRequiredError: Every document was asked for without `confirm`.
+            InvalidInputError: A field is badly formed; nothing is deleted.
+        """
+        tenant = check_name("tenant", tenant)
+        if sources is None:
+            if not confirm:
+                raise ConfirmationRequiredError("deleting every document of a tenant")
+            return await self.store.delete_documents(tenant, None)
+        if len(sources) > MAX_DELETE_SOURCES:
+            raise InvalidInputError("sources", f"must hold at most {MAX_DELETE_SOURCES} items")
+        sources = [check_text("sources", s, max_chars=MAX_SOURCE_CHARS) for s in sources]
+        return await self.store.delete_documents(tenant, sources) if sources else []
 
     async def export_agent_md(self, tenant: str) -> tuple[str, int, int]:
         """An agent.md of the tenant's seeded sections and promoted snippets.

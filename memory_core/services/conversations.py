@@ -13,7 +13,12 @@ import structlog
 from pydantic import JsonValue, ValidationError
 
 from memory_core.config import ConversationPolicy
-from memory_core.conversation_ports import ConversationStore, Summarizer, TokenCounter
+from memory_core.conversation_ports import (
+    ConversationStore,
+    SessionNotes,
+    Summarizer,
+    TokenCounter,
+)
 from memory_core.domain.condense import (
     cache_key,
     cached_line,
@@ -51,6 +56,7 @@ from memory_core.domain.conversation import (
 )
 from memory_core.domain.inputs import check_project, check_session, check_text
 from memory_core.domain.redaction import Redaction, RedactionPolicy, redact_json, redact_text
+from memory_core.domain.session_notes import notes_digest, notes_transcript
 from memory_core.errors import (
     ConfirmationRequiredError,
     ConflictError,
@@ -175,8 +181,10 @@ class ConversationService:
         counter: TokenCounter,
         summarizer: Summarizer | None = None,
         redaction: RedactionPolicy | None = None,
+        session_notes: SessionNotes | None = None,
     ) -> None:
         self._redaction = redaction or RedactionPolicy()
+        self._session_notes = session_notes
         self._store = store
         self._clock = clock
         self._policy = policy
@@ -465,6 +473,7 @@ class ConversationService:
         automatic: bool,
     ) -> CompressionResult:
         target = max(16, math.ceil(plan.original_tokens * policy.target_ratio))
+        notes = await self._notes(info.session_id)
         use_summarizer = source == "summarizer" or (source == "auto" and self._summarizer)
         if use_summarizer:
             if self._summarizer is None:
@@ -473,7 +482,9 @@ class ConversationService:
                 )
             try:
                 text = await self._summarizer.summarize(
-                    summarization_prompt(target), render_transcript(plan.entries), target
+                    summarization_prompt(target),
+                    render_transcript(plan.entries) + notes_transcript(notes),
+                    target,
                 )
                 return await self._apply(project, info, plan, text, "summarizer")
             except SummarizerError as exc:
@@ -486,11 +497,13 @@ class ConversationService:
                 if source == "summarizer":
                     raise
                 return await self._apply(
-                    project, info, plan, self._fallback(plan, target), "fallback"
+                    project, info, plan, self._fallback(plan, target, notes), "fallback"
                 )
         if source == "fallback":
-            return await self._apply(project, info, plan, self._fallback(plan, target), "fallback")
-        return await self._ask_client(project, info, plan, policy, automatic=automatic)
+            return await self._apply(
+                project, info, plan, self._fallback(plan, target, notes), "fallback"
+            )
+        return await self._ask_client(project, info, plan, policy, automatic=automatic, notes=notes)
 
     async def _ask_client(
         self,
@@ -500,6 +513,7 @@ class ConversationService:
         policy: ConversationPolicy,
         *,
         automatic: bool,
+        notes: list[str],
     ) -> CompressionResult:
         """The client's own model writes the summary: hand over the entries.
 
@@ -515,7 +529,7 @@ class ConversationService:
                     plan = CompressionPlan(entries=tuple(stale), reason=plan.reason)
                 target = max(16, math.ceil(plan.original_tokens * policy.target_ratio))
                 return await self._apply(
-                    project, info, plan, self._fallback(plan, target), "fallback"
+                    project, info, plan, self._fallback(plan, target, notes), "fallback"
                 )
             # The request went out with the answer that made it: repeating its transcript in
             # every later answer would bloat them all until the client answers.
@@ -537,10 +551,12 @@ class ConversationService:
         return CompressionResult(
             status="summary_requested",
             reason=plan.reason,
-            request=self._request(asked, policy),
+            request=self._request(asked, policy, notes),
         )
 
-    def _request(self, asked: Sequence[Entry], policy: ConversationPolicy) -> SummaryRequest:
+    def _request(
+        self, asked: Sequence[Entry], policy: ConversationPolicy, notes: list[str]
+    ) -> SummaryRequest:
         tokens = sum(e.token_count for e in asked)
         target = max(16, math.ceil(tokens * policy.target_ratio))
         transcript, cut = condensed_transcript(
@@ -559,7 +575,7 @@ class ConversationService:
         return SummaryRequest(
             entry_ids=tuple(e.id for e in asked),
             instructions=instructions,
-            transcript=transcript,
+            transcript=transcript + notes_transcript(notes),
             target_tokens=target,
             cut_entry_ids=cut,
             pages=pages,
@@ -593,8 +609,13 @@ class ConversationService:
             transcript=pages[page - 1],
         )
 
-    def _fallback(self, plan: CompressionPlan, target_tokens: int) -> str:
-        return fallback_summary(plan.entries, max_bytes=max(200, target_tokens * 4))
+    def _fallback(self, plan: CompressionPlan, target_tokens: int, notes: list[str]) -> str:
+        budget = max(200, target_tokens * 4)
+        return notes_digest(fallback_summary(plan.entries, max_bytes=budget), notes, budget)
+
+    async def _notes(self, session_id: str) -> list[str]:
+        """The session's scratchpad snippets, which its summaries are written from too."""
+        return await self._session_notes(session_id) if self._session_notes else []
 
     async def _apply(
         self,

@@ -60,7 +60,7 @@ async def prune_expired(
     dry_run: bool = False,
     progress: Callable[[int, int], Awaitable[None]] | None = None,
 ) -> PruneOutcome:
-    """Delete up to `limit` EXPIRED memories, oldest first (only list them when `dry_run`).
+    """Delete up to `limit` EXPIRED memories, least used then oldest first (list if `dry_run`).
 
     The candidates are listed first (the dry run's answer), then deleted in batches of
     PRUNE_BATCH, each its own transaction that re-checks every row's live tier, so a memory

@@ -14,13 +14,14 @@ from memory_core.domain.inputs import check_text
 from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference
 from memory_core.domain.knowledge_inputs import check_json_size, check_name, check_optional_name
 from memory_core.domain.similarity import keyword_overlap
-from memory_core.errors import InvalidInputError
+from memory_core.errors import ConfirmationRequiredError, InvalidInputError
 from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.knowledge_ports import PlaybookStore, PreferenceStore, Vector
 from memory_core.ports import Clock, Embedder
 from memory_core.services.embedding_access import EmbeddingAccess, cosine
 
 __all__ = [
+    "Deleted",
     "FindResult",
     "Match",
     "PlaybookRecord",
@@ -37,9 +38,11 @@ class _HasId(Protocol):
 T = TypeVar("T")
 R = TypeVar("R", bound=_HasId)
 _SetVectors = Callable[[Sequence[tuple[int, Vector]], str], Awaitable[None]]
-MatchKind = Literal["flow", "semantic", "keyword"]
+# "weak": under the similarity cut, returned only because the user has few rules.
+MatchKind = Literal["flow", "semantic", "keyword", "weak"]
 MAX_KEY_CHARS = 512
 FIND_LIMIT_MAX = 50
+MAX_DELETE_ITEMS = 1_000
 
 
 @dataclass(frozen=True)
@@ -76,6 +79,21 @@ class PlaybookRecord:
     playbook: Playbook
     created: bool
     notes: list[str]
+
+
+@dataclass(frozen=True)
+class Deleted:
+    """What a delete removed: rule keys and playbook ids."""
+
+    keys: list[str]
+    playbook_ids: list[int]
+
+
+def check_items(field_name: str, items: Sequence[T] | None) -> Sequence[T] | None:
+    """A list of names or ids to delete, at most MAX_DELETE_ITEMS long."""
+    if items is not None and len(items) > MAX_DELETE_ITEMS:
+        raise InvalidInputError(field_name, f"must hold at most {MAX_DELETE_ITEMS} items")
+    return items
 
 
 def _preference_text(p: Preference) -> str:
@@ -135,6 +153,44 @@ class PreferenceService:
             check_name("user", user), check_text("key", key, max_chars=MAX_KEY_CHARS)
         )
 
+    async def list_all(self, user: str) -> tuple[list[Preference], list[Playbook]]:
+        """Every rule (by key) and playbook (oldest first) of `user`: what a person reviews."""
+        user = check_name("user", user)
+        rules = await self.preferences.list_user(user, None)
+        playbooks = await self.playbooks.list_user(user, None, None)
+        return [p for p, _ in rules], [p for p, _ in playbooks]
+
+    async def delete(
+        self,
+        user: str,
+        *,
+        keys: Sequence[str] | None = None,
+        playbook_ids: Sequence[int] | None = None,
+        confirm: bool = False,
+    ) -> Deleted:
+        """Delete rules by key and playbooks by id; with neither, everything of `user`.
+
+        Raises:
+            ConfirmationRequiredError: Everything of the user was asked for without `confirm`.
+            InvalidInputError: A field is badly formed; nothing is deleted.
+        """
+        user = check_name("user", user)
+        keys = check_items("keys", keys)
+        playbook_ids = check_items("playbook_ids", playbook_ids)
+        if keys is not None:
+            keys = [check_text("keys", k, max_chars=MAX_KEY_CHARS) for k in keys]
+        if keys is None and playbook_ids is None:
+            if not confirm:
+                raise ConfirmationRequiredError("deleting every rule and playbook of a user")
+            return Deleted(
+                keys=await self.preferences.delete(user, None),
+                playbook_ids=await self.playbooks.delete(user, None),
+            )
+        return Deleted(
+            keys=await self.preferences.delete(user, keys) if keys else [],
+            playbook_ids=await self.playbooks.delete(user, playbook_ids) if playbook_ids else [],
+        )
+
     async def find(
         self, user: str, situation: str, *, flow_id: str | None = None, limit: int = 5
     ) -> FindResult[Preference]:
@@ -157,7 +213,12 @@ class PreferenceService:
                 return FindResult(in_flow[:limit], "flow")
         notes = [] if flow_id is None else [f"No rules recorded for flow {flow_id!r}."]
         if embedder is None:
-            return self._by_words(rows, situation, limit, [*notes, f"{why}; matched by words."])
+            scored = [
+                Match(p, round(keyword_overlap(situation, _preference_text(p)), 4), "keyword")
+                for p, _ in rows
+            ]
+            notes.append(f"{why}; matched by words.")
+            return self._cut(scored, self.policy.keyword_overlap, limit, "keyword", notes)
         vectors = await self._fill_vectors(
             embedder, rows, _preference_text, self.preferences.set_vectors
         )
@@ -166,24 +227,34 @@ class PreferenceService:
             Match(p, round(cosine(query, v), 4), "semantic")
             for (p, _), v in zip(rows, vectors, strict=True)
         ]
-        kept = [m for m in scored if m.score >= self.policy.preference_similarity]
-        kept.sort(key=lambda m: (-m.score, m.item.id))
-        return FindResult(kept[:limit], "semantic", notes)
+        return self._cut(scored, self.policy.preference_similarity, limit, "semantic", notes)
 
-    def _by_words(
+    def _cut(
         self,
-        rows: Sequence[tuple[Preference, Vector | None]],
-        situation: str,
+        scored: list[Match[Preference]],
+        cut: float,
         limit: int,
+        mode: Literal["semantic", "keyword"],
         notes: list[str],
     ) -> FindResult[Preference]:
-        scored = [
-            Match(p, round(keyword_overlap(situation, _preference_text(p)), 4), "keyword")
-            for p, _ in rows
-        ]
-        kept = [m for m in scored if m.score >= self.policy.keyword_overlap]
-        kept.sort(key=lambda m: (-m.score, m.item.id))
-        return FindResult(kept[:limit], "keyword", notes)
+        """The matches at or above `cut`, best first; all of them when the user has few rules.
+
+        Trigger: a rule such as "Use metric units." scores cosine 0.11 against "how far is it
+        from Paris to Berlin", under any cut that keeps noise out. Why: a user has few rules,
+        and a model reading all of them ranked decides better than a threshold returning none.
+        Outcome: up to `preference_rank_all_max` rules come back ranked, those under the cut
+        marked "weak".
+        """
+        scored.sort(key=lambda m: (-m.score, m.item.id))
+        if not 0 < len(scored) <= self.policy.preference_rank_all_max:
+            return FindResult([m for m in scored if m.score >= cut][:limit], mode, notes)
+        shown = [m if m.score >= cut else Match(m.item, m.score, "weak") for m in scored][:limit]
+        if any(m.how == "weak" for m in shown):
+            notes.append(
+                f"This user has {len(scored)} rules, so all are ranked; match=weak scored "
+                f"under {cut}: follow one only if it fits the situation."
+            )
+        return FindResult(shown, mode, notes)
 
     async def _fill_vectors(
         self,
@@ -245,10 +316,12 @@ class PreferenceService:
     async def find_playbooks(
         self, user: str, query: str, *, flow: str | None = None, limit: int = 5
     ) -> FindResult[Playbook]:
-        """Playbooks of `user` whose recorded query means what `query` means.
+        """Playbooks of `user` for a flow, or whose recorded query means what `query` means.
 
-        Only playbooks at or above `playbook_similarity` (cosine) are returned, best first;
-        without a model, those holding at least `keyword_overlap` of the query's words.
+        With `flow`, that flow's playbooks are the answer, exactly (match "flow"): ranked by
+        similarity to `query`, never cut, and none from other flows. Without it, only
+        playbooks at or above `playbook_similarity` (cosine) are returned, best first; without
+        a model, those holding at least `keyword_overlap` of the query's words.
         """
         user = check_name("user", user)
         query = check_text("query", query, max_chars=self.policy.max_value_chars)
@@ -256,21 +329,37 @@ class PreferenceService:
         limit = _check_limit(limit)
         embedder, why = await self.embedding.for_read()
         rows = await self.playbooks.list_user(user, flow, embedder.model_id if embedder else None)
+        notes = [] if embedder is not None else [f"{why}; ranked by words."]
+        if flow is not None:
+            ranked = await self._rank_playbooks(embedder, rows, query)
+            if not ranked:
+                notes.insert(0, f"No playbooks recorded for flow {flow!r}.")
+            exact = [Match(m.item, m.score, "flow") for m in ranked]
+            return FindResult(exact[:limit], "flow", notes)
+        ranked = await self._rank_playbooks(embedder, rows, query)
+        cut = self.policy.playbook_similarity if embedder else self.policy.keyword_overlap
+        kept = [m for m in ranked if m.score >= cut]
+        return FindResult(kept[:limit], "semantic" if embedder else "keyword", notes)
+
+    async def _rank_playbooks(
+        self,
+        embedder: Embedder | None,
+        rows: Sequence[tuple[Playbook, Vector | None]],
+        query: str,
+    ) -> list[Match[Playbook]]:
+        """Playbooks scored against `query` (cosine, else word overlap), best then newest first."""
         if embedder is None:
             scored = [
                 Match(p, round(keyword_overlap(query, p.user_query), 4), "keyword") for p, _ in rows
             ]
-            kept = [m for m in scored if m.score >= self.policy.keyword_overlap]
-            kept.sort(key=lambda m: (-m.score, -m.item.id))
-            return FindResult(kept[:limit], "keyword", [f"{why}; matched by words."])
-        vectors = await self._fill_vectors(
-            embedder, rows, lambda p: p.user_query, self.playbooks.set_vectors
-        )
-        vector = (await self.embedding.embed(embedder, [query]))[0]
-        matches = [
-            Match(p, round(cosine(vector, v), 4), "semantic")
-            for (p, _), v in zip(rows, vectors, strict=True)
-        ]
-        kept = [m for m in matches if m.score >= self.policy.playbook_similarity]
-        kept.sort(key=lambda m: (-m.score, -m.item.id))
-        return FindResult(kept[:limit], "semantic")
+        else:
+            vectors = await self._fill_vectors(
+                embedder, rows, lambda p: p.user_query, self.playbooks.set_vectors
+            )
+            vector = (await self.embedding.embed(embedder, [query]))[0]
+            scored = [
+                Match(p, round(cosine(vector, v), 4), "semantic")
+                for (p, _), v in zip(rows, vectors, strict=True)
+            ]
+        scored.sort(key=lambda m: (-m.score, -m.item.id))
+        return scored

@@ -2,26 +2,32 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from memory_core.domain.inputs import check_text
 from memory_core.domain.knowledge import (
     DocumentOrigin,
+    Playbook,
     PromotionReason,
     PromotionTarget,
     Snippet,
     SnippetDraft,
 )
-from memory_core.domain.knowledge_inputs import check_optional_name, check_session_id
+from memory_core.domain.knowledge_inputs import (
+    check_name,
+    check_optional_name,
+    check_session_id,
+)
 from memory_core.domain.similarity import normalised_hash
-from memory_core.errors import InvalidInputError, NotFoundError
+from memory_core.errors import ConfirmationRequiredError, InvalidInputError, NotFoundError
 from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.knowledge_ports import ScratchpadStore, Vector
 from memory_core.ports import Clock
 from memory_core.services.business import BusinessService
 from memory_core.services.embedding_access import EmbeddingAccess, cosine
-from memory_core.services.preferences import MAX_KEY_CHARS, PreferenceService
+from memory_core.services.preferences import MAX_KEY_CHARS, PreferenceService, check_items
 
 __all__ = ["Promotion", "ScratchpadService", "ScratchpadWrite"]
 
@@ -189,6 +195,76 @@ class ScratchpadService:
         if ids is not None and len(ids) > MAX_READ_IDS:
             raise InvalidInputError("ids", f"must hold at most {MAX_READ_IDS} ids")
         return await self.store.read(session_id, ids, self.clock.now())
+
+    async def delete(
+        self,
+        session_id: str | None = None,
+        ids: Sequence[int] | None = None,
+        *,
+        user: str | None = None,
+        confirm: bool = False,
+    ) -> list[int]:
+        """Delete snippets: these `ids` of a session, a whole session, or every one of a user.
+
+        Copies already promoted to preferences or business context stay; delete them there.
+
+        Raises:
+            ConfirmationRequiredError: A whole session or a user's snippets without `confirm`.
+            InvalidInputError: Neither or both of `session_id` and `user`, or `ids` with `user`.
+        """
+        ids = check_items("ids", ids)
+        if (session_id is None) == (user is None):
+            raise InvalidInputError("session_id", "give either `session_id` or `user`, not both")
+        if user is not None:
+            user = check_name("user", user)
+            if ids is not None:
+                raise InvalidInputError("ids", "are ids within a session: give `session_id`")
+        elif session_id is not None:
+            session_id = check_session_id(session_id)
+        if ids is None and not confirm:
+            raise ConfirmationRequiredError(
+                "deleting a whole scratchpad" if user is None else "deleting a user's snippets"
+            )
+        if ids is not None and not ids:
+            return []
+        return await self.store.delete(session_id=session_id, user=user, ids=ids)
+
+    async def seed_playbook(self, session_id: str, playbook: Playbook) -> Snippet:
+        """Write a playbook into a session's scratchpad, so the flow starts from the recipe.
+
+        The note has no user or tenant, so it is never promoted: the playbook itself is the
+        lasting copy. Writing the same playbook again refreshes the note.
+
+        Raises:
+            InvalidInputError: `session_id` is badly formed; nothing is written.
+        """
+        session_id = check_session_id(session_id)
+        calls = json.dumps(playbook.tool_calls, ensure_ascii=False)
+        slots = json.dumps(playbook.slots, ensure_ascii=False, sort_keys=True)
+        text = (
+            f"Playbook {playbook.id} (flow {playbook.flow}) worked before for "
+            f"{playbook.user_query!r}: slots {slots}; tool calls {calls}; "
+            f"outcome: {playbook.outcome}"
+        )
+        limit = self.policy.max_snippet_chars
+        if len(text) > limit:
+            text = text[: limit - 1] + "\u2026"
+        draft = self._draft(session_id, text, None, None, False, None)
+        written = await self.store.write(
+            draft, None, None, self.clock.now(), cap=self.policy.scratchpad_cap
+        )
+        return written.snippet
+
+    async def notes_of(self, session_id: str) -> list[str]:
+        """A session's snippet texts, most recently used first; [] for an id it cannot hold.
+
+        Its conversation's summaries are written from them too.
+        """
+        try:
+            session_id = check_session_id(session_id)
+        except InvalidInputError:
+            return []
+        return [s.text for s in await self.store.read(session_id, None, self.clock.now())]
 
     async def promote(
         self,

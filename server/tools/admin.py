@@ -82,7 +82,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
             Field(
                 ge=1,
                 le=2**63 - 1,
-                description=("Delete at most this many (oldest first); omit for no limit."),
+                description="At most this many (least read, then oldest, first); omit for all.",
             ),
         ] = None,
         dry_run: Annotated[

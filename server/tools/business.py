@@ -11,6 +11,9 @@ from server.errors import domain_errors_as_tool_errors
 from server.knowledge_schemas import (
     BusinessHitOut,
     BusinessSearchOut,
+    DocumentDeleteOut,
+    DocumentListOut,
+    DocumentOut,
     ExportOut,
     IngestOut,
     SeedOut,
@@ -28,6 +31,9 @@ _WRITE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_DESTROY = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
 
 Tenant = Annotated[
     str, Field(description="The tenant (organisation) whose business context this is.")
@@ -35,7 +41,7 @@ Tenant = Annotated[
 
 
 def register(mcp: MemstrataServer, settings: Settings) -> None:
-    """Register ingest_document, search_business_context, seed_tenant_from_agent_md, export."""
+    """Register ingest, search, list and delete of documents, agent.md seed and export."""
     results = settings.knowledge.results
 
     @tool(mcp, toolset=Toolset.DOCUMENTS, title="Ingest a business document", annotations=_WRITE)
@@ -132,3 +138,40 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         with domain_errors_as_tool_errors("export_agent_md", ctx.request_id):
             text, seeded, learned = await app.knowledge.business.export_agent_md(tenant)
         return ExportOut(tenant=tenant, seeded_sections=seeded, learned_items=learned, text=text)
+
+    @tool(mcp, toolset=Toolset.DOCUMENTS, title="List business documents", annotations=_READ)
+    async def list_documents(tenant: Tenant, ctx: Context[AppContext]) -> DocumentListOut:
+        """List a tenant's documents (source, origin, size), oldest first, without their text."""
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("list_documents", ctx.request_id):
+            docs = await app.knowledge.business.list_documents(tenant)
+        return DocumentListOut(
+            tenant=tenant, count=len(docs), documents=[DocumentOut.of(d) for d in docs]
+        )
+
+    @tool(mcp, toolset=Toolset.DOCUMENTS, title="Delete business documents", annotations=_DESTROY)
+    async def delete_documents(
+        tenant: Tenant,
+        ctx: Context[AppContext],
+        sources: Annotated[
+            list[str] | None,
+            Field(description="Documents to delete, by exact source.", max_length=1000),
+        ] = None,
+        confirm: Annotated[
+            bool, Field(description="Needed to delete ALL of the tenant's documents.")
+        ] = False,
+    ) -> DocumentDeleteOut:
+        """Permanently delete a tenant's documents (with their chunks) by source.
+
+        Without `sources`, deletes every document of the tenant: only with confirm=true.
+        """
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("delete_documents", ctx.request_id):
+            deleted = await app.knowledge.business.delete_documents(
+                tenant, sources, confirm=confirm
+            )
+        return DocumentDeleteOut(
+            tenant=tenant,
+            deleted=deleted,
+            not_found=[s for s in sources or [] if s not in deleted],
+        )

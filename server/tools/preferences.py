@@ -9,12 +9,15 @@ from pydantic import Field, JsonValue
 from server.app_context import AppContext
 from server.errors import domain_errors_as_tool_errors
 from server.knowledge_schemas import (
+    PlaybookBriefOut,
     PlaybookFindOut,
     PlaybookMatchOut,
     PlaybookOut,
     PlaybookRecordOut,
+    PreferenceDeleteOut,
     PreferenceFindOut,
     PreferenceGetOut,
+    PreferenceListOut,
     PreferenceMatchOut,
     PreferenceOut,
     PreferenceUpdateOut,
@@ -30,13 +33,16 @@ _WRITE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_DESTROY = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
 
 User = Annotated[str, Field(description="The user whose preferences these are (e.g. an id).")]
 Limit = Annotated[int, Field(ge=1, le=50, description="Most results, 1-50.")]
 
 
 def register(mcp: MemstrataServer, settings: Settings) -> None:
-    """Register preferences_update/get/find and playbook_record/find."""
+    """Register preferences_update/get/find/list/delete and playbook_record/find."""
     threshold = settings.knowledge.playbook_similarity
 
     @tool(mcp, toolset=Toolset.PREFERENCES, title="Set a user preference", annotations=_WRITE)
@@ -112,7 +118,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         Inside a known flow (`flow_id` with rules recorded for it) those rules come back
         exactly (match="flow"); otherwise rules are matched by meaning against their keys
         and values (match="semantic"), or by words when no embedding model is available.
-        Call it before acting for a user, and follow the rules it returns.
+        A user with few rules gets all of them ranked; match="weak" ones scored under the
+        cut: follow those only if they fit. Call it before acting for a user.
         """
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("preferences_find", ctx.request_id):
@@ -128,6 +135,61 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
                 for m in result.matches
             ],
             notes=result.notes,
+        )
+
+    @tool(mcp, toolset=Toolset.PREFERENCES, title="List rules and playbooks", annotations=_READ)
+    async def preferences_list(user: User, ctx: Context[AppContext]) -> PreferenceListOut:
+        """List every rule (by key) and playbook (oldest first) of a user, to review or correct.
+
+        Details:
+        Playbooks are listed without their slots and tool calls (`playbook_find` returns
+        those). Remove entries with `preferences_delete`.
+        """
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("preferences_list", ctx.request_id):
+            rules, playbooks = await app.knowledge.preferences.list_all(user)
+        return PreferenceListOut(
+            user=user,
+            rules=[PreferenceOut.of(p) for p in rules],
+            playbooks=[PlaybookBriefOut.of(p) for p in playbooks],
+        )
+
+    @tool(
+        mcp,
+        toolset=Toolset.PREFERENCES,
+        title="Delete a user's rules or playbooks",
+        annotations=_DESTROY,
+    )
+    async def preferences_delete(
+        user: User,
+        ctx: Context[AppContext],
+        keys: Annotated[
+            list[str] | None, Field(description="Rules to delete, by exact key.", max_length=1000)
+        ] = None,
+        playbook_ids: Annotated[
+            list[int] | None, Field(description="Playbooks to delete, by id.", max_length=1000)
+        ] = None,
+        confirm: Annotated[
+            bool, Field(description="Needed to delete ALL of the user's rules and playbooks.")
+        ] = False,
+    ) -> PreferenceDeleteOut:
+        """Permanently delete a user's rules (by key) and playbooks (by id).
+
+        With neither `keys` nor `playbook_ids`, deletes everything of the user: only when
+        the user asked, with confirm=true.
+        """
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("preferences_delete", ctx.request_id):
+            done = await app.knowledge.preferences.delete(
+                user, keys=keys, playbook_ids=playbook_ids, confirm=confirm
+            )
+        missing = [k for k in keys or [] if k not in done.keys]
+        missing += [str(i) for i in playbook_ids or [] if i not in done.playbook_ids]
+        return PreferenceDeleteOut(
+            user=user,
+            deleted_keys=done.keys,
+            deleted_playbook_ids=done.playbook_ids,
+            not_found=missing,
         )
 
     @tool(mcp, toolset=Toolset.PREFERENCES, title="Record a playbook", annotations=_WRITE)
@@ -166,19 +228,37 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         user: User,
         query: Annotated[str, Field(description="The user's current request.")],
         ctx: Context[AppContext],
-        flow: Annotated[str | None, Field(description="Only playbooks of this flow.")] = None,
+        flow: Annotated[
+            str | None, Field(description="The flow: returns its playbooks, exactly.")
+        ] = None,
         limit: Limit = 5,
+        session_id: Annotated[
+            str | None,
+            Field(
+                description="Your session: the best playbook is also written into its "
+                "scratchpad before the flow runs.",
+                max_length=128,
+            ),
+        ] = None,
     ) -> PlaybookFindOut:
         """Find proven recipes: the user's playbooks whose request means what `query` means.
 
-        Only playbooks at or above the similarity `threshold` are returned, best first; an
-        empty list means none is close enough, so plan from scratch.
+        With `flow`, every playbook of that flow comes back (match="flow"), closest first.
+        Without it, only playbooks at or above the similarity `threshold`, best first; an
+        empty list means none is close enough, so plan from scratch. With `session_id`, the
+        best one is also written into that session's scratchpad.
         """
         app = ctx.request_context.lifespan_context.container
+        seeded: int | None = None
         with domain_errors_as_tool_errors("playbook_find", ctx.request_id):
             result = await app.knowledge.preferences.find_playbooks(
                 user, query, flow=flow, limit=limit
             )
+            if session_id is not None and result.matches:
+                note = await app.knowledge.scratchpad.seed_playbook(
+                    session_id, result.matches[0].item
+                )
+                seeded = note.id
         return PlaybookFindOut(
             user=user,
             mode=result.mode,
@@ -191,4 +271,5 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
                 for m in result.matches
             ],
             notes=result.notes,
+            scratchpad_snippet_id=seeded,
         )

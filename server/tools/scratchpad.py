@@ -14,6 +14,7 @@ from server.errors import domain_errors_as_tool_errors
 from server.knowledge_schemas import (
     EvictedOut,
     PromotionOut,
+    ScratchpadDeleteOut,
     ScratchpadPromoteOut,
     ScratchpadReadOut,
     ScratchpadWriteOut,
@@ -33,6 +34,9 @@ _WRITE = ToolAnnotations(
 )
 # A read moves snippets to the recently-used end: bookkeeping, like access tracking elsewhere.
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+_DESTROY = ToolAnnotations(
+    read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+)
 
 SessionId = Annotated[
     str, Field(description="The session (flow) whose scratchpad this is.", max_length=128)
@@ -41,7 +45,7 @@ Target = Literal["preferences", "business_context"]
 
 
 def register(mcp: MemstrataServer, settings: Settings) -> None:
-    """Register scratchpad_write, scratchpad_read and scratchpad_promote."""
+    """Register scratchpad_write, scratchpad_read, scratchpad_promote and scratchpad_delete."""
     cap = settings.knowledge.scratchpad_cap
 
     @tool(mcp, toolset=Toolset.SCRATCHPAD, title="Write a scratchpad snippet", annotations=_WRITE)
@@ -165,4 +169,43 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
             )
         return ScratchpadPromoteOut(
             session_id=session_id, id=id, promotion=PromotionOut.of(promotion)
+        )
+
+    @tool(mcp, toolset=Toolset.SCRATCHPAD, title="Delete scratchpad snippets", annotations=_DESTROY)
+    async def scratchpad_delete(
+        ctx: Context[AppContext],
+        session_id: Annotated[
+            str | None, Field(description="The session whose snippets to delete.", max_length=128)
+        ] = None,
+        ids: Annotated[
+            list[int] | None,
+            Field(description="Only these snippets of the session.", max_length=1000),
+        ] = None,
+        user: Annotated[
+            str | None, Field(description="Instead of a session: every snippet of this user.")
+        ] = None,
+        confirm: Annotated[
+            bool, Field(description="Needed to delete a whole session or all of a user's.")
+        ] = False,
+    ) -> ScratchpadDeleteOut:
+        """Permanently delete scratchpad snippets.
+
+        Some `ids` of a session; a whole session; or (`user`) a user's snippets in every
+        session. The last two need confirm=true.
+
+        Details:
+        Copies already promoted to preferences or business context stay: remove them with
+        `preferences_delete` or `delete_documents`.
+        """
+        app = ctx.request_context.lifespan_context.container
+        with domain_errors_as_tool_errors("scratchpad_delete", ctx.request_id):
+            deleted = await app.knowledge.scratchpad.delete(
+                session_id, ids, user=user, confirm=confirm
+            )
+        return ScratchpadDeleteOut(
+            session_id=session_id,
+            user=user,
+            deleted=len(deleted),
+            ids=deleted,
+            not_found=[i for i in ids or [] if i not in deleted],
         )

@@ -145,6 +145,8 @@ def test_enable_toolset_announces_the_new_list_over_stdio(db_path: Path) -> None
             "preferences_update",
             "preferences_get",
             "preferences_find",
+            "preferences_list",
+            "preferences_delete",
             "playbook_record",
             "playbook_find",
         }

@@ -299,6 +299,41 @@ def test_ingest_lists_links_below_the_folder_and_never_follows_them(
     ]
 
 
+def test_knowledge_can_be_listed_and_deleted_from_the_cli(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    settings = Settings(db=db, embedding_model="none", schedule=ScheduleSettings(enabled=False))
+
+    async def write() -> None:
+        async with open_container(settings) as c:
+            k = c.knowledge
+            await k.preferences.update("ann", "units", "metric")
+            await k.preferences.update("ann", "tone", "formal")
+            await k.business.ingest("acme", "a.md", "Refunds within 30 days.")
+            await k.scratchpad.write("s1", "a note", user="ann")
+
+    asyncio.run(write())
+    capsys.readouterr()  # the seeding's own log lines
+    code, out, _ = run_cli(capsys, "preferences", "list", "--user", "ann", "--json")
+    assert code == 0 and [r["key"] for r in json.loads(out)["rules"]] == ["tone", "units"]
+    code, out, _ = run_cli(capsys, "preferences", "delete", "--user", "ann", "--key", "units")
+    assert code == 0 and '"units"' in out
+    code, _, err = run_cli(capsys, "preferences", "delete", "--user", "ann", "--all")
+    assert code == 2 and "--yes" in err  # everything needs --yes
+    code, out, _ = run_cli(capsys, "preferences", "delete", "--user", "ann", "--all", "--yes")
+    assert code == 0 and json.loads(out)["deleted_keys"] == ["tone"]
+    code, out, _ = run_cli(capsys, "documents", "list", "--tenant", "acme", "--json")
+    assert [d["source"] for d in json.loads(out)["documents"]] == ["a.md"]
+    code, out, _ = run_cli(
+        capsys, "documents", "delete", "--tenant", "acme", "--source", "a.md", "--json"
+    )
+    assert code == 0 and json.loads(out)["deleted"] == ["a.md"]
+    code, out, _ = run_cli(capsys, "scratchpad", "delete", "--user", "ann", "--yes", "--json")
+    assert code == 0 and len(json.loads(out)["deleted"]) == 1
+    code, out, _ = run_cli(capsys, "scratchpad", "list", "--session", "s1", "--json")
+    assert json.loads(out)["snippets"] == []
+
+
 @pytest.mark.parametrize("command", ["doctor", "export", "import", "backup"])
 def test_sqlite_file_commands_refuse_a_postgres_store(
     db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str

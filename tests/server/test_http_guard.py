@@ -1,9 +1,11 @@
-"""The grant check of the HTTP edge, on hostile JSON-RPC shapes (no server needed)."""
+"""The grant check of the HTTP edge: hostile JSON-RPC shapes, and the real tools' grants."""
 
 from __future__ import annotations
 
 from server.auth import Grant
-from server.http_guard import _messages, refusal
+from server.http_app import build_http_app
+from server.http_guard import HttpGuard, _messages, refusal
+from server.settings import Settings
 
 ALPHA = Grant(name="alpha", token="a" * 32, projects=("alpha",))
 READER = Grant(name="reader", token="r" * 32, read_only=True)
@@ -44,3 +46,29 @@ def test_deep_or_broken_json_is_left_to_the_transport() -> None:
     assert list(_messages(b"[" * 100_000 + b"]" * 100_000)) == []
     assert list(_messages(b"{not json")) == []
     assert len(list(_messages(b'[{"a": 1}, {"b": 2}]'))) == 2
+
+
+async def test_knowledge_review_tools_stay_inside_the_grants(settings: Settings) -> None:
+    # The sets come from the real tools' annotations and schemas, as `serve --http` builds them.
+    guard = await build_http_app(settings, "127.0.0.1", 8765)
+    assert isinstance(guard, HttpGuard)
+    reader = Grant(name="reader", token="r" * 32, read_only=True)
+
+    def why(grant: Grant, tool: str, **arguments: object) -> str | None:
+        return refusal(
+            grant,
+            call(tool, **arguments),
+            default_project=settings.project,
+            read_only_tools=guard.read_only_tools,
+            unscoped_tools=guard.unscoped_tools,
+        )
+
+    for tool in ("preferences_delete", "scratchpad_delete", "delete_documents"):
+        assert "read-only" in (why(reader, tool, user="u", tenant="t", confirm=True) or "")
+        assert "not scoped by project" in (why(ALPHA, tool, user="u", tenant="t") or "")
+    assert why(reader, "playbook_find", user="u", query="q") is None
+    refused = why(reader, "playbook_find", user="u", query="q", session_id="s1")
+    assert refused is not None and "read-only" in refused
+    for tool in ("preferences_list", "list_documents"):
+        assert why(reader, tool, user="u", tenant="t") is None
+        assert "not scoped by project" in (why(ALPHA, tool, user="u", tenant="t") or "")

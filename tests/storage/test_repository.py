@@ -160,6 +160,20 @@ async def test_prune_deletes_only_expired_oldest_first_within_limit(
     assert await repo.get("p", fresh) is not None
 
 
+async def test_prune_deletes_the_least_accessed_expired_rows_first(
+    repo: MemoryRepository, storage: StorageUnderTest
+) -> None:
+    # The oldest row was read five times before it expired, the newer one never: among
+    # expired rows, what was used is the last to go.
+    used = (await repo.add(draft("used often"), T0 - timedelta(days=50))).memory.id
+    unused = (await repo.add(draft("never read"), T0 - timedelta(days=40))).memory.id
+    await storage.execute("UPDATE context_snapshots SET access_count = 5 WHERE id = ?", used)
+    cuts = tier_cutoffs(T0, POLICY)
+    assert (await repo.prune_expired(cuts, "p", limit=None, dry_run=True)).ids == [unused, used]
+    assert (await repo.prune_expired(cuts, "p", limit=1, dry_run=False)).ids == [unused]
+    assert await repo.get("p", used) is not None
+
+
 async def test_prune_never_trusts_a_stale_expired_tier(
     repo: MemoryRepository, storage: StorageUnderTest
 ) -> None:
@@ -190,6 +204,17 @@ async def test_stats_counts_live_tiers_and_layers(repo: MemoryRepository) -> Non
     assert s.oldest == T0 - timedelta(days=31) and s.newest == T0
     assert s.database_bytes > 0
     assert await repo.projects() == ["p", "q"]
+    assert s.accesses == 0 and s.never_accessed == 2
+
+
+async def test_stats_count_accesses_and_never_read_memories(
+    repo: MemoryRepository, storage: StorageUnderTest
+) -> None:
+    a = (await repo.add(draft("read twice"), T0)).memory.id
+    await repo.add(draft("never read"), T0)
+    await storage.execute("UPDATE context_snapshots SET access_count = 2 WHERE id = ?", a)
+    s = await repo.stats("p", tier_cutoffs(T0, POLICY))
+    assert s.accesses == 2 and s.never_accessed == 1
 
 
 async def test_replace_with_swaps_rows_atomically(repo: MemoryRepository) -> None:

@@ -191,3 +191,19 @@ class PostgresDocumentStore:
         async with self._session.read("listing documents") as conn:
             rows = await conn.fetch(sql + " ORDER BY created_at, id", *params)
         return [(_ROWS.document(r), str(r["body"])) for r in rows]
+
+    async def delete_documents(self, tenant: str, sources: Sequence[str] | None) -> list[str]:
+        """Delete documents of a tenant (these sources, or all); their chunks follow."""
+        sql = "DELETE FROM knowledge_documents WHERE tenant = $1"
+        params: list[Any] = [tenant]
+        if sources is not None:
+            sql += " AND source = ANY($2::text[])"
+            params.append(list(sources))
+        async with self._session.write("deleting documents") as conn:
+            rows = await conn.fetch(sql + " RETURNING source", *params)
+            if rows:
+                await conn.execute(
+                    "UPDATE knowledge_revisions SET revision = revision + 1 WHERE tenant = $1",
+                    tenant,
+                )
+        return sorted(str(r[0]) for r in rows)

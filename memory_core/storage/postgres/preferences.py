@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference
 from memory_core.knowledge_ports import Vector
@@ -99,6 +100,17 @@ class PostgresPreferenceStore:
         """Store vectors of rules written without one."""
         await _set_vectors(self._session, "user_preferences", items, model_id)
 
+    async def delete(self, user: str, keys: Sequence[str] | None) -> list[str]:
+        """Delete rules of a user (these keys, or all); returns the deleted keys."""
+        sql = "DELETE FROM user_preferences WHERE user_id = $1"
+        params: list[Any] = [user]
+        if keys is not None:
+            sql += " AND key = ANY($2::text[])"
+            params.append(list(keys))
+        async with self._session.write("deleting preferences") as conn:
+            rows = await conn.fetch(sql + " RETURNING key", *params)
+        return sorted(str(r[0]) for r in rows)
+
 
 class PostgresPlaybookStore:
     """Trajectories per user in playbooks."""
@@ -153,3 +165,14 @@ class PostgresPlaybookStore:
     async def set_vectors(self, items: Sequence[tuple[int, Vector]], model_id: str) -> None:
         """Store vectors of playbooks recorded without one."""
         await _set_vectors(self._session, "playbooks", items, model_id)
+
+    async def delete(self, user: str, ids: Sequence[int] | None) -> list[int]:
+        """Delete playbooks of a user (these ids, or all); returns the deleted ids."""
+        sql = "DELETE FROM playbooks WHERE user_id = $1"
+        params: list[Any] = [user]
+        if ids is not None:
+            sql += " AND id = ANY($2::bigint[])"
+            params.append([int(i) for i in ids])
+        async with self._session.write("deleting playbooks") as conn:
+            rows = await conn.fetch(sql + " RETURNING id", *params)
+        return sorted(int(r[0]) for r in rows)

@@ -489,7 +489,7 @@ class PostgresMemoryRepository:
     async def prune_expired(
         self, cutoffs: TierCutoffs, project: str | None, *, limit: int | None, dry_run: bool
     ) -> PruneOutcome:
-        """Delete (or list, when dry_run) EXPIRED rows, oldest first."""
+        """Delete (or list, when dry_run) EXPIRED rows, least accessed first, then oldest."""
         args: list[Any] = [aware(cutoffs.archived_after), limit]  # LIMIT NULL: no limit
         scope = ""
         if project is not None:
@@ -499,7 +499,7 @@ class PostgresMemoryRepository:
         candidates = (
             "SELECT id FROM context_snapshots"
             f" WHERE {_REFERENCE} <= $1{scope}"
-            f" ORDER BY {_REFERENCE}, id LIMIT $2"
+            f" ORDER BY access_count, {_REFERENCE}, id LIMIT $2"
         )
         if dry_run:
             async with self._session.read("prune (dry run)") as conn:
@@ -539,7 +539,8 @@ class PostgresMemoryRepository:
                 f"SELECT {live} AS tier, layer, count(*) AS n,"
                 " sum(octet_length(content)) AS bytes,"
                 " min(created_at) AS oldest, max(created_at) AS newest,"
-                f" count(*) FILTER (WHERE memory_tier IS DISTINCT FROM {live}) AS stale"
+                f" count(*) FILTER (WHERE memory_tier IS DISTINCT FROM {live}) AS stale,"
+                " sum(access_count) AS accesses, count(*) FILTER (WHERE access_count = 0) AS unused"
                 " FROM context_snapshots WHERE project = $4 GROUP BY 1, 2",
                 *_cutoffs(cutoffs),
                 project,
@@ -552,13 +553,15 @@ class PostgresMemoryRepository:
         by_layer = dict.fromkeys(Layer, 0)
         oldest: datetime | None = None
         newest: datetime | None = None
-        content_bytes = stale = 0
+        content_bytes = stale = accesses = unused = 0
         for r in rows:
             by_tier[Tier(r["tier"])] += r["n"]
             if r["layer"] in _KNOWN_LAYERS:
                 by_layer[Layer(r["layer"])] += r["n"]
             content_bytes += int(r["bytes"] or 0)
             stale += int(r["stale"] or 0)
+            accesses += int(r["accesses"] or 0)
+            unused += int(r["unused"] or 0)
             oldest = r["oldest"] if oldest is None else min(oldest, r["oldest"])
             newest = r["newest"] if newest is None else max(newest, r["newest"])
         return StoreStats(
@@ -571,6 +574,8 @@ class PostgresMemoryRepository:
             oldest=aware(oldest) if oldest else None,
             newest=aware(newest) if newest else None,
             stale_tiers=stale,
+            accesses=accesses,
+            never_accessed=unused,
         )
 
     async def projects(self) -> list[str]:

@@ -191,3 +191,17 @@ class PostgresScratchpadStore:
                 aware(now),
                 [int(i) for i in ids],
             )
+
+    async def delete(
+        self, *, session_id: str | None, user: str | None, ids: Sequence[int] | None
+    ) -> list[int]:
+        """Delete snippets of a session (these ids, or all), or every snippet of a user."""
+        column = "session_id" if session_id is not None else "user_id"
+        sql = f"DELETE FROM scratchpad_snippets WHERE {column} = $1"
+        params: list[Any] = [session_id if session_id is not None else user]
+        if ids is not None:
+            sql += " AND id = ANY($2::bigint[])"
+            params.append([int(i) for i in ids])
+        async with self._session.write("deleting scratchpad snippets") as conn:
+            rows = await conn.fetch(sql + " RETURNING id", *params)
+        return sorted(int(r[0]) for r in rows)

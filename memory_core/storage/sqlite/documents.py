@@ -169,3 +169,18 @@ class SqliteDocumentStore:
         async with self._session.read("listing documents"):
             rows = await self._session.fetch(sql + " ORDER BY created_at, id", params)
         return [(_ROWS.document(r), str(r["body"])) for r in rows]
+
+    async def delete_documents(self, tenant: str, sources: Sequence[str] | None) -> list[str]:
+        """Delete documents of a tenant (these sources, or all); chunks and FTS rows follow."""
+        sql, params = "DELETE FROM knowledge_documents WHERE tenant = ?", [tenant]
+        if sources is not None:
+            sql += f" AND source IN ({', '.join('?' for _ in sources)})"
+            params.extend(sources)
+        async with self._session.write("deleting documents") as db:
+            rows = await self._session.fetch(sql + " RETURNING source", params)
+            if rows:
+                await db.execute(
+                    "UPDATE knowledge_revisions SET revision = revision + 1 WHERE tenant = ?",
+                    (tenant,),
+                )
+        return sorted(str(r[0]) for r in rows)

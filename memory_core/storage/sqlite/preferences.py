@@ -87,6 +87,16 @@ class SqlitePreferenceStore:
                 [(vector_to_bytes(v), model_id, i) for i, v in items],
             )
 
+    async def delete(self, user: str, keys: Sequence[str] | None) -> list[str]:
+        """Delete rules of a user (these keys, or all); returns the deleted keys."""
+        sql, params = "DELETE FROM user_preferences WHERE user_id = ?", [user]
+        if keys is not None:
+            sql += f" AND key IN ({', '.join('?' for _ in keys)})"
+            params.extend(keys)
+        async with self._session.write("deleting preferences"):
+            rows = await self._session.fetch(sql + " RETURNING key", params)
+        return sorted(str(r[0]) for r in rows)
+
 
 class SqlitePlaybookStore:
     """Trajectories per user in playbooks."""
@@ -144,3 +154,14 @@ class SqlitePlaybookStore:
                 "UPDATE playbooks SET embedding = ?, embed_model = ? WHERE id = ?",
                 [(vector_to_bytes(v), model_id, i) for i, v in items],
             )
+
+    async def delete(self, user: str, ids: Sequence[int] | None) -> list[int]:
+        """Delete playbooks of a user (these ids, or all); returns the deleted ids."""
+        sql = "DELETE FROM playbooks WHERE user_id = ?"
+        params: list[str | int] = [user]
+        if ids is not None:
+            sql += f" AND id IN ({', '.join('?' for _ in ids)})"
+            params.extend(ids)
+        async with self._session.write("deleting playbooks"):
+            rows = await self._session.fetch(sql + " RETURNING id", params)
+        return sorted(int(r[0]) for r in rows)

@@ -513,7 +513,7 @@ class SqliteMemoryRepository:
     async def prune_expired(
         self, cutoffs: TierCutoffs, project: str | None, *, limit: int | None, dry_run: bool
     ) -> PruneOutcome:
-        """Delete (or list, when dry_run) EXPIRED rows, oldest first."""
+        """Delete (or list, when dry_run) EXPIRED rows, least accessed first, then oldest."""
         params: dict[str, Any] = {
             **_cutoff_params(cutoffs),
             "limit": -1 if limit is None else limit,
@@ -526,7 +526,7 @@ class SqliteMemoryRepository:
         candidates = (
             "SELECT id FROM context_snapshots"
             f" WHERE {_REFERENCE} <= :archived_after{scope}"
-            f" ORDER BY {_REFERENCE}, id LIMIT :limit"
+            f" ORDER BY access_count, {_REFERENCE}, id LIMIT :limit"
         )
         if dry_run:
             async with self._session.read("prune (dry run)"):
@@ -582,7 +582,8 @@ class SqliteMemoryRepository:
                 f"SELECT {_LIVE_TIER} AS tier, layer, count(*) AS n,"
                 " sum(length(CAST(content AS BLOB))) AS bytes,"
                 " min(created_at) AS oldest, max(created_at) AS newest,"
-                f" sum(memory_tier IS NOT {_LIVE_TIER}) AS stale"
+                f" sum(memory_tier IS NOT {_LIVE_TIER}) AS stale,"
+                " sum(access_count) AS accesses, sum(access_count = 0) AS unused"
                 " FROM context_snapshots WHERE project = :project GROUP BY tier, layer",
                 params,
             )
@@ -593,13 +594,15 @@ class SqliteMemoryRepository:
         by_layer = dict.fromkeys(Layer, 0)
         oldest: str | None = None
         newest: str | None = None
-        content_bytes = stale = 0
+        content_bytes = stale = accesses = unused = 0
         for r in rows:
             by_tier[Tier(r["tier"])] += r["n"]
             if r["layer"] in _KNOWN_LAYERS:
                 by_layer[Layer(r["layer"])] += r["n"]
             content_bytes += r["bytes"] or 0
             stale += r["stale"] or 0
+            accesses += r["accesses"] or 0
+            unused += r["unused"] or 0
             oldest = r["oldest"] if oldest is None else min(oldest, r["oldest"])
             newest = r["newest"] if newest is None else max(newest, r["newest"])
         return StoreStats(
@@ -612,6 +615,8 @@ class SqliteMemoryRepository:
             oldest=decode_time(oldest) if oldest else None,
             newest=decode_time(newest) if newest else None,
             stale_tiers=stale,
+            accesses=accesses,
+            never_accessed=unused,
         )
 
     async def projects(self) -> list[str]:

@@ -179,3 +179,17 @@ class SqliteScratchpadStore:
                 " promoted_reason = ?, promoted_at = ? WHERE id = ?",
                 [(target.value, ref, reason.value, encode_time(now), i) for i in ids],
             )
+
+    async def delete(
+        self, *, session_id: str | None, user: str | None, ids: Sequence[int] | None
+    ) -> list[int]:
+        """Delete snippets of a session (these ids, or all), or every snippet of a user."""
+        column = "session_id" if session_id is not None else "user_id"
+        sql = f"DELETE FROM scratchpad_snippets WHERE {column} = ?"
+        params: list[str | int | None] = [session_id if session_id is not None else user]
+        if ids is not None:
+            sql += f" AND id IN ({', '.join('?' for _ in ids)})"
+            params.extend(ids)
+        async with self._session.write("deleting scratchpad snippets"):
+            rows = await self._session.fetch(sql + " RETURNING id", params)
+        return sorted(int(r[0]) for r in rows)
