@@ -262,7 +262,7 @@ def test_memstrata_tools_prints_every_toolset_with_its_cost(
     with pytest.raises(SystemExit):
         main(["tools"])
     table = capsys.readouterr().out
-    assert "conversations (not listed; 14 tools" in table and "listed now: 12 tools" in table
+    assert "conversations (not listed; 15 tools" in table and "listed now: 12 tools" in table
     assert not (tmp_path / "memory.db").exists()  # listing tools opens no database
 
 
