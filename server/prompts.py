@@ -1,11 +1,20 @@
 """MCP prompts: reusable starts for working with the memory."""
 
+from typing import Annotated
+
 from mcp.server import MCPServer
+from pydantic import Field
 
 from server.app_context import AppContext
 from server.settings import Settings
 
 __all__ = ["register"]
+
+# Clients show these next to the argument fields (prompts/list `arguments[].description`).
+Task = Annotated[str, Field(description="The task you are about to start, in a sentence.")]
+ProjectArg = Annotated[
+    str, Field(description="Memory project to use; empty for the server's default project.")
+]
 
 
 def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
@@ -13,7 +22,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
     default = settings.project
 
     @mcp.prompt(name="start_task_with_memory", title="Start a task with memory")
-    def start_task_with_memory(task: str, project: str = "") -> str:
+    def start_task_with_memory(task: Task, project: ProjectArg = "") -> str:
         """Pick up relevant memories before starting a task."""
         scope = project or default
         return (
@@ -26,7 +35,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
         )
 
     @mcp.prompt(name="record_what_we_learned", title="Record what we learned")
-    def record_what_we_learned(project: str = "") -> str:
+    def record_what_we_learned(project: ProjectArg = "") -> str:
         """Store what this conversation taught, before it ends."""
         scope = project or default
         return (

@@ -378,6 +378,8 @@ class MemoryService:
         metadata: dict[str, JsonValue] | None = None,
     ) -> AppendResult:
         """Upsert semantic knowledge `key` -> `value` (credentials redacted, as in append)."""
+        # Checked here too so a bad value is reported under the name the caller used.
+        check_text("value", value, max_chars=self.limits.max_content_chars)
         return await self.append(project, Layer.SEMANTIC, value, key=key, metadata=metadata)
 
     async def recall(self, project: str, key: str) -> RecallResult:
