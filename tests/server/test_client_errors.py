@@ -130,3 +130,31 @@ async def test_importing_onto_an_existing_session_says_what_to_do(client: Client
     msg = await error(client, "import_session", data=data)
     assert "already exists" in msg and "under another session_id" in msg
     assert "Re-read" not in msg
+
+
+async def test_a_write_that_creates_a_project_says_so(client: Client) -> None:
+    first = await client.call_tool(
+        "append", {"layer": "episodic", "content": "a", "project": "wrok"}
+    )
+    assert first.structured_content is not None and first.structured_content["new_project"]
+    assert "new project 'wrok' created" in first.content[0].text  # type: ignore[union-attr]
+    again = await client.call_tool(
+        "append", {"layer": "episodic", "content": "b", "project": "wrok"}
+    )
+    assert again.structured_content is not None and not again.structured_content["new_project"]
+    assert "new project" not in again.content[0].text  # type: ignore[union-attr]
+    learned = await client.call_tool("learn", {"key": "k", "value": "v", "project": "fresh"})
+    assert learned.structured_content is not None and learned.structured_content["new_project"]
+    assert "new project 'fresh' created" in learned.content[0].text  # type: ignore[union-attr]
+    batch = await client.call_tool(
+        "append_many", {"items": [{"layer": "episodic", "content": "c"}], "project": "bulk"}
+    )
+    assert batch.structured_content is not None and batch.structured_content["new_project"]
+    text = batch.content[0].text  # type: ignore[union-attr]
+    assert text.count("new project 'bulk'") == 1
+
+
+async def test_the_default_projects_first_write_is_not_flagged(client: Client) -> None:
+    first = await client.call_tool("append", {"layer": "episodic", "content": "a"})
+    assert first.structured_content is not None and not first.structured_content["new_project"]
+    assert "new project" not in first.content[0].text  # type: ignore[union-attr]
