@@ -16,7 +16,7 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from memory_core.errors import MemoryCoreError
+from memory_core.errors import MemoryCoreError, SchemaMismatchError, StorageError
 from server.container import open_container
 from server.logging import configure_logging
 from server.settings import Settings
@@ -271,6 +271,28 @@ def _err(text: str) -> None:
     sys.stderr.write(text + "\n")
 
 
+def _failure(exc: MemoryCoreError, settings: Settings) -> str:
+    """A domain error for a person at a terminal: with the store's location and the cause.
+
+    Models are told only the operation (server.errors); here paths and driver text help.
+    """
+    if not isinstance(exc, StorageError) or isinstance(exc, SchemaMismatchError):
+        return str(exc)
+    cause = exc.__cause__
+    while isinstance(cause, StorageError) and cause.__cause__ is not None:
+        cause = cause.__cause__
+    where = settings.store_location
+    if isinstance(cause, OSError) and cause.strerror:
+        named = cause.filename and str(cause.filename) != where
+        why = f"{cause.filename} {cause.strerror}" if named else cause.strerror
+    else:
+        why = str(cause or "") or type(cause).__name__
+    hint = ""
+    if "unable to open database file" in why:
+        hint = " (does its folder exist, and may this user create files there?)"
+    return f"{exc} {where}: {why}{hint}"
+
+
 async def _preflight(settings: Settings) -> None:
     async with open_container(settings):
         pass
@@ -366,7 +388,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     try:
         code = _serve(settings, args) if command == "serve" else _run(command, settings, args)
     except MemoryCoreError as exc:
-        _err(f"memstrata: {exc}")
+        _err(f"memstrata: {_failure(exc, settings)}")
         code = EXIT_ERROR
     except KeyboardInterrupt:
         # Ctrl-C is how a person stops `serve`; for any other command it cut the work short.

@@ -15,7 +15,7 @@ import sqlite_vec
 
 from memory_core.domain.models import Memory
 from memory_core.errors import StorageError
-from memory_core.storage.sqlite.connection import DriverError
+from memory_core.storage.sqlite.connection import DriverError, create_private
 from memory_core.storage.sqlite.migrate import schema_version
 from memory_core.storage.sqlite.rows import encode_time
 from memory_core.storage.sqlite.session import SqliteSession
@@ -69,6 +69,7 @@ def _backup_file(source: Path, target: Path) -> BackupReport:
     partial = target.with_name(f".{target.name}.partial")
     with contextlib.suppress(FileNotFoundError):
         partial.unlink()
+    create_private(partial)  # a copy of private memories stays private (0600)
     src = sqlean.connect(str(source))
     dst = sqlean.connect(str(partial))
     try:
