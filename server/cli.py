@@ -22,9 +22,10 @@ from server.logging import configure_logging
 from server.settings import Settings
 from server.toolsets import parse_toolsets
 
-__all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_CANNOT_LISTEN", "EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "main"]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_CANNOT_LISTEN = 6
 
 # Commands that read or write the SQLite file itself, not the configured store.
 _SQLITE_FILE_COMMANDS = frozenset({"doctor", "export", "import", "backup"})
@@ -37,6 +38,7 @@ exit codes:
   3    not found (recall: no fact under that key; import/backup: no such file)
   4    problems found (doctor: a check failed; backup: the copy failed verification)
   5    refused to overwrite an existing file (export/backup without --force)
+  6    cannot listen (serve --http: the port is in use, or the address may not be bound)
   130  interrupted (Ctrl-C)"""
 
 _FORMATTER = argparse.RawDescriptionHelpFormatter
@@ -320,11 +322,20 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     # so a problem prints one clear line instead of a traceback from inside the SDK.
     asyncio.run(_preflight(settings))
     if getattr(args, "http", False):
+        from server.http_app import HttpBindError
+
         host = args.host or settings.http_host
         port = args.port or settings.http_port
         where = settings.store_location
-        _err(f"memstrata: serving MCP at http://{host}:{port}/mcp (database {where})")
-        asyncio.run(serve_http(settings, host, port, insecure=args.insecure))
+
+        def announce(url: str) -> None:  # called once the port is bound
+            _err(f"memstrata: serving MCP at {url} (database {where})")
+
+        try:
+            asyncio.run(serve_http(settings, host, port, insecure=args.insecure, announce=announce))
+        except HttpBindError as exc:
+            _err(f"memstrata: {exc}")
+            return EXIT_CANNOT_LISTEN
     else:
         serve_stdio(settings)
     return EXIT_OK
