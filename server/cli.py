@@ -85,6 +85,14 @@ def _parser() -> argparse.ArgumentParser:
         + _EXIT_CODES,
         formatter_class=_FORMATTER,
     )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log INFO (-vv: DEBUG) on stderr; commands other than serve log only warnings "
+        "unless MEMSTRATA_LOG_LEVEL is set",
+    )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve = _command(
         sub,
@@ -273,6 +281,15 @@ def _err(text: str) -> None:
     sys.stderr.write(text + "\n")
 
 
+def _log_level(command: str, settings: Settings, args: argparse.Namespace) -> str:
+    """INFO for a server's log; a one-shot command only warns unless asked (-v or the env)."""
+    if args.verbose:
+        return "DEBUG" if args.verbose > 1 else "INFO"
+    if command == "serve" or "log_level" in settings.model_fields_set:
+        return settings.log_level
+    return "WARNING"
+
+
 def _failure(exc: MemoryCoreError, settings: Settings) -> str:
     """A domain error for a person at a terminal: with the store's location and the cause.
 
@@ -393,6 +410,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         _err(f"invalid MEMSTRATA_* configuration:\n{exc}")
         sys.exit(EXIT_USAGE)
     command = args.command or "serve"
+    settings = settings.model_copy(update={"log_level": _log_level(command, settings, args)})
     # First, for every command: nothing may log to stdout before the stdio transport starts.
     # (serve configures it again after MCPServer() installs its own handlers.)
     configure_logging(settings.log_level, settings.log_format)
