@@ -92,11 +92,15 @@ class ConfirmationRequiredError(MemoryCoreError):
 
 
 class ConflictError(MemoryCoreError):
-    """The write would break a uniqueness rule of the store."""
+    """The write would break a uniqueness rule of the store, or its state has moved on.
 
-    def __init__(self, reason: str) -> None:
+    `next_step` says what to do instead, when re-reading and retrying would not help.
+    """
+
+    def __init__(self, reason: str, *, next_step: str | None = None) -> None:
         super().__init__(reason)
         self.reason = reason
+        self.next_step = next_step
 
 
 class EmbeddingUnavailableError(MemoryCoreError):

@@ -203,6 +203,10 @@ class DocumentStore(Protocol):
         """The stored document of a source."""
         ...
 
+    async def embedded_chunks(self, document_id: int, model_id: str) -> int:
+        """How many chunks of a document hold a vector of `model_id`."""
+        ...
+
     async def put_document(
         self,
         tenant: str,

@@ -149,6 +149,10 @@ class MemoryRepository(Protocol):
         """Every project that holds at least one row."""
         ...
 
+    async def has_project(self, project: str) -> bool:
+        """Whether a project holds at least one memory (one index lookup)."""
+        ...
+
 
 class Embedder(Protocol):
     """Turns texts into unit-length float32 vectors."""

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 
 import structlog
@@ -115,26 +115,36 @@ def serve_stdio(settings: Settings) -> None:
     mcp.run("stdio")
 
 
-async def serve_http(settings: Settings, host: str, port: int, *, insecure: bool = False) -> None:
+async def serve_http(
+    settings: Settings,
+    host: str,
+    port: int,
+    *,
+    insecure: bool = False,
+    announce: Callable[[str], None] | None = None,
+) -> None:
     """Serve streamable HTTP at http://host:port/mcp under our own uvicorn (logs stay JSON).
 
     Bearer tokens, per-token grants, Host/Origin checks and the body limit: server.http_app.
+    The port is bound before `announce(url)` is called, so "serving at" is only said once
+    it is true.
 
     Raises:
         HttpStartError: Invalid tokens, or not loopback without a token nor `insecure`.
+        HttpBindError: The address is in use or may not be bound.
     """
     import uvicorn  # only HTTP needs it; stdio start-up skips the import (~57 ms)
 
-    from server.http_app import build_http_app
+    from server.http_app import build_http_app, listen
     from server.logging import configure_logging
 
     app = await build_http_app(settings, host, port, insecure=insecure)
     configure_logging(settings.log_level, settings.log_format)
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
-    log.info(
-        "server.starting",
-        transport="http",
-        url=f"http://{host}:{port}/mcp",
-        db=settings.store_location,
-    )
-    await uvicorn.Server(config).serve()
+    sock = listen(host, port)
+    url = f"http://{host}:{port}/mcp"
+    log.info("server.starting", transport="http", url=url, db=settings.store_location)
+    if announce is not None:
+        announce(url)
+    with sock:
+        await uvicorn.Server(config).serve(sockets=[sock])

@@ -16,15 +16,16 @@ from collections.abc import Sequence
 from pydantic import ValidationError
 from pydantic_settings import SettingsError
 
-from memory_core.errors import MemoryCoreError
+from memory_core.errors import MemoryCoreError, SchemaMismatchError, StorageError
 from server.container import open_container
 from server.logging import configure_logging
 from server.settings import Settings, describe_settings_error
 from server.toolsets import parse_toolsets
 
-__all__ = ["EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_CANNOT_LISTEN", "EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "main"]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
+EXIT_CANNOT_LISTEN = 6
 
 # Commands that read or write the SQLite file itself, not the configured store.
 _SQLITE_FILE_COMMANDS = frozenset({"doctor", "export", "import", "backup"})
@@ -37,6 +38,7 @@ exit codes:
   3    not found (recall: no fact under that key; import/backup: no such file)
   4    problems found (doctor: a check failed; backup: the copy failed verification)
   5    refused to overwrite an existing file (export/backup without --force)
+  6    cannot listen (serve --http: the port is in use, or the address may not be bound)
   130  interrupted (Ctrl-C)"""
 
 _FORMATTER = argparse.RawDescriptionHelpFormatter
@@ -82,6 +84,14 @@ def _parser() -> argparse.ArgumentParser:
         "  memstrata doctor                       # check the installation and database\n\n"
         + _EXIT_CODES,
         formatter_class=_FORMATTER,
+    )
+    parser.add_argument(
+        "-v",
+        "--verbose",
+        action="count",
+        default=0,
+        help="log INFO (-vv: DEBUG) on stderr; commands other than serve log only warnings "
+        "unless MEMSTRATA_LOG_LEVEL is set",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve = _command(
@@ -279,6 +289,37 @@ def _err(text: str) -> None:
     sys.stderr.write(text + "\n")
 
 
+def _log_level(command: str, settings: Settings, args: argparse.Namespace) -> str:
+    """INFO for a server's log; a one-shot command only warns unless asked (-v or the env)."""
+    if args.verbose:
+        return "DEBUG" if args.verbose > 1 else "INFO"
+    if command == "serve" or "log_level" in settings.model_fields_set:
+        return settings.log_level
+    return "WARNING"
+
+
+def _failure(exc: MemoryCoreError, settings: Settings) -> str:
+    """A domain error for a person at a terminal: with the store's location and the cause.
+
+    Models are told only the operation (server.errors); here paths and driver text help.
+    """
+    if not isinstance(exc, StorageError) or isinstance(exc, SchemaMismatchError):
+        return str(exc)
+    cause = exc.__cause__
+    while isinstance(cause, StorageError) and cause.__cause__ is not None:
+        cause = cause.__cause__
+    where = settings.store_location
+    if isinstance(cause, OSError) and cause.strerror:
+        named = cause.filename and str(cause.filename) != where
+        why = f"{cause.filename} {cause.strerror}" if named else cause.strerror
+    else:
+        why = str(cause or "") or type(cause).__name__
+    hint = ""
+    if "unable to open database file" in why:
+        hint = " (does its folder exist, and may this user create files there?)"
+    return f"{exc} {where}: {why}{hint}"
+
+
 async def _preflight(settings: Settings) -> None:
     async with open_container(settings):
         pass
@@ -306,11 +347,20 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     # so a problem prints one clear line instead of a traceback from inside the SDK.
     asyncio.run(_preflight(settings))
     if getattr(args, "http", False):
+        from server.http_app import HttpBindError
+
         host = args.host or settings.http_host
         port = args.port or settings.http_port
         where = settings.store_location
-        _err(f"memstrata: serving MCP at http://{host}:{port}/mcp (database {where})")
-        asyncio.run(serve_http(settings, host, port, insecure=args.insecure))
+
+        def announce(url: str) -> None:  # called once the port is bound
+            _err(f"memstrata: serving MCP at {url} (database {where})")
+
+        try:
+            asyncio.run(serve_http(settings, host, port, insecure=args.insecure, announce=announce))
+        except HttpBindError as exc:
+            _err(f"memstrata: {exc}")
+            return EXIT_CANNOT_LISTEN
     else:
         serve_stdio(settings)
     return EXIT_OK
@@ -374,13 +424,14 @@ def main(argv: Sequence[str] | None = None) -> None:
         _err(f"invalid MEMSTRATA_* configuration:\n{describe_settings_error(exc)}")
         sys.exit(EXIT_USAGE)
     command = args.command or "serve"
+    settings = settings.model_copy(update={"log_level": _log_level(command, settings, args)})
     # First, for every command: nothing may log to stdout before the stdio transport starts.
     # (serve configures it again after MCPServer() installs its own handlers.)
     configure_logging(settings.log_level, settings.log_format)
     try:
         code = _serve(settings, args) if command == "serve" else _run(command, settings, args)
     except MemoryCoreError as exc:
-        _err(f"memstrata: {exc}")
+        _err(f"memstrata: {_failure(exc, settings)}")
         code = EXIT_ERROR
     except KeyboardInterrupt:
         # Ctrl-C is how a person stops `serve`; for any other command it cut the work short.

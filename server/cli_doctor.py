@@ -9,6 +9,7 @@ import json
 import os
 import shutil
 import stat
+import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
@@ -256,7 +257,22 @@ def _path_checks(db: Path) -> list[Check]:
                 f"mkdir -p {db.parent} as a user who may, then chown it; or {where}",
             )
         ]
+    refused = _creation_refused(base)
+    if refused:
+        return [Check("database path", "fail", f"cannot create {db}: {refused}", where)]
     return [Check("database path", "ok", f"{db} does not exist yet; it is created at first use")]
+
+
+def _creation_refused(base: Path) -> str | None:
+    """Why nothing can be created in `base`, by trying it (a scratch folder, removed again).
+
+    os.access says yes for root in /proc or on a read-only mount; only creating tells.
+    """
+    try:
+        os.rmdir(tempfile.mkdtemp(prefix=".memstrata-doctor-", dir=base))
+    except OSError as exc:
+        return f"{base} refuses new files ({exc.strerror or exc})"
+    return None
 
 
 def _database_checks(settings: Settings) -> list[Check]:

@@ -6,6 +6,7 @@ belongs to MCP. Colours and live bars appear only on a terminal (and never with 
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -35,12 +36,24 @@ class Exit(IntEnum):
     NOT_FOUND = 3  # what was asked for does not exist (recall: no such key; import: no file)
     PROBLEMS = 4  # doctor found at least one failing check; backup failed verification
     EXISTS = 5  # refused to overwrite an existing file (backup without --force)
+    CANNOT_LISTEN = 6  # serve --http: the port is in use or the address may not be bound
     INTERRUPTED = 130  # Ctrl-C
 
 
+# Columns assumed for a pipe or a file: rich would assume 80 and cut headers to "pro…"; a
+# table never pads to this width, it only stops cutting and wrapping.
+_UNBOUNDED_WIDTH = 1000
+
+
 def stdout_console() -> Console:
-    """Results go to stdout; on a non-terminal (a pipe, a file) no colour and no markup codes."""
-    return Console(file=sys.stdout, highlight=False, soft_wrap=False)
+    """Results go to stdout; on a non-terminal (a pipe, a file) no colour and no markup codes.
+
+    Off a terminal, tables keep their natural width (`memstrata stats | cat`) unless COLUMNS
+    says otherwise.
+    """
+    piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
+    width = _UNBOUNDED_WIDTH if piped else None
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False, width=width)
 
 
 def stderr_console() -> Console:

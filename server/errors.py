@@ -70,7 +70,9 @@ def _message(tool: str, exc: MemoryCoreError) -> str:  # noqa: C901 - one case p
                 "retry with confirm=true."
             )
         case ConflictError():
-            return f"Conflict: {exc.reason}. Re-read the current value and retry."
+            return (
+                f"Conflict: {exc.reason}. {exc.next_step or 'Re-read the current value and retry.'}"
+            )
         case EmbeddingUnavailableError():
             return f"Semantic search is unavailable ({exc.reason}); use mode='keyword'."
         case SchemaMismatchError():
@@ -90,7 +92,9 @@ def domain_errors_as_resource_errors(uri: str) -> Iterator[None]:
     with structlog.contextvars.bound_contextvars(resource=uri):
         try:
             yield
-        except MemoryNotFoundError as exc:
+        except (MemoryNotFoundError, InvalidInputError) as exc:
+            # The SDK answers ResourceNotFoundError with -32602 (invalid params), which is
+            # what a bad id in the URI is; any other ResourceError becomes an internal error.
             raise ResourceNotFoundError(_message("read", exc)) from exc
         except MemoryCoreError as exc:
             raise ResourceError(_message("read", exc)) from exc

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import socket
+
 import structlog
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
@@ -11,7 +13,7 @@ from server.auth import AuthConfigError, TokenAuthority, is_loopback, load_autho
 from server.http_guard import HttpGuard
 from server.settings import Settings
 
-__all__ = ["HttpStartError", "build_http_app", "transport_security"]
+__all__ = ["HttpBindError", "HttpStartError", "build_http_app", "listen", "transport_security"]
 
 log = structlog.get_logger(__name__)
 
@@ -24,6 +26,32 @@ class HttpStartError(SystemExit):
 
     A SystemExit: the CLI ends with the reason on stderr and status 1, not a traceback.
     """
+
+
+class HttpBindError(Exception):
+    """The HTTP address cannot be bound: in use by another process, or not permitted."""
+
+
+def listen(host: str, port: int, backlog: int = 2048) -> socket.socket:
+    """Bind host:port as uvicorn would, but report failure instead of exiting with 3.
+
+    Uvicorn's own bind logs the error and exits with its STARTUP_FAILURE (3), which the
+    CLI documents as "not found"; binding first also lets the CLI say "serving" truthfully.
+
+    Raises:
+        HttpBindError: The address is in use or may not be bound (the reason is included).
+    """
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family=family)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+        sock.listen(backlog)  # connections queue from here on, before uvicorn accepts them
+    except OSError as exc:
+        sock.close()
+        reason = exc.strerror or str(exc)
+        raise HttpBindError(f"cannot listen on {host}:{port}: {reason}") from exc
+    return sock
 
 
 def _split(value: str) -> list[str]:

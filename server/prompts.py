@@ -1,12 +1,21 @@
 """MCP prompts: reusable starts for working with the memory."""
 
+from typing import Annotated
+
 from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
+from pydantic import Field
 
 from server.app_context import AppContext
 from server.settings import Settings
 
 __all__ = ["register"]
+
+# Clients show these next to the argument fields (prompts/list `arguments[].description`).
+Task = Annotated[str, Field(description="The task you are about to start, in a sentence.")]
+ProjectArg = Annotated[
+    str, Field(description="Memory project to use; empty for the server's default project.")
+]
 
 
 def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
@@ -14,7 +23,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
     default = settings.default_project()
 
     @mcp.prompt(name="memory_briefing", title="Brief me from memory")
-    async def memory_briefing(ctx: Context[AppContext], project: str = "") -> str:
+    async def memory_briefing(ctx: Context[AppContext], project: ProjectArg = "") -> str:
         """What memstrata remembers of a project: its rules, recent memories, last session.
 
         The text Claude Code's SessionStart hook injects, for clients without hooks (Claude
@@ -27,7 +36,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
         return start.text or f"memstrata holds no memories in project {scope!r} yet."
 
     @mcp.prompt(name="start_task_with_memory", title="Start a task with memory")
-    def start_task_with_memory(task: str, project: str = "") -> str:
+    def start_task_with_memory(task: Task, project: ProjectArg = "") -> str:
         """Pick up relevant memories before starting a task."""
         scope = project or default
         return (
@@ -40,7 +49,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
         )
 
     @mcp.prompt(name="record_what_we_learned", title="Record what we learned")
-    def record_what_we_learned(project: str = "") -> str:
+    def record_what_we_learned(project: ProjectArg = "") -> str:
         """Store what this conversation taught, before it ends."""
         scope = project or default
         return (

@@ -1,14 +1,16 @@
 """MCP resources: a project's stats, its recent context and single memories, as JSON."""
 
-from mcp.server import MCPServer
 from mcp.server.mcpserver import Context
+from mcp.types import Resource
 
+from memory_core.errors import InvalidInputError
 from memory_core.services import maintenance
 from server.app_context import AppContext
 from server.container import Container
 from server.errors import domain_errors_as_resource_errors
 from server.schemas import ContextOut, MemoryOut, StatsOut
 from server.settings import Settings
+from server.surface import MemstrataServer
 
 __all__ = ["register"]
 
@@ -22,9 +24,30 @@ def _container(ctx: Context) -> Container:
     return state.container
 
 
-def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
-    """Register memory://{project}/stats, /context and /snapshot/{id}."""
+def register(mcp: MemstrataServer, settings: Settings) -> None:
+    """Register memory://{project}/stats, /context and /snapshot/{id}.
+
+    The default project's stats and context are also listed (resources/list), so clients
+    that offer resources by name (@-mentions) show them; the templates serve the reads.
+    """
     context_limit = min(10, settings.limits.max_limit)
+    default = settings.project
+    mcp.listed_resources += [
+        Resource(
+            uri=f"memory://{default}/stats",
+            name=f"{default} stats",
+            title=f"Memory statistics ({default})",
+            description=f"Counts per tier and layer, sizes and health notes of {default!r}.",
+            mime_type=JSON,
+        ),
+        Resource(
+            uri=f"memory://{default}/context",
+            name=f"{default} context",
+            title=f"Recent context ({default})",
+            description=f"The memories of {default!r} used most recently (marks them as used).",
+            mime_type=JSON,
+        ),
+    ]
 
     @mcp.resource(
         "memory://{project}/stats", name="stats", title="Memory statistics", mime_type=JSON
@@ -59,6 +82,7 @@ def register(mcp: MCPServer[AppContext], settings: Settings) -> None:
         app = _container(ctx)
         uri = f"memory://{project}/snapshot/{memory_id}"
         with domain_errors_as_resource_errors(uri):
-            number = int(memory_id) if memory_id.isdigit() else 0
-            memory = await app.memories.read(project, number)
+            if not memory_id.isdigit():
+                raise InvalidInputError("memory_id", "must be a whole number, as in search hits")
+            memory = await app.memories.read(project, int(memory_id))
         return MemoryOut.of(memory).model_dump_json(indent=2)

@@ -57,6 +57,17 @@ def _ids(ids: list[int]) -> str:
     return f"{shown} and {more} more" if more > 0 else shown
 
 
+# Only for a `project` the caller named: the default project's first write is expected.
+_NEW_PROJECT_DESCRIPTION = (
+    "True when the named project held no memory before this call: a new project was "
+    "created (check the name if you meant an existing one)."
+)
+
+
+def _new_project(project: str, new: bool) -> str:
+    return f"; new project {project!r} created (check the name if you meant another)" if new else ""
+
+
 def _redacted(redacted: dict[str, int]) -> str:
     if not redacted:
         return ""
@@ -139,6 +150,7 @@ class AppendOut(BaseModel):
         default_factory=dict,
         description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
     )
+    new_project: bool = Field(False, description=_NEW_PROJECT_DESCRIPTION)
 
     def as_text(self) -> str:
         """`#12 episodic created`, with what the model should know about it."""
@@ -149,7 +161,7 @@ class AppendOut(BaseModel):
             line += f"; similar to #{self.similar_to} ({self.similarity or 0:.2f})"
         if self.trimmed:
             line += f"; {self.trimmed} oldest working entries trimmed"
-        return line + _redacted(self.redacted)
+        return line + _redacted(self.redacted) + _new_project(self.project, self.new_project)
 
 
 class AppendItemIn(BaseModel):
@@ -174,10 +186,12 @@ class AppendManyOut(BaseModel):
     project: str
     created: int = Field(description="How many items were stored as new memories.")
     results: list[AppendOut]
+    new_project: bool = Field(False, description=_NEW_PROJECT_DESCRIPTION)
 
     def as_text(self) -> str:
         """A count, then one line per item."""
-        lines = [f"{self.created} of {len(self.results)} stored as new in {self.project}:"]
+        head = f"{self.created} of {len(self.results)} stored as new in {self.project}"
+        lines = [head + _new_project(self.project, self.new_project) + ":"]
         lines += [r.as_text() for r in self.results]
         return "\n".join(lines)
 
@@ -193,11 +207,14 @@ class LearnOut(BaseModel):
         default_factory=dict,
         description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
     )
+    project: str = Field("", description="The project written to.")
+    new_project: bool = Field(False, description=_NEW_PROJECT_DESCRIPTION)
 
     def as_text(self) -> str:
         """`learned user.lang (#3, updated; was: Java)`."""
         was = f"; was: {_text(self.previous_value)}" if self.previous_value is not None else ""
-        return f"{self.key}: #{self.id} {self.status}{was}{_redacted(self.redacted)}"
+        new = _new_project(self.project, self.new_project)
+        return f"{self.key}: #{self.id} {self.status}{was}{_redacted(self.redacted)}{new}"
 
 
 class RuleOut(BaseModel):

@@ -210,7 +210,9 @@ class Settings(BaseSettings):
         30.0, gt=0, description="Seconds to wait for the summarizer before falling back."
     )
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
-        "INFO", description="Least severe log level written (to stderr)."
+        "INFO",
+        description="Least severe log level written (to stderr). Unset, commands other than "
+        "`serve` log only warnings (`memstrata -v` for INFO).",
     )
     log_format: Literal["json", "console"] = Field(
         "json", description="JSON lines (default) or human-readable console lines, on stderr."

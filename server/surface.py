@@ -5,7 +5,9 @@
   `enable_toolset` at run time over stdio, announced with `notifications/tools/list_changed`);
 - published input schemas drop what pydantic adds for programs but a model pays for on every
   turn: per-field `title`s, `anyOf [X, null]` wrappers and `default: null` (the argument
-  models still accept null; a field absent from `required` is already optional).
+  models still accept null; a field absent from `required` is already optional);
+- arguments a tool does not take are refused, and schema errors read like the server's own
+  ("Invalid `limit`: must be at most 100 (got 1000)"), not like pydantic's dump.
 """
 
 from __future__ import annotations
@@ -17,11 +19,21 @@ from typing import Any
 from mcp.server import MCPServer
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context
-from mcp.server.mcpserver.exceptions import ToolError
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.stdio import stdio_server
-from mcp.types import CallToolResult, InputRequiredResult, Tool
+from mcp.shared.exceptions import MCPError
+from mcp.types import (
+    INVALID_PARAMS,
+    CallToolResult,
+    GetPromptResult,
+    InputRequiredResult,
+    Resource,
+    Tool,
+)
+from pydantic import ValidationError
 
 from server.app_context import AppContext
+from server.argument_errors import describe_validation_error, unknown_arguments_message
 from server.toolsets import Toolset
 
 __all__ = ["MemstrataServer", "compact_schema", "model_visible_definition"]
@@ -38,6 +50,8 @@ class MemstrataServer(MCPServer[AppContext]):
         self.toolset_of: dict[str, Toolset] = {}
         self.tool_details: dict[str, str] = {}  # docs-only text (docs/tools.md), never sent
         self._schemas: dict[str, Schema] = {}
+        # Concrete URIs served by templates, listed so clients can offer them (@-mentions).
+        self.listed_resources: list[Resource] = []
 
     def assign(self, name: str, toolset: Toolset, details: str) -> None:
         """Record the toolset (and the docs-only details) of a registered tool."""
@@ -60,6 +74,10 @@ class MemstrataServer(MCPServer[AppContext]):
         """The names of a toolset's tools, in registration order."""
         return [name for name, ts in self.toolset_of.items() if ts is toolset]
 
+    async def list_resources(self) -> list[Resource]:
+        """Static resources, then the template-served ones recorded in `listed_resources`."""
+        return [*await super().list_resources(), *self.listed_resources]
+
     async def list_tools(self) -> list[Tool]:
         """The enabled tools, with compact input schemas."""
         listed: list[Tool] = []
@@ -77,7 +95,11 @@ class MemstrataServer(MCPServer[AppContext]):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[AppContext, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        """Call a tool of an enabled toolset; any other is refused with how to enable it."""
+        """Call a tool of an enabled toolset; any other is refused with how to enable it.
+
+        Arguments the tool does not take are refused (a misspelt `limt` would otherwise be
+        dropped silently), and schema errors are told as "Invalid `field`: what is allowed".
+        """
         if not self.is_enabled(name):
             toolset = self.toolset_of[name]
             raise ToolError(
@@ -85,7 +107,55 @@ class MemstrataServer(MCPServer[AppContext]):
                 f'`enable_toolset` with toolset="{toolset}" if it is listed, or ask the person to '
                 f"add {toolset} to MEMSTRATA_TOOLSETS."
             )
-        return await super().call_tool(name, arguments, context)
+        tool = self._tool_manager.get_tool(name)
+        if tool is not None:
+            valid = list(tool.parameters.get("properties", {}))
+            unknown = set(arguments) - set(valid)
+            if unknown:
+                raise ToolError(unknown_arguments_message(name, unknown, valid))
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            # The SDK's text for a schema mismatch is pydantic's dump; say it as the domain
+            # errors do. Chained to the ValidationError so the SDK still logs field names only.
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
+                raise ToolError(
+                    f"Error executing tool {name}: {describe_validation_error(cause)}"
+                ) from cause
+            raise
+
+    async def get_prompt(
+        self,
+        name: str,
+        arguments: dict[str, Any] | None = None,
+        context: Context[AppContext, Any] | None = None,
+    ) -> GetPromptResult | InputRequiredResult:
+        """Render a prompt; a bad name or arguments is the caller's error (-32602), said plainly.
+
+        The SDK raises ValueError for these, which reaches the client as an internal error.
+        """
+        prompt = self._prompt_manager.get_prompt(name)
+        if prompt is None:
+            known = ", ".join(p.name for p in self._prompt_manager.list_prompts())
+            raise MCPError(INVALID_PARAMS, f"No prompt `{name}`. Prompts: {known}.")
+        given = set(arguments or {})
+        takes = [a.name for a in prompt.arguments or []]
+        missing = [a.name for a in prompt.arguments or [] if a.required and a.name not in given]
+        unknown = sorted(given - set(takes))
+        if missing or unknown:
+            problems = [f"missing `{m}` (required)" for m in missing]
+            problems += [f"unknown argument `{u}`" for u in unknown]
+            raise MCPError(
+                INVALID_PARAMS,
+                f"Prompt `{name}`: {'; '.join(problems)}. It takes: {', '.join(takes) or 'none'}.",
+            )
+        try:
+            return await super().get_prompt(name, arguments, context)
+        except MCPError:
+            raise
+        except ValueError as exc:
+            raise MCPError(INVALID_PARAMS, f"Prompt `{name}`: {exc}") from exc
 
     async def run_stdio_async(self) -> None:
         """Serve stdio, announcing `tools.listChanged` (enable_toolset changes the list).

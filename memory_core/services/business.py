@@ -95,7 +95,8 @@ class BusinessService:
             source: The document's name (a path, URL or title), unique per tenant.
             text: The whole document.
             origin: How it arrived (client ingest, agent.md seed, scratchpad promotion).
-            progress: Called with (chunks embedded, chunks in total) after each batch.
+            progress: Called with (0, chunks in total) once chunked, then with (chunks
+                embedded, chunks in total) after each batch of `policy.embed_batch`.
 
         Raises:
             InvalidInputError: A field is empty, too long or badly formed; nothing is written.
@@ -108,8 +109,14 @@ class BusinessService:
         digest = content_hash(text)
         existing = await self.store.get_document(tenant, source)
         if existing is not None and existing.content_hash == digest:
-            return IngestResult(document=existing, status="unchanged", embedded=False)
+            return IngestResult(
+                document=existing, status="unchanged", embedded=await self._embedded(existing)
+            )
         chunks = chunk_text(text, size=self.policy.chunk_chars, overlap=self.policy.chunk_overlap)
+        if progress is not None:
+            # Before the model (which may still be loading) is waited for: a client that
+            # resets its request timeout on progress hears from the server at once.
+            await progress(0, len(chunks))
         embedder, why = await self.embedding.for_write()
         vectors: Vector | None = None
         notes: list[str] = []
@@ -145,6 +152,13 @@ class BusinessService:
         return IngestResult(
             document=written.document, status=status, embedded=vectors is not None, notes=notes
         )
+
+    async def _embedded(self, document: DocumentRecord) -> bool:
+        """Whether every chunk of a stored document has a vector of the configured model."""
+        model_id = self.embedding.model_id
+        if model_id is None or document.chunk_count == 0:
+            return False
+        return await self.store.embedded_chunks(document.id, model_id) == document.chunk_count
 
     async def search(self, tenant: str, query: str, *, limit: int | None = None) -> BusinessSearch:
         """The chunks of a tenant that best answer `query`, at most a few per document.

@@ -663,7 +663,8 @@ class ConversationService:
         info = await self._store.get_session(project, sid)
         if info.pending is None:
             raise ConflictError(
-                "no summary was requested for this session; call compress_session first"
+                "no summary was requested for this session",
+                next_step="Call compress_session first; submit the summary it asks for.",
             )
         policy = self._effective(info)
         body = check_text("summary", text, max_chars=policy.max_entry_chars)
@@ -675,8 +676,8 @@ class ConversationService:
         if len(active) != len(wanted):
             await self._store.set_pending(project, sid, None)
             raise ConflictError(
-                "the requested entries were summarised meanwhile (by the fallback); "
-                "call compress_session again if more remain"
+                "the requested entries were summarised meanwhile (by the fallback)",
+                next_step="Call compress_session again if more remain.",
             )
         plan = CompressionPlan(entries=tuple(active), reason="client summary")
         return await self._apply(project, info, plan, body, "client")

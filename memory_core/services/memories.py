@@ -95,6 +95,9 @@ class AppendResult(_Frozen):
     trimmed: int = 0
     near_duplicate: NearDuplicate | None = None
     redacted: dict[str, int] = {}
+    # The project held no memory before this write: a mistyped name creates a new project
+    # silently, so the answer says so.
+    new_project: bool = False
 
     @property
     def memory(self) -> Memory:
@@ -236,6 +239,7 @@ class MemoryService:
         draft, redaction = self._prepare(
             project, layer, content, key=key, metadata=metadata, session_id=session_id
         )
+        new_project = not await self.repo.has_project(draft.project)
         outcome = await self.repo.add(draft, self.clock.now())
         near: NearDuplicate | None = None
         if self.indexer is not None and outcome.status in ("created", "updated"):
@@ -254,7 +258,11 @@ class MemoryService:
             redacted=redaction.as_dict(),
         )
         return AppendResult(
-            outcome=outcome, trimmed=trimmed, near_duplicate=near, redacted=redaction.as_dict()
+            outcome=outcome,
+            trimmed=trimmed,
+            near_duplicate=near,
+            redacted=redaction.as_dict(),
+            new_project=new_project,
         )
 
     def _prepare(
@@ -316,6 +324,7 @@ class MemoryService:
                 )
             except InvalidInputError as exc:
                 raise InvalidInputError(f"items[{n}].{exc.field}", exc.reason) from exc
+        new_project = not await self.repo.has_project(check_project(project))
         outcomes = await self.repo.add_many([d for d, _ in prepared], self.clock.now())
         written = [o.memory for o in outcomes if o.status in ("created", "updated")]
         if written and self.indexer is not None:
@@ -340,6 +349,7 @@ class MemoryService:
                 if o.memory.layer is Layer.WORKING and o.status == "created"
                 else 0,
                 redacted=r.as_dict(),
+                new_project=new_project,
             )
             for o, (_, r) in zip(outcomes, prepared, strict=True)
         ]
@@ -379,6 +389,8 @@ class MemoryService:
         metadata: dict[str, JsonValue] | None = None,
     ) -> AppendResult:
         """Upsert semantic knowledge `key` -> `value` (credentials redacted, as in append)."""
+        # Checked here too so a bad value is reported under the name the caller used.
+        check_text("value", value, max_chars=self.limits.max_content_chars)
         return await self.append(project, Layer.SEMANTIC, value, key=key, metadata=metadata)
 
     async def recall(self, project: str, key: str) -> RecallResult:

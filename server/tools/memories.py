@@ -124,6 +124,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
             previous_content=result.outcome.previous_content,
             trimmed=result.trimmed,
             redacted=result.redacted,
+            new_project=result.new_project and project is not None,
         )
 
     @tool(mcp, toolset=Toolset.BULK, title="Append several memories", annotations=_WRITE)
@@ -163,6 +164,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
             )
         return AppendManyOut(
             project=name,
+            new_project=any(r.new_project for r in results) and project is not None,
             created=sum(r.status == "created" for r in results),
             results=[
                 AppendOut(
@@ -256,6 +258,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
             status=outcome.status,
             previous_value=outcome.previous_content,
             redacted=outcome.redacted,
+            project=outcome.memory.project,
+            new_project=outcome.new_project and project is not None,
         )
 
     @tool(mcp, toolset=Toolset.CORE, title="Recall a fact", annotations=_READ)

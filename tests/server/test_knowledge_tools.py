@@ -496,9 +496,25 @@ async def test_ingest_embeds_in_batches_and_reports_progress(semantic: Client) -
     )
     out = result.structured_content
     assert out is not None and out["embedded"] is True and out["chunks"] > 2
-    assert seen[-1] == (out["chunks"], out["chunks"]) and len(seen) == -(-out["chunks"] // 2)
+    assert seen[0] == (0, out["chunks"])  # at once, before the model is waited for
+    assert seen[-1] == (out["chunks"], out["chunks"]) and len(seen) == 1 + -(-out["chunks"] // 2)
+    assert [p for p, _ in seen] == sorted({p for p, _ in seen})  # strictly increasing
     found = await call(semantic, "search_business_context", tenant="t", query="customs rates")
     assert found["mode"] == "hybrid" and found["hits"][0]["vector_rank"] is not None
+
+
+async def test_unchanged_text_reports_whether_its_chunks_are_embedded(
+    semantic: Client, client: Client
+) -> None:
+    text = "Refunds are paid within 30 days.\n\nReturns need the receipt."
+    first = await call(semantic, "ingest_document", tenant="t", source="r.md", text=text)
+    again = await call(semantic, "ingest_document", tenant="t", source="r.md", text=text)
+    assert first["embedded"] is True
+    assert again["status"] == "unchanged" and again["embedded"] is True  # was False
+    # Stored by words only (a server without a model): the same text again is not embedded.
+    plain = await call(client, "ingest_document", tenant="u", source="r.md", text=text)
+    plain_again = await call(client, "ingest_document", tenant="u", source="r.md", text=text)
+    assert plain["embedded"] is False and plain_again["embedded"] is False
 
 
 async def test_bad_input_names_the_field_and_writes_nothing(client: Client) -> None:

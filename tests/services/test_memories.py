@@ -12,7 +12,7 @@ from memory_core.errors import (
     MemoryNotFoundError,
 )
 from memory_core.ports import MemoryRepository
-from memory_core.services.memories import MemoryService, SearchRequest
+from memory_core.services.memories import AppendItem, MemoryService, SearchRequest
 from tests.fakes import FrozenClock
 
 
@@ -203,3 +203,16 @@ async def test_relearning_refreshes_an_aged_fact(
     out = await service.learn("p", "k", "v")
     assert out.status == "unchanged" and out.memory.last_accessed == clock.now()
     assert timedelta(0) == clock.now() - out.memory.reference_time
+
+
+async def test_the_first_write_of_a_project_says_it_created_the_project(
+    service: MemoryService,
+) -> None:
+    first = await service.append("p", Layer.EPISODIC, "first")
+    again = await service.append("p", Layer.EPISODIC, "second")
+    learned = await service.learn("other", "k", "v")
+    batch = await service.append_many("third", [AppendItem(layer=Layer.EPISODIC, content="x")])
+    later = await service.append_many("third", [AppendItem(layer=Layer.EPISODIC, content="y")])
+    assert (first.new_project, again.new_project, learned.new_project) == (True, False, True)
+    assert [r.new_project for r in batch + later] == [True, False]
+    assert await service.repo.has_project("p") and not await service.repo.has_project("q")

@@ -452,7 +452,10 @@ class PostgresConversationStore:
                 next_number(x.id for x in data.exchanges),
             )
             if rowcount(status) != 1:
-                raise ConflictError(f"session {sid!r} already exists")
+                raise ConflictError(
+                    f"session {sid!r} already exists",
+                    next_step="Import it under another session_id (or delete that session first).",
+                )
             # Summaries first: entries point at them.
             await conn.executemany(
                 "INSERT INTO conversation_summaries (project, session_id, summary_no, text,"

@@ -48,6 +48,16 @@ class PostgresDocumentStore:
             )
         return _ROWS.document(row) if row is not None else None
 
+    async def embedded_chunks(self, document_id: int, model_id: str) -> int:
+        """How many chunks of a document hold a vector of `model_id`."""
+        async with self._session.read("counting embedded chunks") as conn:
+            found = await conn.fetchval(
+                "SELECT count(*) FROM knowledge_chunks WHERE document_id = $1 AND embed_model = $2",
+                document_id,
+                model_id,
+            )
+        return int(found or 0)
+
     async def put_document(
         self,
         tenant: str,

@@ -578,6 +578,14 @@ class PostgresMemoryRepository:
             never_accessed=unused,
         )
 
+    async def has_project(self, project: str) -> bool:
+        """Whether a project holds a row (an index lookup on the project prefix)."""
+        async with self._session.read("check project") as conn:
+            found = await conn.fetchval(
+                "SELECT EXISTS (SELECT 1 FROM context_snapshots WHERE project = $1)", project
+            )
+        return bool(found)
+
     async def projects(self) -> list[str]:
         """Projects holding rows, in byte order (as SQLite sorts them)."""
         async with self._session.read("list projects") as conn:

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import asyncio
+import errno
 import functools
+import os
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +15,7 @@ import sqlite_vec
 
 from memory_core.errors import StorageError
 
-__all__ = ["DriverError", "is_busy", "open_database", "sqlite_versions"]
+__all__ = ["DriverError", "create_private", "is_busy", "open_database", "sqlite_versions"]
 
 # aiosqlite re-exports the *stdlib* exception classes, which do not catch sqlean's errors.
 DriverError: type[Exception] = sqlean.Error
@@ -53,21 +56,58 @@ def _connect(path: str) -> Any:
     return conn
 
 
+def _make_parent(path: Path) -> None:
+    """Create the folder of `path`; a file in the way is reported as such, not as EEXIST."""
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+    except (FileExistsError, NotADirectoryError) as exc:
+        ancestors = (path.parent, *path.parent.parents)
+        blocker = next((p for p in ancestors if p.exists() and not p.is_dir()), path.parent)
+        raise NotADirectoryError(errno.ENOTDIR, "is a file, not a folder", str(blocker)) from exc
+
+
+def create_private(path: Path) -> None:
+    """Create an empty database file readable by its owner only (0600), if there is none.
+
+    Memories are private. SQLite creates the -wal and -shm files with the database file's
+    mode, so they are 0600 too. An empty file is a valid SQLite database.
+    """
+    try:
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        pass
+    except OSError as exc:  # e.g. ENOENT from /proc, EROFS, EACCES: say it was the creation
+        raise OSError(exc.errno, f"cannot create files there ({exc.strerror})", str(path)) from exc
+
+
 async def open_database(path: Path | str) -> aiosqlite.Connection:
-    """Open (creating if needed) the database file with WAL, busy timeout and sqlite-vec.
+    """Open (creating if needed, mode 0600) the database file with WAL, busy timeout, sqlite-vec.
 
     Args:
         path: The database file, or ":memory:".
 
     Raises:
-        StorageError: The file cannot be opened or sqlite-vec cannot be loaded.
+        StorageError: The file cannot be created or opened, or sqlite-vec cannot be loaded;
+            `__cause__` says why (for the person at a terminal; the operation is what a model
+            is told).
     """
     target = str(path)
     if target != ":memory:":
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
+        try:
+            _make_parent(Path(target))
+            create_private(Path(target))
+        except OSError as exc:
+            raise StorageError("opening the database") from exc
+    conn = aiosqlite.Connection(functools.partial(_connect, target), iter_chunk_size=256)
     try:
-        return await aiosqlite.Connection(functools.partial(_connect, target), iter_chunk_size=256)
-    except DriverError as exc:
+        return await conn
+    except (DriverError, StorageError) as exc:
+        # aiosqlite has asked its worker thread to stop but does not wait for it; if the
+        # event loop closes first (a CLI exiting on this error), the thread dies printing
+        # "Event loop is closed". Wait for it.
+        await asyncio.to_thread(conn._thread.join, 5)
+        if isinstance(exc, StorageError):
+            raise
         raise StorageError("opening the database") from exc
 
 

@@ -429,7 +429,10 @@ class SqliteConversationStore:
                 },
             )
             if cur.rowcount != 1:
-                raise ConflictError(f"session {data.session_id!r} already exists")
+                raise ConflictError(
+                    f"session {data.session_id!r} already exists",
+                    next_step="Import it under another session_id (or delete that session first).",
+                )
             # Summaries first: entries point at them.
             await db.executemany(
                 "INSERT INTO conversation_summaries (project, session_id, summary_no, text, "

@@ -40,6 +40,15 @@ class SqliteDocumentStore:
             )
         return _ROWS.document(rows[0]) if rows else None
 
+    async def embedded_chunks(self, document_id: int, model_id: str) -> int:
+        """How many chunks of a document hold a vector of `model_id`."""
+        async with self._session.read("counting embedded chunks"):
+            rows = await self._session.fetch(
+                "SELECT count(*) FROM knowledge_chunks WHERE document_id = ? AND embed_model = ?",
+                (document_id, model_id),
+            )
+        return int(rows[0][0])
+
     async def put_document(
         self,
         tenant: str,

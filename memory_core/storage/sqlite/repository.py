@@ -619,6 +619,14 @@ class SqliteMemoryRepository:
             never_accessed=unused,
         )
 
+    async def has_project(self, project: str) -> bool:
+        """Whether a project holds a row (a lookup on the project prefix of an index)."""
+        async with self._session.read("check project"):
+            rows = await self._session.fetch(
+                "SELECT 1 FROM context_snapshots WHERE project = ? LIMIT 1", (project,)
+            )
+        return bool(rows)
+
     async def projects(self) -> list[str]:
         """Projects holding rows."""
         async with self._session.read("list projects"):

@@ -1,0 +1,30 @@
+"""What the README says about the tools, checked against the tools' schemas."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from server.app import build_server
+from server.settings import Settings
+
+README = Path(__file__).resolve().parents[2] / "README.md"
+
+
+async def test_the_tools_the_readme_says_take_project_do(settings: Settings) -> None:
+    text = README.read_text()
+    block = text[text.index("call() {") : text.index("Each tool called above also takes")]
+    called = set(re.findall(r"^call (\w+)", block, flags=re.MULTILINE))
+    assert len(called) >= 10
+    schemas = {t.name: t.input_schema for t in await build_server(settings).list_tools()}
+    without = sorted(n for n in called if "project" not in schemas[n].get("properties", {}))
+    assert without == []
+    assert "Every tool also takes" not in text
+
+
+def test_the_readme_lists_every_cli_exit_code() -> None:
+    from server import cli
+
+    table = README.read_text()
+    for code in re.findall(r"^  (\d+) ", cli._EXIT_CODES, flags=re.MULTILINE):
+        assert f"| {code} |" in table, code
