@@ -88,7 +88,12 @@ async def test_a_snapshot_id_that_is_not_a_number_is_invalid_not_missing(client:
     ("name", "args", "expected"),
     [
         ("start_task_with_memory", {}, "missing `task` (required). It takes: task, project."),
-        ("nope", {}, "No prompt `nope`. Prompts: start_task_with_memory, record_what_we_learned"),
+        (
+            "nope",
+            {},
+            "No prompt `nope`. Prompts: memory_briefing, start_task_with_memory, "
+            "record_what_we_learned",
+        ),
         ("record_what_we_learned", {"task": "x"}, "unknown argument `task`. It takes: project."),
     ],
 )
