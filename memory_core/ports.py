@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol
 
 from memory_core.domain.models import (
     AddOutcome,
@@ -24,7 +21,13 @@ from memory_core.domain.models import (
 
 __all__ = ["Clock", "Embedder", "EmbedderSource", "MemoryRepository", "VectorIndex"]
 
-Vector = npt.NDArray[np.float32]
+if TYPE_CHECKING:
+    # Only an annotation here: importing numpy costs ~120 ms of every cold process, and the
+    # hooks and most CLI commands never touch a vector.
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector = npt.NDArray[np.float32]
 
 
 class Clock(Protocol):

@@ -7,10 +7,8 @@ import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
-import numpy as np
-import numpy.typing as npt
 import structlog
 from pydantic import BaseModel, ConfigDict, JsonValue
 
@@ -54,6 +52,10 @@ from memory_core.errors import (
 )
 from memory_core.ports import Clock, MemoryRepository
 from memory_core.services.indexing import Indexer, NearDuplicate
+
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
 __all__ = [
     "APPEND_BATCH_MAX",

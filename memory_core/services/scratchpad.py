@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from memory_core.domain.inputs import check_text
 from memory_core.domain.knowledge import (
@@ -17,11 +18,14 @@ from memory_core.domain.knowledge_inputs import check_optional_name, check_sessi
 from memory_core.domain.similarity import normalised_hash
 from memory_core.errors import InvalidInputError, NotFoundError
 from memory_core.knowledge_config import KnowledgePolicy
-from memory_core.knowledge_ports import ScratchpadStore, Vector
+from memory_core.knowledge_ports import ScratchpadStore
 from memory_core.ports import Clock
 from memory_core.services.business import BusinessService
 from memory_core.services.embedding_access import EmbeddingAccess, cosine
 from memory_core.services.preferences import MAX_KEY_CHARS, PreferenceService
+
+if TYPE_CHECKING:
+    from memory_core.knowledge_ports import Vector
 
 __all__ = ["Promotion", "ScratchpadService", "ScratchpadWrite"]
 
