@@ -19,7 +19,14 @@ from memory_core.domain.models import (
     VectorMatch,
 )
 
-__all__ = ["Clock", "Embedder", "EmbedderSource", "MemoryRepository", "VectorIndex"]
+__all__ = [
+    "Clock",
+    "Embedder",
+    "EmbedderSource",
+    "KeywordSearch",
+    "MemoryRepository",
+    "VectorIndex",
+]
 
 if TYPE_CHECKING:
     # Only an annotation here: importing numpy costs ~120 ms of every cold process, and the
@@ -35,6 +42,14 @@ class Clock(Protocol):
 
     def now(self) -> datetime:
         """Return the current instant, timezone-aware UTC."""
+        ...
+
+
+class KeywordSearch(Protocol):
+    """Keyword search alone: what hybrid search can run on a second connection."""
+
+    async def search_text(self, query: TextQuery) -> list[TextMatch]:
+        """Keyword candidates by BM25, best first (see MemoryRepository.search_text)."""
         ...
 
 

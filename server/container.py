@@ -109,6 +109,7 @@ async def open_container(
             ranking=settings.ranking,
             indexer=indexer,
             redaction=settings.redaction,
+            keyword_reader=backend.keyword_reader,
         )
         counter = token_counter_for(embedder.model_id if embedder else None)
         conversations = ConversationService(

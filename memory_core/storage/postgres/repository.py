@@ -1,4 +1,10 @@
-"""PostgresMemoryRepository: the MemoryRepository port on PostgreSQL (same semantics as SQLite)."""
+"""PostgresMemoryRepository: the MemoryRepository port on PostgreSQL (same semantics as SQLite).
+
+Stats read the counters that migration 0007's statement-level triggers keep (one grouped
+upsert per statement, counter rows locked in sorted order, so concurrent writers neither lose
+a count nor deadlock within a statement), corrected for the rows that aged across a tier
+boundary since their tier was stored; see the SQLite twin's module docstring.
+"""
 
 from __future__ import annotations
 

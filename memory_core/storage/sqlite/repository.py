@@ -1,4 +1,15 @@
-"""SqliteMemoryRepository: the MemoryRepository port on one SQLite file."""
+"""SqliteMemoryRepository: the MemoryRepository port on one SQLite file.
+
+Stats in constant time (migration 0007): triggers keep `memory_counts`, rows and content bytes
+per (project, layer, stored tier), inside every writing statement's transaction, so appends,
+imports, copy-store, recalculation, pruning and deletes all keep it exact, and SQLite's single
+writer keeps it exact across processes. `by_tier` in stats means the tier *as of now*, which
+moves with the clock while the stored tier waits for the next recalculation; stats therefore
+takes the counts by stored tier and moves the rows whose reference time has crossed a boundary
+since (one range of idx_snapshots_project_tier_reference per stored tier and side, see
+`_MOVED`). Those rows are also `stale_tiers`; after the daily recalculation they are a day's
+ageing, not the store (0.5 ms at 100k rows against 138 ms for the former full count).
+"""
 
 from __future__ import annotations
 
