@@ -10,10 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Any, Protocol
 
 from memory_core.domain.knowledge import (
     Chunk,
@@ -41,7 +38,22 @@ __all__ = [
     "Vector",
 ]
 
-Vector = npt.NDArray[np.float32]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector = npt.NDArray[np.float32]
+
+
+def __getattr__(name: str) -> Any:
+    # `Vector` at run time (a type alias a module uses outside annotations) loads numpy on
+    # first use: this module is on the import path of processes that never see a vector.
+    if name == "Vector":
+        import numpy as np
+        import numpy.typing as npt
+
+        return npt.NDArray[np.float32]
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 class EmbeddingProvider(Protocol):

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol
 
 from memory_core.domain.models import (
     AddOutcome,
@@ -22,9 +19,22 @@ from memory_core.domain.models import (
     VectorMatch,
 )
 
-__all__ = ["Clock", "Embedder", "EmbedderSource", "MemoryRepository", "VectorIndex"]
+__all__ = [
+    "Clock",
+    "Embedder",
+    "EmbedderSource",
+    "KeywordSearch",
+    "MemoryRepository",
+    "VectorIndex",
+]
 
-Vector = npt.NDArray[np.float32]
+if TYPE_CHECKING:
+    # Only an annotation here: importing numpy costs ~120 ms of every cold process, and the
+    # hooks and most CLI commands never touch a vector.
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector = npt.NDArray[np.float32]
 
 
 class Clock(Protocol):
@@ -32,6 +42,14 @@ class Clock(Protocol):
 
     def now(self) -> datetime:
         """Return the current instant, timezone-aware UTC."""
+        ...
+
+
+class KeywordSearch(Protocol):
+    """Keyword search alone: what hybrid search can run on a second connection."""
+
+    async def search_text(self, query: TextQuery) -> list[TextMatch]:
+        """Keyword candidates by BM25, best first (see MemoryRepository.search_text)."""
         ...
 
 

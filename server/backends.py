@@ -20,7 +20,7 @@ import structlog
 from memory_core.conversation_ports import ConversationStore
 from memory_core.errors import StorageError
 from memory_core.hook_ports import HookSessionStore
-from memory_core.ports import MemoryRepository, VectorIndex
+from memory_core.ports import KeywordSearch, MemoryRepository, VectorIndex
 from memory_core.storage.sqlite import (
     SqliteConversationStore,
     SqliteMemoryRepository,
@@ -32,6 +32,7 @@ from memory_core.storage.sqlite import (
 from memory_core.storage.sqlite.documents import SqliteDocumentStore
 from memory_core.storage.sqlite.hook_sessions import SqliteHookSessionStore
 from memory_core.storage.sqlite.preferences import SqlitePlaybookStore, SqlitePreferenceStore
+from memory_core.storage.sqlite.reader import SqliteKeywordReader
 from memory_core.storage.sqlite.scratchpad import SqliteScratchpadStore
 from server.knowledge_container import KnowledgeStores
 from server.settings import Settings, redacted_url
@@ -84,6 +85,8 @@ class Backend:
     conversations: ConversationStore
     knowledge: KnowledgeStores
     hook_sessions: HookSessionStore
+    # Hybrid search's keyword half on a connection of its own (SQLite); None: use `repo`.
+    keyword_reader: KeywordSearch | None = None
 
     def vectors(self, exact_max: int) -> VectorIndex:
         """The vector index of this backend (exact search up to `exact_max` rows a project)."""
@@ -108,6 +111,8 @@ async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
             yield backend
         return
     db = await open_database(settings.db)
+    # A second connection to an in-memory database would be another, empty database.
+    reader = None if str(settings.db) == ":memory:" else SqliteKeywordReader(settings.db)
     try:
         applied = await apply_migrations(db)
         session = SqliteSession(db)
@@ -127,8 +132,11 @@ async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
                 documents=SqliteDocumentStore(session),
             ),
             hook_sessions=SqliteHookSessionStore(session),
+            keyword_reader=reader,
         )
     finally:
+        if reader is not None:
+            await reader.aclose()
         await db.close()
 
 

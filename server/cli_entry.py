@@ -19,6 +19,11 @@ def main(argv: Sequence[str] | None = None) -> None:
         from server.hooks.entry import run
 
         run(args[1:])
+    if args[:1] != ["serve"]:
+        # structlog imports rich.traceback (with pygments) at import time to format exceptions
+        # in console logs, ~100 ms of a cold command that prints one table; a command's logs
+        # are JSON, and its exceptions print fine without it. Tables still use rich.
+        sys.modules.setdefault("rich.traceback", None)  # type: ignore[arg-type]
     from server.cli import main as cli_main
 
     cli_main(argv)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import AsyncIterator
 from contextlib import AsyncExitStack, asynccontextmanager
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -16,10 +17,12 @@ from memory_core.services.conversations import ConversationService
 from memory_core.services.indexing import Indexer
 from memory_core.services.memories import MemoryService
 from memory_core.services.session_start import SessionStartService
-from memory_core.summarizers import OpenAIChatSummarizer
 from server.backends import JobLeases, open_backend
 from server.knowledge_container import KnowledgeServices, build_knowledge
 from server.settings import Settings
+
+if TYPE_CHECKING:
+    from memory_core.summarizers import OpenAIChatSummarizer
 
 __all__ = ["Container", "open_container"]
 
@@ -50,6 +53,9 @@ def _summarizer(settings: Settings) -> OpenAIChatSummarizer | None:
     """The operator's summarizer endpoint, when one is configured."""
     if not settings.summarizer_url:
         return None
+    # Imported here: it loads an HTTP client (~30 ms) that most processes never use.
+    from memory_core.summarizers import OpenAIChatSummarizer
+
     key = settings.summarizer_api_key
     return OpenAIChatSummarizer(
         settings.summarizer_url,
@@ -103,6 +109,7 @@ async def open_container(
             ranking=settings.ranking,
             indexer=indexer,
             redaction=settings.redaction,
+            keyword_reader=backend.keyword_reader,
         )
         counter = token_counter_for(embedder.model_id if embedder else None)
         knowledge = build_knowledge(

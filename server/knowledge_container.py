@@ -3,20 +3,23 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from memory_core.knowledge_config import KnowledgePolicy
-from memory_core.knowledge_ports import (
-    DocumentStore,
-    EmbeddingProvider,
-    PlaybookStore,
-    PreferenceStore,
-    ScratchpadStore,
-)
-from memory_core.ports import Clock
-from memory_core.services.business import BusinessService
-from memory_core.services.embedding_access import EmbeddingAccess
-from memory_core.services.preferences import PreferenceService
-from memory_core.services.scratchpad import ScratchpadService
+if TYPE_CHECKING:
+    # The services load numpy; server.backends imports this module on every process that
+    # opens a store (the hooks too), so they are imported where they are built.
+    from memory_core.knowledge_config import KnowledgePolicy
+    from memory_core.knowledge_ports import (
+        DocumentStore,
+        EmbeddingProvider,
+        PlaybookStore,
+        PreferenceStore,
+        ScratchpadStore,
+    )
+    from memory_core.ports import Clock
+    from memory_core.services.business import BusinessService
+    from memory_core.services.preferences import PreferenceService
+    from memory_core.services.scratchpad import ScratchpadService
 
 __all__ = ["KnowledgeServices", "KnowledgeStores", "build_knowledge"]
 
@@ -52,6 +55,11 @@ def build_knowledge(
 
     `read_wait` is how long a search by meaning waits for a model still loading.
     """
+    from memory_core.services.business import BusinessService
+    from memory_core.services.embedding_access import EmbeddingAccess
+    from memory_core.services.preferences import PreferenceService
+    from memory_core.services.scratchpad import ScratchpadService
+
     access = EmbeddingAccess(
         provider=embedder, write_wait=policy.embed_wait_seconds, read_wait=read_wait
     )

@@ -424,8 +424,6 @@ class StatsOut(BaseModel):
     oldest: datetime | None
     newest: datetime | None
     stale_tiers: int = Field(description="Rows whose stored tier is out of date.")
-    accesses: int = Field(0, description="Reads of this project's memories, all counted.")
-    never_accessed: int = Field(0, description="Memories never read since written.")
     health: list[HealthNote]
 
     @classmethod
@@ -446,11 +444,6 @@ class StatsOut(BaseModel):
             f"layers: {layers}" if layers else "layers: none",
             f"text {_size(self.content_bytes)}, database file {_size(self.database_bytes)}{span}",
         ]
-        if self.total:
-            mean = self.accesses / self.total
-            lines.append(
-                f"reads: {self.accesses} ({mean:.1f} per memory); never read: {self.never_accessed}"
-            )
         if self.stale_tiers:
             lines.append(f"{self.stale_tiers} stored tiers are out of date")
         lines += [f"health: {h.message}" for h in self.health]

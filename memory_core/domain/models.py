@@ -184,9 +184,6 @@ class StoreStats(_Frozen):
     oldest: datetime | None
     newest: datetime | None
     stale_tiers: int
-    # Reads (recall, search hits, load_context) counted per memory: what is used is kept.
-    accesses: int = 0
-    never_accessed: int = 0
 
 
 class PruneOutcome(_Frozen):

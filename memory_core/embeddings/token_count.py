@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import threading
+from importlib.util import find_spec
 from typing import Any
 
 from memory_core.domain.tokens import estimate_tokens
-from memory_core.embeddings.minilm_onnx import TOKENIZER_PATH
 
 __all__ = ["CharTokenCounter", "WordPieceTokenCounter", "token_counter_for"]
 
@@ -38,6 +38,9 @@ class WordPieceTokenCounter:
             if self._tokenizer is None:
                 from tokenizers import Tokenizer
 
+                # Here, not at the top: minilm_onnx loads numpy, which counting never needs.
+                from memory_core.embeddings.minilm_onnx import TOKENIZER_PATH
+
                 tokenizer = Tokenizer.from_file(str(TOKENIZER_PATH))
                 # Count every token of long texts: budgets see the whole entry, not 256 tokens.
                 tokenizer.no_truncation()
@@ -56,9 +59,9 @@ class WordPieceTokenCounter:
 def token_counter_for(model_id: str | None) -> CharTokenCounter | WordPieceTokenCounter:
     """The counter that matches the configured embedding model (chars/4 without one)."""
     if model_id is not None and "MiniLM-L6-v2" in model_id:
-        try:
-            import tokenizers  # noqa: F401 - only checks that the package is installed
-        except ImportError:
+        # Whether the package is installed, without importing it (the hooks count tokens only
+        # when they inject something, and most prompts inject nothing).
+        if find_spec("tokenizers") is None:
             return CharTokenCounter()
         return WordPieceTokenCounter()
     return CharTokenCounter()

@@ -4,9 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Literal
-
-import numpy as np
+from typing import TYPE_CHECKING, Literal
 
 from memory_core.domain.agent_md import AgentSection, parse_agent_md, render_agent_md
 from memory_core.domain.chunking import chunk_text
@@ -18,9 +16,13 @@ from memory_core.domain.knowledge_inputs import check_name
 from memory_core.domain.ranking import fuse_ranks
 from memory_core.errors import ConfirmationRequiredError, InvalidInputError, InvalidQueryError
 from memory_core.knowledge_config import KnowledgePolicy
-from memory_core.knowledge_ports import DocumentStore, Vector
+from memory_core.knowledge_ports import DocumentStore
 from memory_core.ports import Clock
 from memory_core.services.embedding_access import EmbeddingAccess
+
+if TYPE_CHECKING:
+    from memory_core.knowledge_ports import Vector
+
 
 __all__ = [
     "AsyncProgress",
@@ -101,6 +103,8 @@ class BusinessService:
         Raises:
             InvalidInputError: A field is empty, too long or badly formed; nothing is written.
         """
+        import numpy as np
+
         tenant = check_name("tenant", tenant)
         source = check_text("source", source, max_chars=MAX_SOURCE_CHARS)
         if not text.strip():

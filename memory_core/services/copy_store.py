@@ -9,19 +9,22 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Protocol
-
-import numpy as np
-import numpy.typing as npt
+from typing import TYPE_CHECKING, Protocol
 
 from memory_core.domain.models import Memory
 from memory_core.errors import InvalidInputError
 
 __all__ = ["BATCH", "CopyEndpoint", "CopyReport", "CopyRow", "copy_store"]
 
-Vector = npt.NDArray[np.float32]
+if TYPE_CHECKING:
+    # An annotation only: the CLI imports this module for every command it parses.
+    import numpy as np
+    import numpy.typing as npt
+
+    Vector = npt.NDArray[np.float32]
+
 # A row, and its embedding with the hash of the text embedded, when it has one.
-CopyRow = tuple[Memory, str | None, Vector | None]
+CopyRow = tuple[Memory, str | None, "Vector | None"]
 BATCH = 500
 
 

@@ -4,13 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import anyio
-import numpy as np
 
 from memory_core.errors import EmbeddingUnavailableError
-from memory_core.knowledge_ports import EmbeddingProvider, Vector
+from memory_core.knowledge_ports import EmbeddingProvider
 from memory_core.ports import Embedder
+
+if TYPE_CHECKING:
+    from memory_core.knowledge_ports import Vector
+
 
 __all__ = ["EmbeddingAccess", "cosine"]
 
@@ -19,6 +23,8 @@ NO_MODEL_NOTE = "No embedding model is configured"
 
 def cosine(a: Vector, b: Vector) -> float:
     """Cosine similarity of two vectors (unit length by the Embedder contract, so a dot)."""
+    import numpy as np
+
     return float(np.dot(np.asarray(a, dtype=np.float32), np.asarray(b, dtype=np.float32)))
 
 
@@ -63,5 +69,7 @@ class EmbeddingAccess:
     @staticmethod
     async def embed(embedder: Embedder, texts: Sequence[str]) -> Vector:
         """Embed texts off the event loop: the model is CPU-bound."""
+        import numpy as np
+
         vectors = await anyio.to_thread.run_sync(embedder.embed, list(texts))
         return np.asarray(vectors, dtype=np.float32)

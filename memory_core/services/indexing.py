@@ -6,10 +6,9 @@ import asyncio
 import contextlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import anyio
-import numpy as np
-import numpy.typing as npt
 import structlog
 
 from memory_core.domain.inputs import content_hash
@@ -18,6 +17,12 @@ from memory_core.errors import EmbeddingUnavailableError
 from memory_core.ports import Embedder, EmbedderSource, VectorIndex
 
 __all__ = ["Indexer", "NearDuplicate", "embedding_text"]
+
+if TYPE_CHECKING:
+    # numpy loads with the embedder, where vectors exist; the hooks and keyword-only CLI
+    # commands that import this module never pay for it (see tests/server/test_import_boundaries).
+    import numpy as np
+    import numpy.typing as npt
 
 log = structlog.get_logger(__name__)
 
@@ -88,6 +93,8 @@ class Indexer:
         embedder = await self.embedder_within(self.model_wait)
         if embedder is None:
             return None
+        import numpy as np  # already loaded by the embedder
+
         vectors = await anyio.to_thread.run_sync(embedder.embed, [text])
         return np.asarray(vectors[0], dtype=np.float32)
 

@@ -6,7 +6,7 @@ import hashlib
 import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar
 
 from pydantic import JsonValue
 
@@ -16,9 +16,12 @@ from memory_core.domain.knowledge_inputs import check_json_size, check_name, che
 from memory_core.domain.similarity import keyword_overlap
 from memory_core.errors import ConfirmationRequiredError, InvalidInputError
 from memory_core.knowledge_config import KnowledgePolicy
-from memory_core.knowledge_ports import PlaybookStore, PreferenceStore, Vector
+from memory_core.knowledge_ports import PlaybookStore, PreferenceStore
 from memory_core.ports import Clock, Embedder
 from memory_core.services.embedding_access import EmbeddingAccess, cosine
+
+if TYPE_CHECKING:
+    from memory_core.knowledge_ports import Vector
 
 __all__ = [
     "Deleted",
@@ -37,7 +40,7 @@ class _HasId(Protocol):
 
 T = TypeVar("T")
 R = TypeVar("R", bound=_HasId)
-_SetVectors = Callable[[Sequence[tuple[int, Vector]], str], Awaitable[None]]
+_SetVectors = Callable[[Sequence[tuple[int, "Vector"]], str], Awaitable[None]]
 # "weak": under the similarity cut, returned only because the user has few rules.
 MatchKind = Literal["flow", "semantic", "keyword", "weak"]
 MAX_KEY_CHARS = 512

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from memory_core.domain.inputs import check_text
 from memory_core.domain.knowledge import (
@@ -23,11 +24,14 @@ from memory_core.domain.knowledge_inputs import (
 from memory_core.domain.similarity import normalised_hash
 from memory_core.errors import ConfirmationRequiredError, InvalidInputError, NotFoundError
 from memory_core.knowledge_config import KnowledgePolicy
-from memory_core.knowledge_ports import ScratchpadStore, Vector
+from memory_core.knowledge_ports import ScratchpadStore
 from memory_core.ports import Clock
 from memory_core.services.business import BusinessService
 from memory_core.services.embedding_access import EmbeddingAccess, cosine
 from memory_core.services.preferences import MAX_KEY_CHARS, PreferenceService, check_items
+
+if TYPE_CHECKING:
+    from memory_core.knowledge_ports import Vector
 
 __all__ = ["Promotion", "ScratchpadService", "ScratchpadWrite"]
 

@@ -22,6 +22,7 @@ would keep the same memories ACTIVE forever. Reading is a few indexed queries, n
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from memory_core.config import TierPolicy
 from memory_core.conversation_ports import TokenCounter
@@ -29,8 +30,11 @@ from memory_core.domain.inputs import check_project
 from memory_core.domain.models import Layer, Memory
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
 from memory_core.hook_ports import HookSessionStore
-from memory_core.knowledge_ports import PreferenceStore
 from memory_core.ports import Clock, MemoryRepository
+
+if TYPE_CHECKING:
+    # An annotation only: knowledge_ports loads numpy, which the session-start hook never needs.
+    from memory_core.knowledge_ports import PreferenceStore
 
 __all__ = ["SESSION_SUMMARY_KIND", "ScreenContext", "SessionStartService", "StartContext"]
 

@@ -12,9 +12,8 @@ import json
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
 from pydantic import JsonValue
 
 from memory_core.domain.conversation import (
@@ -37,7 +36,11 @@ from memory_core.domain.knowledge import (
 )
 from memory_core.domain.models import Layer, Memory, Tier
 from memory_core.errors import SchemaMismatchError
-from memory_core.knowledge_ports import Vector
+
+if TYPE_CHECKING:
+    import numpy as np
+
+    from memory_core.knowledge_ports import Vector
 
 __all__ = [
     "ChunkMatrix",
@@ -51,11 +54,15 @@ __all__ = [
 
 def vector_to_bytes(vector: Vector | None) -> bytes | None:
     """A vector as little-endian float32 bytes (the same bytes on both backends)."""
+    import numpy as np
+
     return None if vector is None else np.asarray(vector, dtype="<f4").tobytes()
 
 
 def vector_from_bytes(blob: bytes | None) -> Vector | None:
     """Inverse of `vector_to_bytes`."""
+    import numpy as np
+
     return None if blob is None else np.frombuffer(blob, dtype="<f4").astype(np.float32)
 
 
@@ -99,6 +106,8 @@ class ChunkMatrix:
 
     def nearest(self, vector: Vector, limit: int) -> list[tuple[int, float]]:
         """(chunk id, cosine similarity) of the `limit` nearest chunks, nearest first."""
+        import numpy as np
+
         if len(self.ids) == 0:
             return []
         # Stored vectors are unit length (the Embedder contract), so a dot product is a cosine.

@@ -315,12 +315,13 @@ try:
     main(["hook", sys.argv[1]])
 except Exit:
     pass
-loaded = [m for m in ("mcp", "rich", "apscheduler", "uvicorn", "starlette") if sys.modules.get(m)]
+heavy = ("mcp", "rich", "apscheduler", "uvicorn", "starlette", "numpy", "onnxruntime", "asyncpg")
+loaded = [m for m in heavy if sys.modules.get(m)]
 sys.stderr.write("LOADED " + json.dumps(loaded) + " " + str("server.hooks.events" in sys.modules))
 """
 
 
-def test_the_hook_path_imports_neither_mcp_nor_rich(ws: Workspace) -> None:
+def test_the_hook_path_imports_neither_mcp_nor_rich_nor_numpy(ws: Workspace) -> None:
     for command, payload in [
         ("session-start", ws.payload("SessionStart", source="startup")),
         ("user-prompt-submit", ws.payload("UserPromptSubmit", prompt="billing cluster?")),

@@ -117,35 +117,6 @@ async def test_stats_recalculate_prune_compact_clear_forget(
     assert (await call(client, "get_memory_stats"))["total"] == 0
 
 
-async def test_stats_report_reads_and_unread_memories(client: Client) -> None:
-    await call(client, "learn", key="k", value="read me")
-    await call(client, "append", layer="episodic", content="never read")
-    for _ in range(3):
-        await call(client, "recall", key="k")
-    result = await client.call_tool("get_memory_stats", {})
-    stats = result.structured_content
-    assert stats is not None and stats["accesses"] == 3 and stats["never_accessed"] == 1
-    assert "reads: 3 (1.5 per memory); never read: 1" in result.content[0].text  # type: ignore[union-attr]
-
-
-@pytest.mark.parametrize(
-    ("tool", "args", "field"),
-    [
-        ("append", {"layer": "nope", "content": "x"}, "layer"),
-        ("append", {"layer": "working", "content": "   "}, "content"),
-        ("append", {"layer": "working", "content": "x" * 20_001}, "content"),
-        ("append", {"layer": "semantic", "content": "x"}, "key"),
-        ("append", {"layer": "working", "content": "x", "project": "bad name"}, "project"),
-        ("search", {"query": "x", "limit": 0}, "limit"),
-        ("search", {"query": "x", "limit": 101}, "limit"),
-        ("search", {"query": "x", "since": "last tuesday"}, "since"),
-        ("search", {"query": "*** --"}, "query"),
-        ("recall", {}, "key"),
-        ("load_context", {"limit": "ten"}, "limit"),
-        ("prune_expired_contexts", {"limit": -3}, "limit"),
-        ("clear", {}, "confirm"),
-    ],
-)
 async def test_bad_input_names_the_field_and_writes_nothing(
     client: Client, tool: str, args: dict[str, Any], field: str
 ) -> None:

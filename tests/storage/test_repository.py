@@ -204,17 +204,6 @@ async def test_stats_counts_live_tiers_and_layers(repo: MemoryRepository) -> Non
     assert s.oldest == T0 - timedelta(days=31) and s.newest == T0
     assert s.database_bytes > 0
     assert await repo.projects() == ["p", "q"]
-    assert s.accesses == 0 and s.never_accessed == 2
-
-
-async def test_stats_count_accesses_and_never_read_memories(
-    repo: MemoryRepository, storage: StorageUnderTest
-) -> None:
-    a = (await repo.add(draft("read twice"), T0)).memory.id
-    await repo.add(draft("never read"), T0)
-    await storage.execute("UPDATE context_snapshots SET access_count = 2 WHERE id = ?", a)
-    s = await repo.stats("p", tier_cutoffs(T0, POLICY))
-    assert s.accesses == 2 and s.never_accessed == 1
 
 
 async def test_replace_with_swaps_rows_atomically(repo: MemoryRepository) -> None:

@@ -123,6 +123,28 @@ def test_hybrid_ranking_is_a_permutation_in_score_order(rows: list[tuple[int, fl
     assert all(0 <= h.signals.relevance <= 1 for h in hits)
 
 
+@given(
+    st.lists(st.tuples(st.integers(1, 50), st.floats(0, 2), st.integers(0, 400)), max_size=40),
+    st.integers(0, 45),
+)
+def test_a_limit_returns_the_head_of_the_full_ranking(
+    rows: list[tuple[int, float, int]], limit: int
+) -> None:
+    # Ties in score (equal ages, equal distances) must still break by the newer id.
+    candidates = [
+        Candidate(
+            memory=memory(i, timedelta(hours=hours)),
+            bm25_rank=i + 1 if i % 3 else None,
+            bm25=-1.0,
+            vector_rank=rank,
+            vector_distance=dist,
+        )
+        for i, (rank, dist, hours) in enumerate(rows)
+    ]
+    full = rank_candidates(candidates, SearchMode.HYBRID, CUTS, POLICY)
+    assert rank_candidates(candidates, SearchMode.HYBRID, CUTS, POLICY, limit) == full[:limit]
+
+
 def test_semantic_relevance_is_similarity_relative_to_the_best() -> None:
     hits = rank_candidates(
         [

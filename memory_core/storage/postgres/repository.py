@@ -1,4 +1,10 @@
-"""PostgresMemoryRepository: the MemoryRepository port on PostgreSQL (same semantics as SQLite)."""
+"""PostgresMemoryRepository: the MemoryRepository port on PostgreSQL (same semantics as SQLite).
+
+Stats read the counters that migration 0006's statement-level triggers keep (one grouped
+upsert per statement, counter rows locked in sorted order, so concurrent writers neither lose
+a count nor deadlock within a statement), corrected for the rows that aged across a tier
+boundary since their tier was stored; see the SQLite twin's module docstring.
+"""
 
 from __future__ import annotations
 
@@ -106,6 +112,23 @@ async def _lock_identities(conn: Any, drafts: Sequence[MemoryDraft]) -> None:
 
 
 _KNOWN_LAYERS = frozenset(layer.value for layer in Layer)
+
+# Rows whose stored tier is not their tier as of now, counted by (stored, live): for each stored
+# tier, the reference times outside its window ($1..$3 the cutoffs, $4 the project), one range
+# of idx_snapshots_project_tier_reference each.
+_OUTSIDE = (
+    ("ACTIVE", "<= $1"),
+    ("RECENT", "> $1"),
+    ("RECENT", "<= $2"),
+    ("ARCHIVED", "> $2"),
+    ("ARCHIVED", "<= $3"),
+    ("EXPIRED", "> $3"),
+)
+_MOVED = " UNION ALL ".join(
+    f"SELECT '{tier}' AS stored, {_live_tier(1)} AS live, count(*) AS n FROM context_snapshots"
+    f" WHERE project = $4 AND memory_tier = '{tier}' AND {_REFERENCE} {bound} GROUP BY 2"
+    for tier, bound in _OUTSIDE
+)
 _S_COLUMNS = ", ".join(f"s.{c.strip()}" for c in COLUMNS.split(","))
 # ts_rank_cd weighs the key and the content alike (FTS5's bm25 weighs its columns equally);
 # normalisation 1 divides by 1 + log(document length), so shorter matches rank first.
@@ -532,17 +555,21 @@ class PostgresMemoryRepository:
         return sorted(int(r[0]) for r in rows)
 
     async def stats(self, project: str, cutoffs: TierCutoffs) -> StoreStats:
-        """Live tier and layer counts, sizes and dates."""
-        live = _live_tier(1)
+        """Live tier and layer counts, sizes and dates, in time independent of the store size.
+
+        As in the SQLite backend: the kept counters (memory_counts, migration 0006) by stored
+        tier, corrected by the rows whose reference time crossed a tier boundary since their
+        tier was stored (`_MOVED`, one index range per stored tier and side).
+        """
         async with self._session.snapshot("stats") as conn:
-            rows = await conn.fetch(
-                f"SELECT {live} AS tier, layer, count(*) AS n,"
-                " sum(octet_length(content)) AS bytes,"
-                " min(created_at) AS oldest, max(created_at) AS newest,"
-                f" count(*) FILTER (WHERE memory_tier IS DISTINCT FROM {live}) AS stale,"
-                " sum(access_count) AS accesses, count(*) FILTER (WHERE access_count = 0) AS unused"
-                " FROM context_snapshots WHERE project = $4 GROUP BY 1, 2",
-                *_cutoffs(cutoffs),
+            kept = await conn.fetch(
+                "SELECT layer, memory_tier, n, bytes FROM memory_counts WHERE project = $1",
+                project,
+            )
+            moved = await conn.fetch(_MOVED, *_cutoffs(cutoffs), project)
+            dates = await conn.fetchrow(
+                "SELECT (SELECT min(created_at) FROM context_snapshots WHERE project = $1),"
+                " (SELECT max(created_at) FROM context_snapshots WHERE project = $1)",
                 project,
             )
             size = await conn.fetchval(
@@ -551,19 +578,18 @@ class PostgresMemoryRepository:
             )
         by_tier = dict.fromkeys(Tier, 0)
         by_layer = dict.fromkeys(Layer, 0)
-        oldest: datetime | None = None
-        newest: datetime | None = None
-        content_bytes = stale = accesses = unused = 0
-        for r in rows:
-            by_tier[Tier(r["tier"])] += r["n"]
+        content_bytes = 0
+        for r in kept:
+            by_tier[Tier(r["memory_tier"])] += r["n"]
             if r["layer"] in _KNOWN_LAYERS:
                 by_layer[Layer(r["layer"])] += r["n"]
-            content_bytes += int(r["bytes"] or 0)
-            stale += int(r["stale"] or 0)
-            accesses += int(r["accesses"] or 0)
-            unused += int(r["unused"] or 0)
-            oldest = r["oldest"] if oldest is None else min(oldest, r["oldest"])
-            newest = r["newest"] if newest is None else max(newest, r["newest"])
+            content_bytes += int(r["bytes"])
+        stale = 0
+        for r in moved:
+            by_tier[Tier(r["stored"])] -= r["n"]
+            by_tier[Tier(r["live"])] += r["n"]
+            stale += r["n"]
+        oldest, newest = dates[0], dates[1]
         return StoreStats(
             project=project,
             total=sum(by_tier.values()),
@@ -574,8 +600,6 @@ class PostgresMemoryRepository:
             oldest=aware(oldest) if oldest else None,
             newest=aware(newest) if newest else None,
             stale_tiers=stale,
-            accesses=accesses,
-            never_accessed=unused,
         )
 
     async def has_project(self, project: str) -> bool:

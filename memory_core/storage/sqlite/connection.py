@@ -6,16 +6,23 @@ import asyncio
 import errno
 import functools
 import os
+from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
 import aiosqlite
 import sqlean
-import sqlite_vec
 
 from memory_core.errors import StorageError
 
-__all__ = ["DriverError", "create_private", "is_busy", "open_database", "sqlite_versions"]
+__all__ = [
+    "DriverError",
+    "create_private",
+    "is_busy",
+    "open_database",
+    "sqlite_versions",
+    "vec0_path",
+]
 
 # aiosqlite re-exports the *stdlib* exception classes, which do not catch sqlean's errors.
 DriverError: type[Exception] = sqlean.Error
@@ -35,12 +42,25 @@ def is_busy(exc: BaseException) -> bool:
     return "database is locked" in text or "database is busy" in text
 
 
+@functools.cache
+def vec0_path() -> str:
+    """Where sqlite_vec.loadable_path() points, found without importing the package.
+
+    `import sqlite_vec` also imports numpy.typing (~120 ms cold), for helpers this code never
+    calls; the hooks and CLI commands open the store but never touch a vector.
+    """
+    spec = find_spec("sqlite_vec")
+    if spec is None or not spec.submodule_search_locations:
+        raise StorageError("loading sqlite-vec (reinstall with `pip install sqlite-vec==0.1.9`)")
+    return str(Path(next(iter(spec.submodule_search_locations))) / "vec0")
+
+
 def _connect(path: str) -> Any:
     # Runs inside aiosqlite's worker thread, so the connection never crosses threads.
     conn = sqlean.connect(path, isolation_level=None)  # we issue BEGIN/COMMIT ourselves
     try:
         conn.enable_load_extension(True)
-        sqlite_vec.load(conn)
+        conn.load_extension(vec0_path())
         conn.enable_load_extension(False)
     except (AttributeError, DriverError) as exc:
         conn.close()

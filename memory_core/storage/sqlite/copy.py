@@ -6,8 +6,6 @@ import json
 from collections.abc import Sequence
 from typing import Any
 
-import numpy as np
-
 from memory_core.storage.sqlite.rows import encode_time, row_to_memory
 from memory_core.storage.sqlite.session import SqliteSession
 from memory_core.storage.sqlite.vectors import EXACT_SEARCH_MAX, SqliteVectorIndex
@@ -47,6 +45,8 @@ class SqliteCopyEndpoint:
 
     async def read(self, after_id: int, limit: int) -> list[CopyRow]:
         """A batch of rows in id order, with their vectors."""
+        import numpy as np
+
         async with self._session.read("reading rows to copy"):
             rows = await self._session.fetch(
                 "SELECT s.*, e.text_hash AS text_hash, e.embedding AS embedding"

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import sqlean
-import sqlite_vec
 
-from memory_core.storage.sqlite.connection import DriverError
+from memory_core.errors import StorageError
+from memory_core.storage.sqlite.connection import DriverError, vec0_path
 
 __all__ = ["DatabaseProbe", "DriverProbe", "probe_database", "probe_driver"]
 
@@ -47,9 +47,9 @@ def probe_driver() -> DriverProbe:
             load_error = f"{type(exc).__name__}: {exc}"
         if load_error is None:
             try:
-                sqlite_vec.load(conn)
+                conn.load_extension(vec0_path())
                 vec_version = str(conn.execute("SELECT vec_version()").fetchone()[0])
-            except (DriverError, OSError) as exc:
+            except (DriverError, OSError, StorageError) as exc:
                 vec_error = f"{type(exc).__name__}: {exc}"
         else:
             vec_error = "extension loading is unavailable"

@@ -4,14 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from datetime import datetime
-
-import numpy as np
+from typing import TYPE_CHECKING
 
 from memory_core.domain.knowledge import Chunk, ChunkDraft, DocumentOrigin, DocumentRecord
-from memory_core.knowledge_ports import DocumentWrite, Vector
+from memory_core.knowledge_ports import DocumentWrite
 from memory_core.storage.records import ChunkMatrix, RowReader, vector_to_bytes
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
+
+if TYPE_CHECKING:
+    from memory_core.knowledge_ports import Vector
+
 
 __all__ = ["SqliteDocumentStore"]
 
@@ -120,6 +123,8 @@ class SqliteDocumentStore:
         return [int(r[0]) for r in rows]
 
     async def _matrix(self, tenant: str, model_id: str) -> ChunkMatrix | None:
+        import numpy as np
+
         rows = await self._session.fetch(
             "SELECT revision FROM knowledge_revisions WHERE tenant = ?", (tenant,)
         )

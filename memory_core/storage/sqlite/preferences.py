@@ -5,12 +5,15 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference
-from memory_core.knowledge_ports import Vector
 from memory_core.storage.records import RowReader, vector_to_bytes
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
+
+if TYPE_CHECKING:
+    from memory_core.knowledge_ports import Vector
 
 __all__ = ["SqlitePlaybookStore", "SqlitePreferenceStore"]
 

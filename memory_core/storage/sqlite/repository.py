@@ -1,4 +1,15 @@
-"""SqliteMemoryRepository: the MemoryRepository port on one SQLite file."""
+"""SqliteMemoryRepository: the MemoryRepository port on one SQLite file.
+
+Stats in constant time (migration 0006): triggers keep `memory_counts`, rows and content bytes
+per (project, layer, stored tier), inside every writing statement's transaction, so appends,
+imports, copy-store, recalculation, pruning and deletes all keep it exact, and SQLite's single
+writer keeps it exact across processes. `by_tier` in stats means the tier *as of now*, which
+moves with the clock while the stored tier waits for the next recalculation; stats therefore
+takes the counts by stored tier and moves the rows whose reference time has crossed a boundary
+since (one range of idx_snapshots_project_tier_reference per stored tier and side, see
+`_MOVED`). Those rows are also `stale_tiers`; after the daily recalculation they are a day's
+ageing, not the store (0.5 ms at 100k rows against 138 ms for the former full count).
+"""
 
 from __future__ import annotations
 
@@ -45,6 +56,24 @@ RETURNING *"""
 
 
 _KNOWN_LAYERS = frozenset(layer.value for layer in Layer)
+
+# Rows whose stored tier is not their tier as of now, counted by (stored, live): for each stored
+# tier, the reference times outside its window, one range of idx_snapshots_project_tier_reference
+# each (an OR of two ranges would not use the index).
+_OUTSIDE = (
+    ("ACTIVE", "<= :active_after"),
+    ("RECENT", "> :active_after"),
+    ("RECENT", "<= :recent_after"),
+    ("ARCHIVED", "> :recent_after"),
+    ("ARCHIVED", "<= :archived_after"),
+    ("EXPIRED", "> :archived_after"),
+)
+_MOVED = " UNION ALL ".join(
+    f"SELECT '{tier}' AS stored, {_LIVE_TIER} AS live, count(*) AS n FROM context_snapshots"
+    f" WHERE project = :project AND memory_tier = '{tier}' AND {_REFERENCE} {bound}"
+    " GROUP BY live"
+    for tier, bound in _OUTSIDE
+)
 
 
 def _cutoff_params(cutoffs: TierCutoffs) -> dict[str, str]:
@@ -575,36 +604,43 @@ class SqliteMemoryRepository:
         return doomed
 
     async def stats(self, project: str, cutoffs: TierCutoffs) -> StoreStats:
-        """Live tier and layer counts, sizes and dates."""
+        """Live tier and layer counts, sizes and dates, in time independent of the store size.
+
+        The kept counters (memory_counts, migration 0006) hold rows per layer and *stored* tier.
+        The tier as of now differs only for rows whose reference time crossed a boundary since
+        their tier was stored; `_MOVED` finds exactly those through a covering index, and each
+        is moved from its stored tier to its live one (they are also `stale_tiers`). After the
+        daily recalculation that is a day's worth of ageing, not the store.
+        """
         params: dict[str, Any] = {**_cutoff_params(cutoffs), "project": project}
         async with self._session.snapshot("stats"):
-            rows = await self._session.fetch(
-                f"SELECT {_LIVE_TIER} AS tier, layer, count(*) AS n,"
-                " sum(length(CAST(content AS BLOB))) AS bytes,"
-                " min(created_at) AS oldest, max(created_at) AS newest,"
-                f" sum(memory_tier IS NOT {_LIVE_TIER}) AS stale,"
-                " sum(access_count) AS accesses, sum(access_count = 0) AS unused"
-                " FROM context_snapshots WHERE project = :project GROUP BY tier, layer",
-                params,
+            kept = await self._session.fetch(
+                "SELECT layer, memory_tier, n, bytes FROM memory_counts WHERE project = ?",
+                (project,),
+            )
+            moved = await self._session.fetch(_MOVED, params)
+            dates = await self._session.fetch(
+                "SELECT (SELECT min(created_at) FROM context_snapshots WHERE project = :p),"
+                " (SELECT max(created_at) FROM context_snapshots WHERE project = :p)",
+                {"p": project},
             )
             size = await self._session.fetch(
                 "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
             )
         by_tier = dict.fromkeys(Tier, 0)
         by_layer = dict.fromkeys(Layer, 0)
-        oldest: str | None = None
-        newest: str | None = None
-        content_bytes = stale = accesses = unused = 0
-        for r in rows:
-            by_tier[Tier(r["tier"])] += r["n"]
+        content_bytes = 0
+        for r in kept:
+            by_tier[Tier(r["memory_tier"])] += r["n"]
             if r["layer"] in _KNOWN_LAYERS:
                 by_layer[Layer(r["layer"])] += r["n"]
-            content_bytes += r["bytes"] or 0
-            stale += r["stale"] or 0
-            accesses += r["accesses"] or 0
-            unused += r["unused"] or 0
-            oldest = r["oldest"] if oldest is None else min(oldest, r["oldest"])
-            newest = r["newest"] if newest is None else max(newest, r["newest"])
+            content_bytes += r["bytes"]
+        stale = 0
+        for r in moved:
+            by_tier[Tier(r["stored"])] -= r["n"]
+            by_tier[Tier(r["live"])] += r["n"]
+            stale += r["n"]
+        oldest, newest = dates[0][0], dates[0][1]
         return StoreStats(
             project=project,
             total=sum(by_tier.values()),
@@ -615,8 +651,6 @@ class SqliteMemoryRepository:
             oldest=decode_time(oldest) if oldest else None,
             newest=decode_time(newest) if newest else None,
             stale_tiers=stale,
-            accesses=accesses,
-            never_accessed=unused,
         )
 
     async def has_project(self, project: str) -> bool:

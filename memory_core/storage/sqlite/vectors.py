@@ -4,19 +4,25 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import numpy.typing as npt
 import structlog
 
 from memory_core.domain.models import Layer, Memory, VectorMatch
 from memory_core.storage.records import model_recorded
 from memory_core.storage.sqlite.session import SqliteSession
 
-__all__ = ["EXACT_SEARCH_MAX", "SqliteVectorIndex"]
+if TYPE_CHECKING:
+    import numpy as np
+    import numpy.typing as npt
 
-Vector = npt.NDArray[np.float32]
+    Vector = npt.NDArray[np.float32]
+
+# numpy is imported where vectors are handled, not at the top: every process that opens the
+# store builds this index, and the hooks and keyword-only CLI commands never search vectors
+# (numpy costs ~120 ms of a cold start; tests/server/test_import_boundaries.py holds the line).
+
+__all__ = ["EXACT_SEARCH_MAX", "SqliteVectorIndex"]
 
 log = structlog.get_logger(__name__)
 
@@ -47,6 +53,8 @@ class _CoarseBits:
     """
 
     def __init__(self, nbytes: int, version: int) -> None:
+        import numpy as np
+
         # The widest word that divides a row, so popcounts run on as few elements as possible.
         self.dtype = next(
             t for t in (np.uint64, np.uint32, np.uint16, np.uint8) if nbytes % t().itemsize == 0
@@ -69,6 +77,8 @@ class _CoarseBits:
         800k rows kept the old and new buffers alive together (~60 MB at the last step).
         Outcome: the load allocates its buffers once.
         """
+        import numpy as np
+
         if capacity <= self._ids.size:
             return
         self._ids = np.resize(self._ids, capacity)
@@ -79,6 +89,8 @@ class _CoarseBits:
 
     def add(self, ids: Sequence[int], layers: Sequence[str], bits: bytes) -> None:
         """Append rows: ids, layer names and their packed bits, in the same order."""
+        import numpy as np
+
         if not ids:
             return
         n, end = len(ids), self.size + len(ids)
@@ -94,6 +106,8 @@ class _CoarseBits:
 
     def nearest(self, query: bytes, layer: str | None, count: int) -> list[int]:
         """Ids of (about) the `count` rows nearest to `query` bits by Hamming distance."""
+        import numpy as np
+
         q = np.frombuffer(query, dtype=self.dtype)
         distance = np.zeros(self.size, dtype=np.int32)
         for word, bits in zip(self._words[:, : self.size], q, strict=True):
@@ -114,14 +128,20 @@ _LAYER_CODES = {layer.value: code for code, layer in enumerate(Layer)}
 
 def _bits(vectors: Sequence[Vector]) -> bytes:
     """vec_quantize_binary of each vector (bit i of byte j is dimension 8j+i > 0), joined."""
+    import numpy as np
+
     return b"".join(np.packbits(np.asarray(v) > 0, bitorder="little").tobytes() for v in vectors)
 
 
 def _blob(vector: Vector) -> bytes:
+    import numpy as np
+
     return np.asarray(vector, dtype=np.float32).tobytes()
 
 
 def _vector(blob: bytes) -> Vector:
+    import numpy as np
+
     return np.frombuffer(blob, dtype=np.float32).copy()
 
 
