@@ -55,7 +55,7 @@ def vec0_path() -> str:
     return str(Path(next(iter(spec.submodule_search_locations))) / "vec0")
 
 
-def _connect(path: str) -> Any:
+def _connect(path: str, secure_delete: bool = True) -> Any:
     # Runs inside aiosqlite's worker thread, so the connection never crosses threads.
     conn = sqlean.connect(path, isolation_level=None)  # we issue BEGIN/COMMIT ourselves
     try:
@@ -71,6 +71,10 @@ def _connect(path: str) -> Any:
     conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
     conn.execute("PRAGMA foreign_keys = ON")
     conn.execute("PRAGMA synchronous = NORMAL")  # safe with WAL: a crash loses no committed txn
+    # Deleted rows are overwritten with zeros, not left in free pages: a forgotten memory (or
+    # a redacted secret's old text) must not survive in the file, nor in a backup of it.
+    # Cost measured with bench/secure_delete.py (docs/benchmarks.md).
+    conn.execute(f"PRAGMA secure_delete = {'ON' if secure_delete else 'OFF'}")
     if path != ":memory:":
         conn.execute("PRAGMA journal_mode = WAL")
     return conn
@@ -100,11 +104,12 @@ def create_private(path: Path) -> None:
         raise OSError(exc.errno, f"cannot create files there ({exc.strerror})", str(path)) from exc
 
 
-async def open_database(path: Path | str) -> aiosqlite.Connection:
+async def open_database(path: Path | str, *, secure_delete: bool = True) -> aiosqlite.Connection:
     """Open (creating if needed, mode 0600) the database file with WAL, busy timeout, sqlite-vec.
 
     Args:
         path: The database file, or ":memory:".
+        secure_delete: Zero deleted content (always, but for measuring what that costs).
 
     Raises:
         StorageError: The file cannot be created or opened, or sqlite-vec cannot be loaded;
@@ -118,7 +123,8 @@ async def open_database(path: Path | str) -> aiosqlite.Connection:
             create_private(Path(target))
         except OSError as exc:
             raise StorageError("opening the database") from exc
-    conn = aiosqlite.Connection(functools.partial(_connect, target), iter_chunk_size=256)
+    connect = functools.partial(_connect, target, secure_delete)
+    conn = aiosqlite.Connection(connect, iter_chunk_size=256)
     try:
         return await conn
     except (DriverError, StorageError) as exc:
