@@ -117,6 +117,24 @@ async def test_stats_recalculate_prune_compact_clear_forget(
     assert (await call(client, "get_memory_stats"))["total"] == 0
 
 
+@pytest.mark.parametrize(
+    ("tool", "args", "field"),
+    [
+        ("append", {"layer": "nope", "content": "x"}, "layer"),
+        ("append", {"layer": "working", "content": "   "}, "content"),
+        ("append", {"layer": "working", "content": "x" * 20_001}, "content"),
+        ("append", {"layer": "semantic", "content": "x"}, "key"),
+        ("append", {"layer": "working", "content": "x", "project": "bad name"}, "project"),
+        ("search", {"query": "x", "limit": 0}, "limit"),
+        ("search", {"query": "x", "limit": 101}, "limit"),
+        ("search", {"query": "x", "since": "last tuesday"}, "since"),
+        ("search", {"query": "*** --"}, "query"),
+        ("recall", {}, "key"),
+        ("load_context", {"limit": "ten"}, "limit"),
+        ("prune_expired_contexts", {"limit": -3}, "limit"),
+        ("clear", {}, "confirm"),
+    ],
+)
 async def test_bad_input_names_the_field_and_writes_nothing(
     client: Client, tool: str, args: dict[str, Any], field: str
 ) -> None:
