@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from pydantic import JsonValue
@@ -11,6 +12,13 @@ from memory_core.domain.fts_query import search_words
 from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import Layer, MemoryDraft, TextQuery
 from memory_core.ports import MemoryRepository
+from memory_core.storage.sqlite import (
+    SqliteMemoryRepository,
+    SqliteSession,
+    apply_migrations,
+    open_database,
+)
+from memory_core.storage.sqlite.migrate import load_migrations
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -116,3 +124,23 @@ async def test_query_syntax_in_the_words_never_raises(repo: MemoryRepository, te
     await repo.add(draft("x² ünïcödé col umn plus start", metadata={"s": "NEAR quoted"}), T0)
     assert await found(repo, text) is not None
     assert await found(repo, text, prefix_min_chars=1) is not None
+
+
+async def test_upgrading_indexes_the_metadata_of_stored_rows(tmp_path: Path) -> None:
+    """Rows written before migration 0005 are found by their metadata after it."""
+    folder = tmp_path / "sql"
+    folder.mkdir()
+    earlier = [m for m in load_migrations() if m.number < 5]
+    for migration in earlier:
+        (folder / f"{migration.name}.sql").write_text(migration.sql, encoding="utf-8")
+    db = await open_database(tmp_path / "old.db")
+    try:
+        await apply_migrations(db, folder)
+        repo = SqliteMemoryRepository(SqliteSession(db))
+        await repo.add(draft("Fix the rounding bug", metadata={"system": "Jira"}), T0)
+        assert await found(repo, "jira") == []
+        assert "0005_search_prefix_metadata" in await apply_migrations(db)
+        assert await found(repo, "jira") == ["Fix the rounding bug"]
+        assert await found(repo, "roun") == ["Fix the rounding bug"]
+    finally:
+        await db.close()
