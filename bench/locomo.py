@@ -94,6 +94,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         vector_weight=args.vector_weight,
         rrf_k=args.rrf_k,
         keyword_stopwords=args.stopwords,
+        keyword_prefix_min_chars=args.prefix_min_chars,
         min_similarity=args.min_similarity,
         fusion=args.fusion,
         session_weight=args.session_weight,
@@ -228,6 +229,12 @@ def main(argv: list[str] | None = None) -> None:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="drop function words from the keyword query",
+    )
+    parser.add_argument(
+        "--prefix-min-chars",
+        type=int,
+        default=RankingPolicy().keyword_prefix_min_chars,
+        help="query words this long also match as prefixes (0: off)",
     )
     parser.add_argument("--fusion", choices=["rrf", "convex"], default=RankingPolicy().fusion)
     parser.add_argument("--min-similarity", type=float, default=RankingPolicy().min_similarity)

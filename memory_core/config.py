@@ -53,6 +53,13 @@ class RankingPolicy(BaseModel):
     keyword_stopwords: bool = Field(
         True, description="Drop English function words from keyword queries (kept if alone)."
     )
+    keyword_prefix_min_chars: int = Field(
+        3,
+        ge=0,
+        description="Keyword query words of at least this many characters also match the words "
+        'they begin ("vuln" finds "vulnerabilities"); exact matches still rank first. '
+        "0 turns prefix matching off.",
+    )
     keyword_weight: float = Field(1.5, ge=0, description="Weight of the BM25 list in fusion.")
     vector_weight: float = Field(1.0, ge=0, description="Weight of the vector list in fusion.")
     # Tuned on LoCoMo dev only (docs/benchmarks.md): R@10 0.760-0.767 over session_top 1-5 and

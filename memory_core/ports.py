@@ -95,7 +95,12 @@ class MemoryRepository(Protocol):
         ...
 
     async def search_text(self, query: TextQuery) -> list[TextMatch]:
-        """Keyword candidates, best BM25 first, without touching access fields."""
+        """Keyword candidates, best BM25 first, without touching access fields.
+
+        A row matches when its content, key or metadata values hold any of `query.words`, or
+        a word that one of them begins when it is at least `query.prefix_min_chars` long; a
+        whole-word match ranks above a prefix-only one, a metadata match below a content one.
+        """
         ...
 
     async def search_keys(

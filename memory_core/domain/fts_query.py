@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["MAX_TERMS", "STOPWORDS", "to_fts5_query"]
+__all__ = ["MAX_TERMS", "STOPWORDS", "WORD", "search_words", "to_fts5_query"]
 
 MAX_TERMS = 32
 # Word runs as unicode61 sees them; everything else (quotes, operators, emoji) separates words.
-_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+WORD = re.compile(r"[^\W_]+", re.UNICODE)
 # English function words and question words. In an OR query each one matches most rows, so it
 # adds noise to BM25 without adding evidence ("When did Caroline go to the group?").
 _STOPWORD_TEXT = (
@@ -18,6 +18,29 @@ _STOPWORD_TEXT = (
     "whom whose why will with would you your"
 )
 STOPWORDS = frozenset(_STOPWORD_TEXT.split())
+
+
+def search_words(
+    text: str, *, max_terms: int = MAX_TERMS, drop_stopwords: bool = False
+) -> tuple[str, ...]:
+    """The distinct lowercased words of `text` a keyword search looks for.
+
+    Every word is a run of letters and digits (WORD), so a backend can quote it as a literal
+    of its own query language without any escaping.
+
+    Args:
+        text: Anything a client sent.
+        max_terms: Distinct words kept, in order of first appearance.
+        drop_stopwords: Leave out STOPWORDS, unless nothing else would be left.
+
+    Returns:
+        The words, empty when the text holds none.
+    """
+    words = list(dict.fromkeys(match.group(0) for match in WORD.finditer(text.lower())))
+    if drop_stopwords:
+        # Filter before capping, so function words never crowd out the words that matter.
+        words = [word for word in words if word not in STOPWORDS] or words
+    return tuple(words[:max_terms])
 
 
 def to_fts5_query(
@@ -36,12 +59,8 @@ def to_fts5_query(
     Returns:
         The MATCH expression, or None when the text holds no searchable word.
     """
-    words = list(dict.fromkeys(match.group(0) for match in _WORD.finditer(text.lower())))
+    words = search_words(text, max_terms=max_terms, drop_stopwords=drop_stopwords)
     if not words:
         return None
-    if drop_stopwords:
-        # Filter before capping, so function words never crowd out the words that matter.
-        words = [word for word in words if word not in STOPWORDS] or words
-    words = words[:max_terms]
     # A word run holds no double quote, so wrapping it in quotes makes a literal FTS5 string.
     return " OR ".join(f'"{word}"' for word in words)

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+import re
 from datetime import datetime
 from enum import StrEnum
-from typing import Literal
+from typing import Annotated, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, JsonValue
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
 
 __all__ = [
     "AddOutcome",
@@ -119,11 +120,27 @@ class TierCutoffs(_Frozen):
     archived_after: datetime
 
 
+def _check_word(word: str) -> str:
+    # Python's re, as domain.fts_query splits words (pydantic's `pattern` is Rust's regex,
+    # whose \w differs from Python's on a few characters such as "²").
+    if not re.fullmatch(r"[^\W_]+", word):
+        raise ValueError("a search word must be letters and digits only")
+    return word
+
+
 class TextQuery(_Frozen):
-    """A keyword search, already turned into a safe FTS expression."""
+    """A keyword search: the words to look for (any of them) and the rows to look in.
+
+    Each backend turns `words` into its own query language (an FTS5 MATCH expression, a
+    tsquery); the pattern guarantees a word is letters and digits only, so it can be quoted as
+    a literal without escaping.
+    """
 
     project: str
-    fts: str
+    words: tuple[Annotated[str, AfterValidator(_check_word)], ...]
+    prefix_min_chars: int = Field(
+        0, ge=0, description="Words this long or longer also match words they begin (0: none)."
+    )
     layer: Layer | None = None
     session_id: str | None = None
     since: datetime | None = None

@@ -15,7 +15,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue
 from memory_core.config import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.budget import fit_to_budget
 from memory_core.domain.compaction import chunk_entries, summarize_entries
-from memory_core.domain.fts_query import to_fts5_query
+from memory_core.domain.fts_query import search_words, to_fts5_query
 from memory_core.domain.inputs import (
     check_key,
     check_limit,
@@ -447,12 +447,13 @@ class MemoryService:
         since, until = check_time_range(request.since, request.until)
         token_budget = check_token_budget(request.token_budget)
         query_text = check_text("query", request.query, max_chars=self.limits.max_content_chars)
-        fts = to_fts5_query(query_text, drop_stopwords=self.ranking.keyword_stopwords)
+        words = search_words(query_text, drop_stopwords=self.ranking.keyword_stopwords)
         mode = request.mode
         pool = min(max(limit * _CANDIDATES_PER_HIT, _MIN_CANDIDATES), _MAX_CANDIDATES)
         filters = TextQuery(
             project=project,
-            fts=fts or "",
+            words=words,
+            prefix_min_chars=self.ranking.keyword_prefix_min_chars,
             layer=request.layer,
             session_id=check_session(request.session_id),
             since=since,
@@ -464,9 +465,9 @@ class MemoryService:
         )
         if mode is not SearchMode.KEYWORD and vector_matches is None:
             mode = SearchMode.KEYWORD
-        if mode is SearchMode.KEYWORD and fts is None:
+        if mode is SearchMode.KEYWORD and not words:
             raise InvalidQueryError("query", "needs at least one word of letters or digits")
-        if fts is not None and mode is not SearchMode.SEMANTIC and text_matches is None:
+        if words and mode is not SearchMode.SEMANTIC and text_matches is None:
             text_matches = await self.repo.search_text(filters)
         candidates: dict[int, Candidate] = {}
         for rank, match in enumerate(text_matches or [], start=1):
@@ -508,7 +509,7 @@ class MemoryService:
         started = asyncio.get_running_loop().time()
         keyword = (
             asyncio.create_task((self.keyword_reader or self.repo).search_text(filters))
-            if filters.fts and mode is SearchMode.HYBRID
+            if filters.words and mode is SearchMode.HYBRID
             else None
         )
         try:

@@ -161,12 +161,11 @@ async def test_a_database_of_an_earlier_version_upgrades_with_rows_intact(
         # The upgraded store still works through the repository, FTS index included.
         repo = SqliteMemoryRepository(SqliteSession(db))
         assert await repo.get_by_key("p", Layer.SEMANTIC, "key 1") is not None
-        from memory_core.domain.fts_query import to_fts5_query
+        from memory_core.domain.fts_query import search_words
         from memory_core.domain.models import TextQuery
 
-        fts = to_fts5_query(f"written schema {version}")
-        assert fts is not None
-        hits = await repo.search_text(TextQuery(project="p", fts=fts, limit=10))
+        words = search_words(f"written schema {version}")
+        hits = await repo.search_text(TextQuery(project="p", words=words, limit=10))
         assert len(hits) == 3
     finally:
         await db.close()

@@ -73,7 +73,7 @@ async def test_rows_of_another_project_are_invisible(repo: MemoryRepository) -> 
     mine = (await repo.add(draft("alpha secret", project="mine"), T0)).memory
     assert await repo.get("theirs", mine.id) is None
     assert await repo.delete("theirs", [mine.id]) == 0
-    q = TextQuery(project="theirs", fts='"alpha"', limit=10)
+    q = TextQuery(project="theirs", words=("alpha",), limit=10)
     assert await repo.search_text(q) == []
     assert await repo.list_recent("theirs", None, limit=10) == []
 
@@ -82,15 +82,15 @@ async def test_search_text_ranks_and_filters(repo: MemoryRepository) -> None:
     await repo.add(draft("green tea in the morning"), T0)
     await repo.add(draft("tea"), T0 + timedelta(days=1))
     await repo.add(draft("coffee", layer=Layer.WORKING), T0)
-    hits = await repo.search_text(TextQuery(project="p", fts='"tea"', limit=10))
+    hits = await repo.search_text(TextQuery(project="p", words=("tea",), limit=10))
     assert [h.memory.content for h in hits] == ["tea", "green tea in the morning"]
     assert hits[0].bm25 <= hits[1].bm25 < 0
     since = await repo.search_text(
-        TextQuery(project="p", fts='"tea"', since=T0 + timedelta(hours=1), limit=10)
+        TextQuery(project="p", words=("tea",), since=T0 + timedelta(hours=1), limit=10)
     )
     assert [h.memory.content for h in since] == ["tea"]
     layer = await repo.search_text(
-        TextQuery(project="p", fts='"tea" OR "coffee"', layer=Layer.WORKING, limit=10)
+        TextQuery(project="p", words=("tea", "coffee"), layer=Layer.WORKING, limit=10)
     )
     assert [h.memory.content for h in layer] == ["coffee"]
 
@@ -98,10 +98,10 @@ async def test_search_text_ranks_and_filters(repo: MemoryRepository) -> None:
 async def test_fts_index_follows_updates_and_deletes(repo: MemoryRepository) -> None:
     m = (await repo.add(draft("old words", layer=Layer.SEMANTIC, key="k"), T0)).memory
     await repo.add(draft("new words", layer=Layer.SEMANTIC, key="k"), T0)
-    assert await repo.search_text(TextQuery(project="p", fts='"old"')) == []
-    assert len(await repo.search_text(TextQuery(project="p", fts='"new"'))) == 1
+    assert await repo.search_text(TextQuery(project="p", words=("old",))) == []
+    assert len(await repo.search_text(TextQuery(project="p", words=("new",)))) == 1
     await repo.delete("p", [m.id])
-    assert await repo.search_text(TextQuery(project="p", fts='"words"')) == []
+    assert await repo.search_text(TextQuery(project="p", words=("words",))) == []
 
 
 async def test_trim_session_keeps_the_newest(repo: MemoryRepository) -> None:

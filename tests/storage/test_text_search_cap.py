@@ -5,11 +5,12 @@ from datetime import UTC, datetime
 import aiosqlite
 import pytest
 
-from memory_core.domain.fts_query import to_fts5_query
+from memory_core.domain.fts_query import search_words
 from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import Layer, MemoryDraft, TextQuery
 from memory_core.ports import MemoryRepository
 from memory_core.storage.sqlite import SqliteMemoryRepository, SqliteSession, repository
+from memory_core.storage.sqlite.fts_match import any_word
 from memory_core.storage.sqlite.repository import _OVERFETCH
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -40,9 +41,10 @@ async def uncapped(db: aiosqlite.Connection, query: TextQuery) -> list[int]:
         " JOIN context_snapshots AS s ON s.id = context_snapshots_fts.rowid"
         " WHERE context_snapshots_fts MATCH ? AND s.project = ?"
         + (" AND s.layer = ?" if query.layer else "")
-        + " ORDER BY bm25(context_snapshots_fts), s.id DESC LIMIT ?"
+        + " ORDER BY context_snapshots_fts.rank, s.id DESC LIMIT ?"
     )
-    args = [query.fts, query.project, *([query.layer.value] if query.layer else []), query.limit]
+    fts = any_word(query.words, query.prefix_min_chars)
+    args = [fts, query.project, *([query.layer.value] if query.layer else []), query.limit]
     async with db.execute(sql, args) as cur:
         return [int(r[0]) for r in await cur.fetchall()]
 
@@ -55,10 +57,9 @@ async def test_capped_search_returns_the_same_top_hits(db: aiosqlite.Connection,
     for i in range(300):
         words = [WORDS[(i * k) % len(WORDS)] for k in (1, 3, 7)] + [f"filler{i % 13}"] * (i % 5)
         await repo.add(draft(" ".join(words) + f" number {i}"), T0)
-    fts = to_fts5_query(text)
-    assert fts is not None
-    for limit in (1, 5, 20):
-        query = TextQuery(project="p", fts=fts, limit=limit)
+    query_words = search_words(text)
+    for limit, prefix in ((1, 0), (5, 0), (20, 0), (5, 3), (20, 3)):
+        query = TextQuery(project="p", words=query_words, prefix_min_chars=prefix, limit=limit)
         got = [m.memory.id for m in await repo.search_text(query)]
         assert got == await uncapped(db, query)
 
@@ -72,12 +73,12 @@ async def test_filters_that_drop_the_best_matches_fall_back_to_all_matches(
     for i in range(limit * _OVERFETCH * 3):
         await repo.add(draft(f"tea tea tea {i}", project="busy"), T0)
     mine = [(await repo.add(draft(f"tea and a long note number {i}"), T0)).memory for i in range(4)]
-    wanted = TextQuery(project="p", fts='"tea"', limit=limit)
+    wanted = TextQuery(project="p", words=("tea",), limit=limit)
     hits = await repo.search_text(wanted)
     assert [h.memory.id for h in hits] == await uncapped(db, wanted)
     assert {h.memory.id for h in hits} <= {m.id for m in mine} and len(hits) == limit
     working = await repo.add(draft("tea in the working layer", layer=Layer.WORKING), T0)
-    only = TextQuery(project="p", fts='"tea"', layer=Layer.WORKING, limit=limit)
+    only = TextQuery(project="p", words=("tea",), layer=Layer.WORKING, limit=limit)
     assert [h.memory.id for h in await repo.search_text(only)] == [working.memory.id]
 
 
@@ -91,8 +92,8 @@ async def test_every_word_first_on_many_matches_keeps_the_top_hits(
         await repo.add(draft(f"coffee note {i} " + "filler " * (i % 3)), T0)
     for i in range(6):
         await repo.add(draft(f"tea with coffee {i}"), T0)
-    both = TextQuery(project="p", fts='"tea" OR "coffee"', limit=20)
-    none = TextQuery(project="p", fts='"tea" OR "budget"', limit=20)
+    both = TextQuery(project="p", words=("tea", "coffee"), limit=20)
+    none = TextQuery(project="p", words=("tea", "budget"), limit=20)
     exact = {q: [m.memory.id for m in await repo.search_text(q)] for q in (both, none)}
     monkeypatch.setattr(repository, "_SCORE_ALL_MAX", 10)  # every query now counts as large
     capped = [m.memory.id for m in await repo.search_text(both)]

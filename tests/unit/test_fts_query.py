@@ -2,7 +2,8 @@ import sqlean
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core.domain.fts_query import MAX_TERMS, to_fts5_query
+from memory_core.domain.fts_query import MAX_TERMS, search_words, to_fts5_query
+from memory_core.storage.sqlite.fts_match import any_word, every_word
 
 
 def _fts_table() -> sqlean.Connection:
@@ -62,3 +63,37 @@ def test_stopwords_are_dropped_unless_nothing_else_is_left() -> None:
     )
     assert to_fts5_query("who is it", drop_stopwords=True) == '"who" OR "is" OR "it"'
     assert to_fts5_query("who is it") == '"who" OR "is" OR "it"'
+
+
+def _prefix_table() -> sqlean.Connection:
+    conn = sqlean.connect(":memory:")
+    conn.execute(
+        "create virtual table t using fts5(content, key, metadata, content='',"
+        " tokenize='porter unicode61 remove_diacritics 2', prefix='2 3 4')"
+    )
+    conn.execute(
+        "insert into t(rowid, content, key, metadata) values (1, 'vulnerabilities', '', '')"
+    )
+    return conn
+
+
+PREFIX_CONN = _prefix_table()
+
+
+@settings(max_examples=300)
+@given(st.text(), st.integers(min_value=0, max_value=4))
+def test_search_words_make_valid_prefix_expressions(text: str, prefix_min_chars: int) -> None:
+    words = search_words(text)
+    if words:
+        for fts in (any_word(words, prefix_min_chars), every_word(words, prefix_min_chars)):
+            if fts is not None:
+                PREFIX_CONN.execute("select rowid from t where t match ?", (fts,)).fetchall()
+
+
+def test_long_enough_words_also_match_as_prefixes() -> None:
+    assert any_word(("vuln", "ab"), 3) == '"vuln" OR "vuln"* OR "ab"'
+    assert every_word(("vuln", "ab"), 3) == '("vuln" OR "vuln"*) AND "ab"'
+    assert every_word(("vuln",), 3) is None
+    assert PREFIX_CONN.execute(
+        "select rowid from t where t match ?", (any_word(("vuln",), 3),)
+    ).fetchall() == [(1,)]

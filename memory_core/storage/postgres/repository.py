@@ -27,7 +27,7 @@ from memory_core.domain.models import (
 )
 from memory_core.storage.postgres.rows import COLUMNS, aware, row_to_memory
 from memory_core.storage.postgres.session import PostgresSession, rowcount
-from memory_core.storage.postgres.tsquery import to_tsquery_text
+from memory_core.storage.postgres.tsquery import any_word_tsquery, to_tsquery_text
 
 __all__ = ["PostgresMemoryRepository"]
 
@@ -130,9 +130,10 @@ _MOVED = " UNION ALL ".join(
     for tier, bound in _OUTSIDE
 )
 _S_COLUMNS = ", ".join(f"s.{c.strip()}" for c in COLUMNS.split(","))
-# ts_rank_cd weighs the key and the content alike (FTS5's bm25 weighs its columns equally);
-# normalisation 1 divides by 1 + log(document length), so shorter matches rank first.
-_RANK = "ts_rank_cd('{1,1,1,1}', s.search_vector, q, 1)"
+# Weights {D, C, B, A}: the key (A) and the content (D) count alike, metadata values (C) half,
+# as the FTS5 table's bm25(1.0, 1.0, 0.5) (migrations/*/0007); normalisation 1 divides by
+# 1 + log(document length), so shorter matches rank first.
+_RANK = "ts_rank_cd('{1,0.5,1,1}', s.search_vector, q, 1)"
 
 
 class PostgresMemoryRepository:
@@ -437,15 +438,25 @@ class PostgresMemoryRepository:
             )
 
     async def search_text(self, query: TextQuery) -> list[TextMatch]:
-        """Keyword candidates by ts_rank_cd, reported as a BM25-like value (lower is better)."""
-        tsquery = to_tsquery_text(query.fts)
-        if not tsquery:
+        """Keyword candidates by ts_rank_cd, reported as a BM25-like value (lower is better).
+
+        With prefixes, the rank is that of the exact words alone plus a quarter of the whole
+        query's (exact or prefix): ts_rank_cd counts a lexeme once even when both `'vuln'` and
+        `'vuln':*` match it, and normalisation 1 divides by 1 + log(length), so with equal
+        shares a one-word prefix-only row would outrank any exact row of three words or more.
+        With a quarter, an exact match ranks first up to about e^4 = 54 words (FTS5 gets the
+        same order from BM25's IDF, the prefix matching more rows than the word).
+        """
+        if not query.words:
             return []
-        args: list[Any] = [tsquery, query.project, query.limit]
+        tsquery = any_word_tsquery(query.words, query.prefix_min_chars)
+        exact = any_word_tsquery(query.words)
+        args: list[Any] = [tsquery, query.project, query.limit, exact]
         where = _filters(query, args)
         sql = (
-            f"SELECT {_S_COLUMNS}, {_RANK} AS rank"
-            " FROM context_snapshots AS s, to_tsquery('memstrata', $1) AS q"
+            f"SELECT {_S_COLUMNS}, {_RANK.replace(', q,', ', e,')} + 0.25 * {_RANK} AS rank"
+            " FROM context_snapshots AS s, to_tsquery('memstrata', $1) AS q,"
+            " to_tsquery('memstrata', $4) AS e"
             f" WHERE s.search_vector @@ q AND s.project = $2{where}"
             " ORDER BY rank DESC, s.id DESC LIMIT $3"
         )

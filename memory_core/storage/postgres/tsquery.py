@@ -1,10 +1,11 @@
-"""Translate the domain's FTS5 expressions into PostgreSQL tsquery text."""
+"""PostgreSQL tsquery text from search words, or from the domain's FTS5 expressions."""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
-__all__ = ["to_tsquery_text"]
+__all__ = ["any_word_tsquery", "to_tsquery_text"]
 
 _PHRASE = re.compile(r'"((?:[^"]|"")*)"')
 _WORD = re.compile(r"[^\W_]+", re.UNICODE)
@@ -36,3 +37,20 @@ def to_tsquery_text(fts: str, *, weight: str = "") -> str:
         if words:
             terms.append(" <-> ".join(f"'{w}'{suffix}" for w in words))
     return " | ".join(f"({t})" if " " in t else t for t in terms)
+
+
+def any_word_tsquery(words: Sequence[str], prefix_min_chars: int = 0) -> str:
+    """Tsquery text for rows holding any of `words` (domain.models.TextQuery).
+
+    A word is letters and digits only (TextQuery checks it), so quoting it as a lexeme can
+    never be a syntax error. A word of at least `prefix_min_chars` characters (0: none) also
+    matches as a prefix (`'vuln':*` finds "vulnerabilities"); a row holding the word itself
+    matches both forms, so ts_rank_cd ranks it above a prefix-only match.
+    """
+    terms = []
+    for word in words:
+        if prefix_min_chars and len(word) >= prefix_min_chars:
+            terms.append(f"'{word}' | '{word}':*")
+        else:
+            terms.append(f"'{word}'")
+    return " | ".join(terms)

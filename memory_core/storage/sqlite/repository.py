@@ -32,6 +32,7 @@ from memory_core.domain.models import (
     Tier,
     TierCutoffs,
 )
+from memory_core.storage.sqlite.fts_match import any_word, every_word
 from memory_core.storage.sqlite.rows import decode_time, encode_time, row_to_memory
 from memory_core.storage.sqlite.session import SqliteSession
 
@@ -125,15 +126,6 @@ def _capped_text_sql(where: str) -> str:
         " SELECT s.*, hits.bm25 AS bm25 FROM hits JOIN context_snapshots AS s ON s.id = hits.id"
         f" WHERE s.project = :project{where} ORDER BY hits.bm25, s.id DESC LIMIT :limit"
     )
-
-
-def _every_word(fts: str) -> str | None:
-    """The AND form of an OR of quoted words (domain.fts_query), or None for one word.
-
-    Quoted words hold no quote or space, so " OR " only ever separates them.
-    """
-    words = fts.split(" OR ")
-    return " AND ".join(words) if len(words) > 1 else None
 
 
 def _text_matches(rows: list[Any]) -> list[TextMatch]:
@@ -451,19 +443,22 @@ class SqliteMemoryRepository:
           the service will return) they are the answer; otherwise the OR query runs as usual.
           Smaller stores never take this path, so their answers are unchanged.
         """
+        if not query.words:
+            return []
         where, params = _filters(query)
         params.update(project=query.project, limit=query.limit)
+        fts = any_word(query.words, query.prefix_min_chars)
         async with self._session.read("keyword search"):
-            every = _every_word(query.fts)
+            every = every_word(query.words, query.prefix_min_chars)
             # Counting costs ~0.5 us a match (~2 ms at 100k); a one-word query has no
             # "every word" query to take instead, so it skips the count.
-            if every is not None and await self._count_matches(query.fts, _SCORE_ALL_MAX) > (
+            if every is not None and await self._count_matches(fts, _SCORE_ALL_MAX) > (
                 _SCORE_ALL_MAX
             ):
                 rows = await self._capped_text_search(where, {**params, "fts": every}, query.limit)
                 if len(rows) >= max(1, query.limit // _CANDIDATES_PER_HIT):
                     return _text_matches(rows)
-            params["fts"] = query.fts
+            params["fts"] = fts
             rows = await self._capped_text_search(where, params, query.limit)
         return _text_matches(rows)
 
