@@ -29,13 +29,13 @@ async def test_the_reader_answers_as_the_main_connection_and_sees_committed_writ
     repo = SqliteMemoryRepository(SqliteSession(db))
     reader = SqliteKeywordReader(settings.db)
     try:
-        query = TextQuery(project="p", fts='"tea" OR "green"', limit=20)
+        query = TextQuery(project="p", words=("tea", "green"), limit=20)
         assert await reader.search_text(query) == []  # opened lazily, on an empty store
         for i in range(30):
             await repo.add(draft(f"note {i} about {'green ' * (i % 3)}tea"), T0)
         await repo.add(draft("green tea rule", Layer.PROCEDURAL), T0)
         assert await reader.search_text(query) == await repo.search_text(query)
-        only = TextQuery(project="p", fts='"tea"', layer=Layer.PROCEDURAL, limit=5)
+        only = TextQuery(project="p", words=("tea",), layer=Layer.PROCEDURAL, limit=5)
         assert [m.memory.content for m in await reader.search_text(only)] == ["green tea rule"]
         # Both connections at once (the hybrid search's overlap): still the same answers.
         a, b = await asyncio.gather(reader.search_text(query), repo.search_text(query))
