@@ -347,18 +347,20 @@ def test_stdout_carries_only_json_rpc_and_logs_go_to_stderr(db_path: Path):
     assert proc.stderr is not None
     try:
         stdout, stderr = _Lines(proc.stdout), _Lines(proc.stderr)
-        proc.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
-        proc.stdin.flush()
-
         responses: dict[int, dict[str, Any]] = {}
         deadline = time.monotonic() + READ_TIMEOUT
-        while 3 not in responses:
-            line = stdout.next(deadline)
-            assert line is not None, f"stdout closed early; responses so far: {responses}"
-            message = json.loads(line)  # every stdout line is JSON ...
-            assert message.get("jsonrpc") == "2.0", line  # ... and JSON-RPC
-            if "id" in message and ("result" in message or "error" in message):
-                responses[message["id"]] = message
+        # Requests run concurrently in the server, so the search goes out only once the
+        # append has answered (else it may run before the row is stored).
+        for batch, wanted in ((messages[:3], 2), (messages[3:], 3)):
+            proc.stdin.write("".join(json.dumps(m) + "\n" for m in batch))
+            proc.stdin.flush()
+            while wanted not in responses:
+                line = stdout.next(deadline)
+                assert line is not None, f"stdout closed early; responses so far: {responses}"
+                message = json.loads(line)  # every stdout line is JSON ...
+                assert message.get("jsonrpc") == "2.0", line  # ... and JSON-RPC
+                if "id" in message and ("result" in message or "error" in message):
+                    responses[message["id"]] = message
 
         proc.stdin.close()
         assert proc.wait(timeout=15) == 0

@@ -88,6 +88,24 @@ def _stored_identity(memory: Memory) -> tuple[str, str, str, str]:
     return (memory.project, memory.layer.value, scope, memory.content_hash)
 
 
+_MAINTENANCE_LOCK = "memstrata:tier-maintenance"
+
+
+async def _maintenance_lock(conn: Any, *, shared: bool = False) -> None:
+    """Order the transactions that update or delete many rows by tier.
+
+    A recalculation, a prune and a batch of access records each lock their rows in whatever
+    order the plan visits them, and a prune holds counter rows (memory_counts) from its
+    recalculation while its DELETE locks rows: two of them at once could deadlock (seen:
+    a scheduled recalculation beside a client's prune). An add that finds a duplicate could
+    also see it pruned before its UPDATE. Maintenance takes this lock exclusively; adds and
+    access records share it, first thing in the transaction, so they still run side by side
+    but never interleave with maintenance (as SQLite's single writer never lets them).
+    """
+    function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+    await conn.execute(f"SELECT {function}(hashtextextended($1, 0))", _MAINTENANCE_LOCK)
+
+
 def _lock_name(draft: MemoryDraft) -> str:
     """The advisory lock text of a draft's identity (key, else content hash)."""
     if draft.key is not None:
@@ -147,6 +165,7 @@ class PostgresMemoryRepository:
     async def add(self, draft: MemoryDraft, now: datetime) -> AddOutcome:
         """Insert or upsert a draft; see MemoryRepository.add."""
         async with self._session.write("add") as conn:
+            await _maintenance_lock(conn, shared=True)
             return await self._add_in_transaction(conn, draft, now)
 
     async def add_many(self, drafts: Sequence[MemoryDraft], now: datetime) -> list[AddOutcome]:
@@ -161,6 +180,7 @@ class PostgresMemoryRepository:
         if not drafts:
             return []
         async with self._session.write("add many") as conn:
+            await _maintenance_lock(conn, shared=True)
             await _lock_identities(conn, drafts)
             outcomes = await self._insert_fresh(conn, drafts, aware(now))
             for i, draft in enumerate(drafts):
@@ -223,6 +243,9 @@ class PostgresMemoryRepository:
         }
 
     async def _add_in_transaction(self, conn: Any, draft: MemoryDraft, now: datetime) -> AddOutcome:
+        # The caller holds the shared maintenance lock (see _maintenance_lock), and the row found
+        # is locked (FOR UPDATE), so a concurrent prune or forget cannot delete it between
+        # this lookup and the UPDATE below.
         # Trigger: two writers (replicas, or two calls of one) add the same identity at once.
         # Why: READ COMMITTED lets both see "absent" and one would fail on the unique index.
         # Outcome: a transaction lock on the identity serialises them; the second finds the
@@ -235,7 +258,7 @@ class PostgresMemoryRepository:
             existing = await PostgresSession.one(
                 conn,
                 f"SELECT {COLUMNS} FROM context_snapshots"
-                " WHERE project = $1 AND layer = $2 AND key = $3",
+                " WHERE project = $1 AND layer = $2 AND key = $3 FOR UPDATE",
                 draft.project,
                 draft.layer.value,
                 draft.key,
@@ -246,7 +269,7 @@ class PostgresMemoryRepository:
                 conn,
                 f"SELECT {COLUMNS} FROM context_snapshots WHERE project = $1 AND layer = $2"
                 " AND content_hash = $3 AND key IS NULL AND (layer <> 'working'"
-                " OR coalesce(session_id, '') = coalesce($4, ''))",
+                " OR coalesce(session_id, '') = coalesce($4, '')) FOR UPDATE",
                 draft.project,
                 draft.layer.value,
                 draft.content_hash,
@@ -311,6 +334,7 @@ class PostgresMemoryRepository:
         if not ids:
             return []
         async with self._session.write("recording access") as conn:
+            await _maintenance_lock(conn, shared=True)
             rows = await PostgresSession.memories(
                 conn,
                 "UPDATE context_snapshots SET last_accessed = $1,"
@@ -328,6 +352,7 @@ class PostgresMemoryRepository:
         if not ids:
             return 0
         async with self._session.write("delete") as conn:
+            await _maintenance_lock(conn, shared=True)
             status = await conn.execute(
                 "DELETE FROM context_snapshots WHERE project = $1 AND id = ANY($2::bigint[])",
                 project,
@@ -338,6 +363,7 @@ class PostgresMemoryRepository:
     async def delete_layer(self, project: str, layer: Layer | None) -> int:
         """Delete a layer of a project, or all of it."""
         async with self._session.write("clear") as conn:
+            await _maintenance_lock(conn, shared=True)
             if layer is None:
                 status = await conn.execute(
                     "DELETE FROM context_snapshots WHERE project = $1", project
@@ -355,6 +381,7 @@ class PostgresMemoryRepository:
     ) -> int:
         """Delete all but the newest `keep` rows of a project+layer+session."""
         async with self._session.write("trim") as conn:
+            await _maintenance_lock(conn, shared=True)
             status = await conn.execute(
                 "DELETE FROM context_snapshots WHERE id IN ("
                 " SELECT id FROM context_snapshots"
@@ -372,6 +399,7 @@ class PostgresMemoryRepository:
     ) -> list[Memory]:
         """Delete `ids` and add `drafts` atomically."""
         async with self._session.write("compact") as conn:
+            await _maintenance_lock(conn, shared=True)
             await _lock_identities(conn, drafts)
             if ids:
                 await conn.execute(
@@ -413,7 +441,7 @@ class PostgresMemoryRepository:
             return await PostgresSession.one(
                 conn,
                 f"SELECT {COLUMNS} FROM context_snapshots"
-                " WHERE project = $1 AND layer = $2 AND key = $3",
+                " WHERE project = $1 AND layer = $2 AND key = $3 FOR UPDATE",
                 project,
                 layer.value,
                 key,
@@ -504,6 +532,7 @@ class PostgresMemoryRepository:
     async def recalculate_tiers(self, cutoffs: TierCutoffs, project: str | None) -> int:
         """One set-based UPDATE over the project (or all rows)."""
         async with self._session.write("tier recalculation") as conn:
+            await _maintenance_lock(conn)
             return await self._recalculate(conn, cutoffs, project)
 
     async def _recalculate(self, conn: Any, cutoffs: TierCutoffs, project: str | None) -> int:
@@ -540,6 +569,7 @@ class PostgresMemoryRepository:
                 rows = await conn.fetch(candidates, *args)
             return PruneOutcome(ids=[int(r[0]) for r in rows], dry_run=True)
         async with self._session.write("prune") as conn:
+            await _maintenance_lock(conn)
             await self._recalculate(conn, cutoffs, project)
             # A row handed out after the recalculation above is re-checked by the DELETE
             # (READ COMMITTED re-evaluates memory_tier on the newest row version): it stays.
@@ -555,6 +585,7 @@ class PostgresMemoryRepository:
         if not ids:
             return []
         async with self._session.write("prune") as conn:
+            await _maintenance_lock(conn)
             # READ COMMITTED re-checks the condition on the newest version of a row that is
             # being handed out meanwhile: a row used since it was listed stays.
             rows = await conn.fetch(
