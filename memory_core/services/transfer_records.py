@@ -230,14 +230,20 @@ def _check_entry(row: Row, bounds: RecordLimits) -> None:
     _in_session(row)
     _one_of("type", row["type"], [t.value for t in EntryType])
     _one_of("role", row["role"], [r.value for r in Role])
-    check_text("content", row["content"], max_chars=bounds.conversation.max_entry_chars)
+    kind = EntryType(row["type"])
+    if kind is EntryType.TOOL_CALL:
+        # A call is its name and arguments; words alongside them are optional.
+        check_text("tool_name", row["tool_name"] or "", max_chars=_MAX_TOOL_NAME)
+        if row["content"].strip():
+            check_text("content", row["content"], max_chars=bounds.conversation.max_entry_chars)
+    else:
+        check_text("content", row["content"], max_chars=bounds.conversation.max_entry_chars)
     if row["tool_name"] is not None:
         check_text("tool_name", row["tool_name"], max_chars=_MAX_TOOL_NAME)
     _json_text("arguments", row["arguments"], dict)
     if row["source"] is not None:
         check_text("source", row["source"], max_chars=_MAX_SOURCE)
     # The same rules as add_session_entry: each optional field belongs to some types only.
-    kind = EntryType(row["type"])
     if row["arguments"] is not None and kind is not EntryType.TOOL_CALL:
         raise InvalidInputError("arguments", "is only for type 'tool_call'")
     if row["tool_name"] is not None and kind not in (EntryType.TOOL_CALL, EntryType.TOOL_RESULT):
