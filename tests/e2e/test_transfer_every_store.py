@@ -143,7 +143,7 @@ async def test_every_store_round_trips_across_backends(
         await seed(settings.model_copy(update={"database_url": pg_url}))
         hops = [pg_url, first_sqlite, second_sqlite]
 
-    exports = []
+    exports: list[Path] = []
     for n, store in enumerate(hops):
         env = env_for(store, tmp_path)
         if n > 0:
