@@ -95,9 +95,11 @@ async def seed(settings: Settings) -> None:
         await c.knowledge.business.ingest("acme", "handbook.md", body)
 
 
-def cli(env: dict[str, str], *argv: str, stdin: str | None = None) -> dict[str, Any]:
-    done = subprocess.run(
-        [str(memstrata_exe()), *argv, "--json"],
+def run(
+    env: dict[str, str], *argv: str, stdin: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [str(memstrata_exe()), *argv],
         env=env,
         input=stdin,
         capture_output=True,
@@ -105,6 +107,10 @@ def cli(env: dict[str, str], *argv: str, stdin: str | None = None) -> dict[str, 
         timeout=300,
         check=False,
     )
+
+
+def cli(env: dict[str, str], *argv: str, stdin: str | None = None) -> dict[str, Any]:
+    done = run(env, *argv, "--json", stdin=stdin)
     assert done.returncode == 0, done.stderr
     assert "Traceback" not in done.stderr
     result: dict[str, Any] = json.loads(done.stdout)
@@ -219,3 +225,32 @@ async def test_a_second_import_skips_every_stored_row_and_a_partial_store_is_com
     assert [{k: v for k, v in r.items() if k not in strip} for r in copied] == [
         {k: v for k, v in r.items() if k not in strip} for r in original
     ]
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_a_file_with_bad_lines_writes_nothing_to_any_store(
+    settings: Settings, pg_url: str, tmp_path: Path, backend: str
+) -> None:
+    source = tmp_path / "source.db"
+    await seed(settings.model_copy(update={"db": source}))
+    cli(env_for(str(source), tmp_path), "export", str(tmp_path / "all.jsonl"))
+    lines = (tmp_path / "all.jsonl").read_text().splitlines()
+    records = [json.loads(line) for line in lines[1:]]
+    chunk = next(i for i, r in enumerate(records) if r["kind"] == "document_chunk")
+    entry = next(i for i, r in enumerate(records) if r["kind"] == "conversation_entry")
+    records[chunk]["embedding"] = "not base64!"
+    records[entry]["content"] = "x\x00y"
+    (tmp_path / "bad.jsonl").write_text(
+        "\n".join([lines[0], *(json.dumps(r) for r in records)]) + "\n"
+    )
+
+    target = pg_url if backend == "postgres" else str(tmp_path / "target.db")
+    env = env_for(target, tmp_path)
+    done = run(env, "import", str(tmp_path / "bad.jsonl"))
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert "2 bad lines, nothing imported" in done.stderr
+    assert f"line {entry + 2}: content: must not contain NUL" in done.stderr
+    assert f"line {chunk + 2}: embedding: must be base64" in done.stderr
+    assert "SELECT" not in done.stderr and str(tmp_path) not in done.stderr
+    report = cli(env, "export", str(tmp_path / "after.jsonl"))
+    assert set(report["stores"].values()) == {0}
