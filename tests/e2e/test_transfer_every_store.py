@@ -254,3 +254,29 @@ async def test_a_file_with_bad_lines_writes_nothing_to_any_store(
     assert "SELECT" not in done.stderr and str(tmp_path) not in done.stderr
     report = cli(env, "export", str(tmp_path / "after.jsonl"))
     assert set(report["stores"].values()) == {0}
+
+
+async def test_copy_store_moves_every_store_both_ways(
+    settings: Settings, pg_url: str, tmp_path: Path
+) -> None:
+    source, back = tmp_path / "source.db", tmp_path / "back.db"
+    await seed(settings.model_copy(update={"db": source}))
+    env = env_for(str(source), tmp_path)
+    there = cli(env, "copy-store", "--from", f"sqlite://{source}", "--to", pg_url, "--batch", "5")
+    assert there["verified"] and there["embeddings"] == there["memories"] > 0
+    assert {k for k, (n, _) in there["stores"].items() if n} == set(EVERY_KIND) - {"memory"}
+    home = cli(env, "copy-store", "--from", pg_url, "--to", f"sqlite://{back}")
+    assert home["verified"] and home["stores"] == there["stores"]
+
+    exports = []
+    for n, store in enumerate([str(source), pg_url, str(back)]):
+        cli(env_for(store, tmp_path), "export", str(tmp_path / f"{n}.jsonl"))
+        exports.append(body(tmp_path / f"{n}.jsonl"))
+    assert exports[0] == exports[1] == exports[2]
+
+    # A target holding rows of any store is refused, naming the store.
+    fresh = tmp_path / "fresh.db"
+    async with open_container(settings.model_copy(update={"db": fresh}), FrozenClock()) as c:
+        await c.knowledge.preferences.update("ana", "units", "metric")
+    done = run(env, "copy-store", "--from", f"sqlite://{source}", "--to", f"sqlite://{fresh}")
+    assert done.returncode == 1 and "already holds 1 preference rows" in done.stderr
