@@ -479,6 +479,7 @@ async def _write_kind(
     deferred: list[Row] = []
     for part in _batches(rows, batch):
         results = await transfer.insert_rows(spec.kind, part, keep_ids=True)
+        waiting = len(deferred)
         for row, got in zip(part, results, strict=True):
             ident = row["id"] if spec.renumbered else tuple(row[k] for k in spec.key)
             if got is not None:
@@ -489,7 +490,8 @@ async def _write_kind(
             else:
                 tally.add(spec.kind, "skipped")
                 outcome[ident] = None
-        await tally.advance(len(part) - (len(deferred) if spec.renumbered else 0))
+        # Rows deferred to the second pass are counted done when they are written.
+        await tally.advance(len(part) - (len(deferred) - waiting))
     for part in _batches(deferred, batch):
         # The identity is new and only the id was taken (a store with rows of its own), or
         # the identity is stored: then the insert is refused again, and the row skipped.
@@ -501,8 +503,7 @@ async def _write_kind(
             else:
                 tally.add(spec.kind, "imported")
                 tally.add(spec.kind, "renumbered")
-    if deferred:
-        await tally.advance(len(deferred))
+        await tally.advance(len(part))
     return outcome
 
 

@@ -107,12 +107,21 @@ def _backup_file(source: Path, target: Path) -> BackupReport:
     return BackupReport(path=target, bytes=target.stat().st_size, integrity="ok")
 
 
+# Pause after each import batch, outside the write lock. Another process waiting for the lock
+# does not queue: SQLite's busy handler polls, every 100 ms once it has waited ~0.3 s, so an
+# importer that begins its next batch at once almost always wins the lock again and starves
+# it (bench/import_lock.py: appends waited 1.4 s behind 250 ms batches with no pause). A
+# pause as long as that poll lets every waiting writer in between two batches.
+WRITER_GAP_S = 0.1
+
+
 class SqliteMemoryTransfer:
     """The MemoryTransfer port on the SQLite file behind `session`."""
 
-    def __init__(self, session: SqliteSession, path: Path) -> None:
+    def __init__(self, session: SqliteSession, path: Path, *, gap_s: float = WRITER_GAP_S) -> None:
         self._session = session
         self._path = path
+        self._gap_s = gap_s
 
     async def schema_version(self) -> int:
         """Number of the newest applied migration."""
@@ -153,7 +162,10 @@ class SqliteMemoryTransfer:
         ]
 
     async def insert_rows(self, kind: str, rows: Sequence[Row], *, keep_ids: bool) -> list[Any]:
-        """One IMMEDIATE transaction: the write lock is held for this batch only."""
+        """One IMMEDIATE transaction: the write lock is held for this batch only.
+
+        Then a pause of `gap_s` outside the lock, so other processes' writes get in.
+        """
         spec = table(kind)
         sql = _insert_sql(spec, keep_ids=keep_ids)
         columns = [(n, t) for n, t in spec.columns if keep_ids or n != "id"]
@@ -162,6 +174,8 @@ class SqliteMemoryTransfer:
             for row in rows:
                 got = await self._session.fetch(sql, [_encode(t, row[n]) for n, t in columns])
                 out.append(got[0][0] if got else None)
+        if self._gap_s:
+            await anyio.sleep(self._gap_s)
         return out
 
     async def finish_import(self) -> None:
