@@ -412,7 +412,7 @@ def _run(command: str, settings: Settings, args: argparse.Namespace) -> int:
     if settings.database_url and command in _SQLITE_FILE_COMMANDS:
         _err(
             f"memstrata {command} works on the SQLite file (MEMSTRATA_DB); the store is on "
-            "PostgreSQL (MEMSTRATA_DATABASE_URL). Use `memstrata copy-store` to move memories "
+            "PostgreSQL (MEMSTRATA_DATABASE_URL). Use `memstrata copy-store` to move stores "
             "between backends, and pg_dump for PostgreSQL backups."
         )
         return EXIT_USAGE
