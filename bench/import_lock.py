@@ -9,9 +9,9 @@ before batching) and each pause between batches imports it into a fresh SQLite f
 child process (`memory_core.services.transfer.import_records`, as `memstrata import --batch
 N` does) while this process appends a memory every 20 ms through the MemoryService, as a
 live server would.
-Prints, per batch size: the import's wall time, the longest and median write transaction
-(time inside one `insert_rows` call: BEGIN IMMEDIATE to COMMIT, waiting for the lock
-included), and the live writer's append latency (median, p99, max) and failures.
+Prints, per run: the import's wall time, the longest and median write-lock hold (from BEGIN
+IMMEDIATE succeeding to COMMIT; `max_call_ms` is a whole batch call, with the wait for the
+lock and the pause), and the live writer's append latency (median, p99, max) and failures.
 """
 
 from __future__ import annotations
@@ -24,10 +24,12 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
+from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
 
+import aiosqlite
 import anyio
 
 from memory_core.domain.models import Layer
@@ -111,24 +113,40 @@ def write_export(path: Path, memories: int, entries: int) -> None:
             out.write(json.dumps(entry) + "\n")
 
 
-class TimedTransfer(SqliteMemoryTransfer):
-    """Records how long each batch's write transaction takes."""
+class TimedSession(SqliteSession):
+    """Records how long each write transaction holds the lock: from BEGIN IMMEDIATE
+    succeeding to COMMIT returning (waiting for the lock is not holding it)."""
 
     holds: list[float]
+
+    @asynccontextmanager
+    async def write(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:
+        async with super().write(operation) as db:
+            start = time.perf_counter()
+            yield db
+        self.holds.append(time.perf_counter() - start)
+
+
+class TimedTransfer(SqliteMemoryTransfer):
+    """Records how long each batch's call takes (lock wait, hold and the pause after)."""
+
+    calls: list[float]
 
     async def insert_rows(self, kind: str, rows: Sequence[Row], *, keep_ids: bool) -> list[Any]:
         start = time.perf_counter()
         try:
             return await super().insert_rows(kind, rows, keep_ids=keep_ids)
         finally:
-            self.holds.append(time.perf_counter() - start)
+            self.calls.append(time.perf_counter() - start)
 
 
 async def child(db: Path, source: Path, batch: int, gap_s: float) -> None:
     conn = await open_database(db)
     try:
-        store = TimedTransfer(SqliteSession(conn), db, gap_s=gap_s)
-        store.holds = []
+        session = TimedSession(conn)
+        session.holds = []
+        store = TimedTransfer(session, db, gap_s=gap_s)
+        store.calls = []
         lines = await anyio.Path(source).read_text(encoding="utf-8")
         parsed = transfer.parse_export(
             lines.splitlines(),
@@ -144,9 +162,10 @@ async def child(db: Path, source: Path, batch: int, gap_s: float) -> None:
             {
                 "rows": sum(c["imported"] for c in counts.stores.values()),
                 "write_s": wall,
-                "batches": len(store.holds),
-                "max_hold_ms": max(store.holds) * 1000,
-                "median_hold_ms": statistics.median(store.holds) * 1000,
+                "batches": len(store.calls),
+                "max_hold_ms": max(session.holds) * 1000,
+                "median_hold_ms": statistics.median(session.holds) * 1000,
+                "max_call_ms": max(store.calls) * 1000,
             }
         )
     )

@@ -412,3 +412,38 @@ def test_a_failed_export_leaves_no_partial_and_a_killed_ones_litter_is_removed(
         main(["export", str(target)])
     assert not target.exists()
     assert sorted(p.name for p in tmp_path.glob(".*.partial")) == [live.name]
+
+
+def test_a_version_1_export_still_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_db(monkeypatch, tmp_path / "source.db")
+    seed(tmp_path / "source.db")
+    run_cli(capsys, "export", str(tmp_path / "v2.jsonl"))
+    lines = (tmp_path / "v2.jsonl").read_text().splitlines()
+    header = {**json.loads(lines[0]), "format_version": 1}
+    # What memstrata wrote before format 2: the memory lines only, without `kind`.
+    v1 = [json.dumps(header)]
+    v1 += [
+        json.dumps({k: v for k, v in json.loads(line).items() if k != "kind"})
+        for line in lines[1:]
+        if json.loads(line)["kind"] == "memory"
+    ]
+    (tmp_path / "v1.jsonl").write_text("\n".join(v1) + "\n")
+
+    use_db(monkeypatch, tmp_path / "target.db")
+    code, out, _ = run_cli(capsys, "import", str(tmp_path / "v1.jsonl"), "--json")
+    assert code == 0 and json.loads(out)["imported"] == len(v1) - 1 == 7
+    code, _, _ = run_cli(capsys, "export", str(tmp_path / "again.jsonl"))
+    assert rows(tmp_path / "again.jsonl") == [
+        line for line in lines[1:] if json.loads(line)["kind"] == "memory"
+    ]
+
+
+def test_a_batch_below_one_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_db(monkeypatch, tmp_path / "target.db")
+    (tmp_path / "any.jsonl").write_text("")
+    code, _, err = run_cli(capsys, "import", str(tmp_path / "any.jsonl"), "--batch", "0")
+    assert code == 2 and "--batch must be at least 1" in err
