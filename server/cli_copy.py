@@ -14,7 +14,6 @@ from memory_core.errors import InvalidInputError, MemoryCoreError
 from memory_core.services.copy_store import CopyEndpoint, CopyReport, copy_store
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
 from memory_core.storage.sqlite.copy import SqliteCopyEndpoint
-from memory_core.storage.sqlite.transfer import SqliteMemoryTransfer
 from memory_core.storage.sqlite.vectors import EXACT_SEARCH_MAX
 from memory_core.transfer_ports import MemoryTransfer
 from server.backends import redacted_url
@@ -95,6 +94,10 @@ async def open_endpoint(
     Raises:
         InvalidInputError: The URL is neither sqlite:// nor postgresql://, or names no file.
     """
+    # Imported here: the transfer module loads sqlite-vec (and numpy), and the CLI imports this
+    # module for every command it parses.
+    from memory_core.storage.sqlite.transfer import SqliteMemoryTransfer
+
     path = _sqlite_path(url)
     if path is not None:
         if not create and not path.is_file():
