@@ -274,6 +274,12 @@ async def test_copy_store_moves_every_store_both_ways(
         exports.append(body(tmp_path / f"{n}.jsonl"))
     assert exports[0] == exports[1] == exports[2]
 
+    # One project: its memories and conversations only (the knowledge stores have no project).
+    cli(env, "export", str(tmp_path / "beta.jsonl"), "--project", "beta")
+    beta = [json.loads(r) for r in body(tmp_path / "beta.jsonl")]
+    assert {r["kind"] for r in beta} == {"memory", "conversation_session", "conversation_entry"}
+    assert {r["project"] for r in beta} == {"beta"}
+
     # A target holding rows of any store is refused, naming the store.
     fresh = tmp_path / "fresh.db"
     async with open_container(settings.model_copy(update={"db": fresh}), FrozenClock()) as c:
