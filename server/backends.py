@@ -154,13 +154,13 @@ async def _postgres(settings: Settings) -> AsyncIterator[Backend]:
         pg = postgres.PostgresSession(store.pool)
         _served("postgres", redacted_url(url))
         if settings.db.exists():
-            # `copy-store` moves the memories only: conversations and knowledge rows left in
-            # an old SQLite file are not read any more, so say so where an operator looks.
+            # Rows left in an old SQLite file are not read any more (an operator who switched
+            # without copying would miss them), so say so where an operator looks.
             log.warning(
                 "store.sqlite_file_unused",
                 path=str(settings.db),
-                reason="MEMSTRATA_DATABASE_URL is set; conversations, scratchpad, preferences,"
-                " playbooks and documents in this file are not copied by copy-store",
+                reason="MEMSTRATA_DATABASE_URL is set; this file is not read (move its stores "
+                "with `memstrata copy-store`)",
             )
         yield Backend(
             name="postgres",

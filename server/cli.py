@@ -29,7 +29,7 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 EXIT_CANNOT_LISTEN = 6
 
 # Commands that read or write the SQLite file itself, not the configured store.
-_SQLITE_FILE_COMMANDS = frozenset({"doctor", "export", "import", "backup"})
+_SQLITE_FILE_COMMANDS = frozenset({"doctor", "backup"})
 
 _EXIT_CODES = """\
 exit codes:
@@ -201,11 +201,14 @@ def _parser() -> argparse.ArgumentParser:
     export = _command(
         sub,
         "export",
-        "write memories as JSON lines (a file, or - for stdout)",
-        "Write every memory of every layer (or of one project) as JSON lines: a header "
-        '({"format": "memstrata-export", "format_version": 1, "schema_version": N, ...}), '
-        "then one line per memory with all its fields, tier and access fields included. "
-        "Embeddings are not exported.",
+        "write every store as JSON lines (a file, or - for stdout)",
+        "Write every store (memories, conversations with their summaries, exchanges and tool "
+        "cache, scratchpad, preferences, playbooks, business documents with their chunks and "
+        "embeddings) as JSON lines: a header "
+        '({"format": "memstrata-export", "format_version": 2, "schema_version": N, ...}), '
+        'then one line per row, its "kind" first, with every field. With --project only that '
+        "project's memories and conversations. Memory embeddings are not exported (imported "
+        "memories are embedded again). Works on SQLite and PostgreSQL alike.",
         "  memstrata export memories.jsonl\n"
         "  memstrata export - --project work | gzip > work.jsonl.gz",
     )
@@ -217,16 +220,26 @@ def _parser() -> argparse.ArgumentParser:
         sub,
         "import",
         "load a JSON-lines export into the database",
-        "Validate the whole file, then import it in one transaction (all or nothing). Into "
-        "an empty database the rows come back exactly as exported, ids included. A memory "
-        "already stored (same key in its project and layer, or same text in its project and "
-        "layer, and session for working notes) is skipped and counted, never overwritten; a "
-        "new memory whose id is taken gets a new id. Imported memories are embedded by the "
-        "server's background backfill at start-up, or by `memstrata reindex`.",
+        "Validate the whole file with the tools' limits (a bad file writes nothing; every bad "
+        "line is named), then import it in transactions of --batch rows, so a live server "
+        "writes in between. Into an empty database the rows come back exactly as exported, "
+        "ids included. A row already stored (a memory with the same key, or text, in its "
+        "project and layer; a session with the same id; a preference with the same key; a "
+        "document with the same source; ...) is skipped and counted, never overwritten; a "
+        "new row whose id is taken gets a new id. An import that fails midway keeps the "
+        "batches it committed: run it again to finish (stored rows are skipped). Imported "
+        "memories are embedded by the server's background backfill at start-up, or by "
+        "`memstrata reindex`. Version 1 exports (memories only) import too.",
         "  memstrata import memories.jsonl\n"
         "  gunzip -c work.jsonl.gz | memstrata import - --project work --json",
     )
     imp.add_argument("path", help="the export file, or - for stdin")
+    imp.add_argument(
+        "--batch",
+        type=int,
+        default=1000,
+        help="rows per transaction (1000); smaller batches let a busy server in sooner",
+    )
     _add_project(imp, "default: every project in the file")
     _add_json(imp)
     backup = _command(
@@ -399,7 +412,7 @@ def _run(command: str, settings: Settings, args: argparse.Namespace) -> int:
     if settings.database_url and command in _SQLITE_FILE_COMMANDS:
         _err(
             f"memstrata {command} works on the SQLite file (MEMSTRATA_DB); the store is on "
-            "PostgreSQL (MEMSTRATA_DATABASE_URL). Use `memstrata copy-store` to move memories "
+            "PostgreSQL (MEMSTRATA_DATABASE_URL). Use `memstrata copy-store` to move stores "
             "between backends, and pg_dump for PostgreSQL backups."
         )
         return EXIT_USAGE

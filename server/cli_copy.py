@@ -1,4 +1,4 @@
-"""`memstrata copy-store`: move every memory between SQLite and PostgreSQL, then verify."""
+"""`memstrata copy-store`: move every store between SQLite and PostgreSQL, then verify."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from memory_core.services.copy_store import CopyEndpoint, CopyReport, copy_store
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
 from memory_core.storage.sqlite.copy import SqliteCopyEndpoint
 from memory_core.storage.sqlite.vectors import EXACT_SEARCH_MAX
+from memory_core.transfer_ports import MemoryTransfer
 from server.backends import redacted_url
 from server.settings import Settings
 
@@ -36,16 +37,16 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register `copy-store` on the `memstrata` command's subparsers."""
     parser: argparse.ArgumentParser = subparsers.add_parser(
         "copy-store",
-        help="copy every memory between SQLite and PostgreSQL, then verify counts",
+        help="copy every store between SQLite and PostgreSQL, then verify counts",
         description=textwrap.fill(
-            "Copy every memory (ids, tiers, access counts, embeddings and the embedding model "
-            "record) from one store into an empty one, in batches with a progress bar, then "
-            "compare counts. The source's rows are never changed (its schema is brought up to "
-            "date first, as every command does; an older memstrata then refuses it). A copy "
-            "that fails midway leaves the target partly filled: empty it before retrying. "
-            "Conversations and the knowledge "
-            "stores (scratchpad, preferences, playbooks, documents) are not copied "
-            "(see docs/postgres.md).",
+            "Copy every store from one database into an empty one: the memories (ids, tiers, "
+            "access counts, embeddings and the embedding model record), conversations with "
+            "their summaries, exchanges and tool cache, the scratchpad, preferences, playbooks "
+            "and business documents with their chunks and embeddings; in batches with a "
+            "progress bar, then compare counts store by store. The source's rows are never "
+            "changed (its schema is brought up to date first, as every command does; an older "
+            "memstrata then refuses it). A copy that fails midway leaves the target partly "
+            "filled: empty it before retrying (see docs/postgres.md).",
             88,
         ),
         epilog=_EXAMPLES,
@@ -82,8 +83,10 @@ def _sqlite_path(url: str) -> Path | None:
 @asynccontextmanager
 async def open_endpoint(
     url: str, *, create: bool, exact_max: int = EXACT_SEARCH_MAX
-) -> AsyncIterator[CopyEndpoint]:
-    """A migrated store as a copy endpoint; SQLite files are created only when `create`.
+) -> AsyncIterator[tuple[CopyEndpoint, MemoryTransfer]]:
+    """A migrated store as a copy endpoint (memories and vectors) and its other stores' rows.
+
+    SQLite files are created only when `create`.
 
     `exact_max` is MEMSTRATA_VECTOR_EXACT_MAX: a SQLite target lists the projects it receives
     past it as coarse-searched, as a server writing them would.
@@ -91,6 +94,10 @@ async def open_endpoint(
     Raises:
         InvalidInputError: The URL is neither sqlite:// nor postgresql://, or names no file.
     """
+    # Imported here: the transfer module loads sqlite-vec (and numpy), and the CLI imports this
+    # module for every command it parses.
+    from memory_core.storage.sqlite.transfer import SqliteMemoryTransfer
+
     path = _sqlite_path(url)
     if path is not None:
         if not create and not path.is_file():
@@ -98,7 +105,11 @@ async def open_endpoint(
         db = await open_database(path)
         try:
             await apply_migrations(db)
-            yield SqliteCopyEndpoint(SqliteSession(db), exact_max=exact_max)
+            session = SqliteSession(db)
+            yield (
+                SqliteCopyEndpoint(session, exact_max=exact_max),
+                SqliteMemoryTransfer(session, path),
+            )
         finally:
             await db.close()
         return
@@ -106,10 +117,12 @@ async def open_endpoint(
         raise InvalidInputError("url", "use sqlite:///path/to/file.db or postgresql://...")
     from memory_core.storage import postgres
     from memory_core.storage.postgres.copy import PostgresCopyEndpoint
+    from memory_core.storage.postgres.transfer import PostgresMemoryTransfer
 
     store = await postgres.open_store(url, pool_max=2)
     try:
-        yield PostgresCopyEndpoint(postgres.PostgresSession(store.pool))
+        pg = postgres.PostgresSession(store.pool)
+        yield PostgresCopyEndpoint(pg), PostgresMemoryTransfer(pg)
     finally:
         await store.close()
 
@@ -121,11 +134,13 @@ async def copy_between(
     from server.cli_output import progress_bar  # rich loads for this command only
 
     async with (
-        open_endpoint(source_url, create=False) as source,
-        open_endpoint(target_url, create=True, exact_max=exact_max) as target,
+        open_endpoint(source_url, create=False) as (source, source_rows),
+        open_endpoint(target_url, create=True, exact_max=exact_max) as (target, target_rows),
     ):
-        with progress_bar("copying memories") as bar:
-            return await copy_store(source, target, progress=bar.update, batch=batch)
+        with progress_bar("copying every store") as bar:
+            return await copy_store(
+                source, target, progress=bar.update, batch=batch, stores=(source_rows, target_rows)
+            )
 
 
 def run_command(settings: Settings, args: argparse.Namespace) -> int:
@@ -150,11 +165,16 @@ def run(args: argparse.Namespace, *, exact_max: int = EXACT_SEARCH_MAX) -> int:
     if args.json:
         out_json({**report.__dict__, "verified": report.verified})
     else:
+        others = ", ".join(
+            f"{here} {kind}" + ("" if here == there else f" (target holds {there})")
+            for kind, (here, there) in report.stores.items()
+            if here or there
+        )
         err(
             f"copied {report.memories} memories and {report.embeddings} embeddings "
             f"({report.model or 'no embedding model'}) from {redacted_url(args.source)} to "
             f"{redacted_url(args.target)}: target holds {report.target_memories} memories, "
-            f"{report.target_embeddings} embeddings"
+            f"{report.target_embeddings} embeddings; other stores: {others or 'none'}"
             + (" (verified)" if report.verified else " (COUNTS DIFFER)")
         )
     return int(Exit.OK) if report.verified else int(Exit.PROBLEMS)

@@ -1,4 +1,8 @@
-"""CLI commands that move whole stores: export, import (JSON lines) and backup."""
+"""CLI commands that move whole stores: export, import (JSON lines) and backup.
+
+export and import work on the configured backend (the SQLite file, or PostgreSQL when
+MEMSTRATA_DATABASE_URL is set); backup copies the SQLite file.
+"""
 
 from __future__ import annotations
 
@@ -25,7 +29,20 @@ __all__ = ["run_backup", "run_export", "run_import"]
 
 @asynccontextmanager
 async def open_transfer(settings: Settings, *, migrate: bool) -> AsyncIterator[MemoryTransfer]:
-    """The store's transfer adapter on its own connection (migrated first unless told not to)."""
+    """The store's transfer adapter on its own connection (migrated first unless told not to).
+
+    PostgreSQL is always migrated on open (under its advisory lock), as a server does.
+    """
+    if settings.database_url:
+        from memory_core.storage import postgres
+        from memory_core.storage.postgres.transfer import PostgresMemoryTransfer
+
+        store = await postgres.open_store(settings.database_url, pool_max=2)
+        try:
+            yield PostgresMemoryTransfer(postgres.PostgresSession(store.pool))
+        finally:
+            await store.close()
+        return
     db = await open_database(settings.db)
     try:
         if migrate:
@@ -36,7 +53,7 @@ async def open_transfer(settings: Settings, *, migrate: bool) -> AsyncIterator[M
 
 
 def run_export(settings: Settings, args: argparse.Namespace) -> int:
-    """Write every memory (or one project's) as JSON lines to a file or stdout."""
+    """Write every store (or one project's memories and conversations) as JSON lines."""
     target = None if args.path == "-" else Path(args.path)
     if target is not None and target.exists() and not args.force:
         err(f"memstrata: {target} exists; pass --force to overwrite it")
@@ -44,36 +61,51 @@ def run_export(settings: Settings, args: argparse.Namespace) -> int:
     if target is not None and is_database_file(target, settings.db):
         err(f"memstrata: {target} is one of the database's own files; choose another file")
         return Exit.USAGE
+    counts: dict[str, int] = {}
     if target is None:
-        count = asyncio.run(_export(settings, args, sys.stdout))
+        asyncio.run(_export(settings, args, sys.stdout, counts))
     else:
         # Written beside the target and renamed at the end (memory_core.files): a failed
         # export never costs the file it was to replace, nor writes through a planted link.
         with partial_beside(target) as (fd, partial):
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as stream:
-                count = asyncio.run(_export(settings, args, stream))
+                asyncio.run(_export(settings, args, stream, counts))
             os.replace(partial, target)
+    memories = counts.get("memory", 0)
     if args.json and target is not None:
-        out_json({"path": str(target), "exported": count, "project": args.project})
+        out_json(
+            {"path": str(target), "exported": memories, "stores": counts, "project": args.project}
+        )
     else:
-        err(f"memstrata: exported {count} memories to {target or 'stdout'}")
+        others = sum(counts.values()) - memories
+        err(
+            f"memstrata: exported {memories} memories and {others} other records "
+            f"({_listed(counts)}) to {target or 'stdout'}"
+        )
     return Exit.OK
 
 
-async def _export(settings: Settings, args: argparse.Namespace, stream: TextIO) -> int:
-    count = -1  # the header line is not a memory
+def _listed(counts: dict[str, int]) -> str:
+    shown = [f"{n} {kind}" for kind, n in counts.items() if n and kind != "memory"]
+    return ", ".join(shown) or "no other stores"
+
+
+async def _export(
+    settings: Settings, args: argparse.Namespace, stream: TextIO, counts: dict[str, int]
+) -> None:
     async with open_transfer(settings, migrate=True) as store:
         with progress_bar("export") as bar:
             async for line in transfer.export_lines(
-                store, SystemClock(), args.project, progress=bar
+                store, SystemClock(), args.project, progress=bar, counts=counts
             ):
                 stream.write(line + "\n")
-                count += 1
-    return count
 
 
 def run_import(settings: Settings, args: argparse.Namespace) -> int:
-    """Validate a whole export, then import it in one transaction."""
+    """Validate a whole export, then import it in batches of `--batch` rows."""
+    if args.batch < 1:
+        err("memstrata: --batch must be at least 1")
+        return Exit.USAGE
     if args.path == "-":
         lines = sys.stdin.read().splitlines()
     else:
@@ -88,11 +120,15 @@ def run_import(settings: Settings, args: argparse.Namespace) -> int:
 async def _import(settings: Settings, args: argparse.Namespace, lines: list[str]) -> int:
     async with open_transfer(settings, migrate=True) as store:
         parsed = transfer.parse_export(
-            lines, schema_version=await store.schema_version(), limits=settings.limits
+            lines,
+            schema_version=await store.schema_version(),
+            limits=settings.limits,
+            conversation=settings.conversation,
+            knowledge=settings.knowledge,
         )
         with progress_bar("import") as bar:
-            counts = await transfer.import_memories(
-                store, parsed, project=args.project, progress=bar
+            counts = await transfer.import_records(
+                store, parsed, project=args.project, batch=args.batch, progress=bar
             )
     if args.json:
         out_json(counts)
@@ -101,6 +137,12 @@ async def _import(settings: Settings, args: argparse.Namespace, lines: list[str]
             f"memstrata: imported {counts.imported} memories ({counts.renumbered} under new ids), "
             f"skipped {counts.skipped} already stored"
         )
+        for kind, n in counts.stores.items():
+            if kind != "memory":
+                err(
+                    f"memstrata: {kind}: imported {n['imported']} ({n['renumbered']} under new "
+                    f"ids), skipped {n['skipped']}"
+                )
         if counts.imported:
             err(
                 "memstrata: imported memories are found by keyword search now, and by meaning "

@@ -1,24 +1,33 @@
-"""Export and import memories as JSON lines, and back the store up (the CLI's use cases).
+"""Export and import every store as JSON lines, and back the store up (the CLI's use cases).
 
-The export format, version 1: a header line
-`{"format": "memstrata-export", "format_version": 1, "schema_version": N, "exported_at": ...,
-"project": null | "name"}`, then one line per memory with every column of the row, tier and
-access fields included (`last_accessed`, `access_count`, `memory_tier`, ...). Embeddings are
-not exported: they belong to a model, and the store embeds imported rows on its own (the
-server's backfill, or `memstrata reindex`).
+The export format, version 2: a header line
+`{"format": "memstrata-export", "format_version": 2, "schema_version": N, "exported_at": ...,
+"project": null | "name"}`, then one line per record, each an object whose `kind` names what
+it holds (memory_core.transfer_ports.TABLES, in that order): `memory` (every column of the
+row, tier and access fields included: `last_accessed`, `access_count`, `memory_tier`, ...),
+then the conversations (`conversation_session`, `conversation_summary`,
+`conversation_entry`, `conversation_exchange`, `tool_result`), the scratchpad
+(`scratchpad_snippet`), `preference`, `playbook`, and business documents (`document`,
+`document_chunk`, `document_revision`). Embeddings of the knowledge stores travel with
+their rows (base64 float32, with the model that made them). Memory embeddings do not: they
+belong to a model, and the store embeds imported memories on its own (the server's backfill,
+or `memstrata reindex`); `copy-store` moves them. Version 1 files (memories only, without
+`kind`) still import.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import AsyncIterator, Iterable
-from datetime import UTC, datetime, timedelta
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from enum import StrEnum
 from typing import Any, Literal
 
 import structlog
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
-from memory_core.config import Limits
+from memory_core.config import ConversationPolicy, Limits
 from memory_core.domain.inputs import (
     check_metadata,
     check_project,
@@ -28,24 +37,43 @@ from memory_core.domain.inputs import (
 )
 from memory_core.domain.models import Layer, Memory, Tier
 from memory_core.errors import InvalidInputError
+from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports import Clock
-from memory_core.transfer_ports import ImportCounts, MemoryTransfer, Progress
+from memory_core.services.transfer_records import RecordLimits, check_time, encode_row, parse_row
+from memory_core.transfer_ports import (
+    TABLES,
+    ImportCounts,
+    MemoryTransfer,
+    Progress,
+    Row,
+    TableSpec,
+    table,
+)
 
 __all__ = [
     "FORMAT",
     "FORMAT_VERSION",
+    "IMPORT_BATCH",
     "ExportHeader",
     "ParsedExport",
     "export_lines",
-    "import_memories",
+    "import_records",
+    "memory_row",
     "parse_export",
 ]
 
 log = structlog.get_logger(__name__)
 
 FORMAT = "memstrata-export"
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# Versions this memstrata reads: 1 held memories only, with no `kind` on its lines.
+_READABLE_VERSIONS = (1, 2)
 _PAGE = 500
+# Rows written per transaction by an import (docs/reliability.md, "Long imports"): measured
+# with bench/import_lock.py on a loaded 2-core machine, a batch held SQLite's write lock 0.44 s
+# at the median and a live server's append waited 2.1 s at worst (27 s, and one failed
+# append, with the whole file in one transaction), for a quarter more import time.
+IMPORT_BATCH = 1_000
 
 
 class ExportHeader(BaseModel):
@@ -120,13 +148,47 @@ class _Record(BaseModel):
         )
 
 
-class ParsedExport(BaseModel):
-    """A validated export file: its header and its memories, in file order."""
+def memory_row(memory: Memory) -> Row:
+    """A memory as its context_snapshots row (the record's fields, enums as their values)."""
+    return {
+        name: value.value if isinstance(value, StrEnum) else value
+        for name, value in _Record.of(memory).model_dump().items()
+    }
 
-    model_config = ConfigDict(frozen=True)
+
+def _memory_line(row: Row) -> str:
+    record = _Record.model_validate(row).model_dump(mode="json")
+    return json.dumps({"kind": "memory", **record}, ensure_ascii=False, separators=(",", ":"))
+
+
+def _line(spec: TableSpec, row: Row) -> str:
+    if spec.kind == "memory":
+        return _memory_line(row)
+    return json.dumps(encode_row(spec, row), ensure_ascii=False, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class ParsedExport:
+    """A validated export file: its header and its records (kind, row), in file order."""
 
     header: ExportHeader
-    memories: list[Memory]
+    records: list[tuple[str, Row]]
+
+    @property
+    def memories(self) -> list[Memory]:
+        """The memory records, as memories."""
+        return [
+            _Record.model_validate(row).to_memory()
+            for kind, row in self.records
+            if kind == "memory"
+        ]
+
+    def kinds(self) -> dict[str, int]:
+        """How many records of each kind the file holds."""
+        counts: dict[str, int] = {}
+        for kind, _ in self.records:
+            counts[kind] = counts.get(kind, 0) + 1
+        return counts
 
 
 async def export_lines(
@@ -135,15 +197,27 @@ async def export_lines(
     project: str | None = None,
     *,
     progress: Progress | None = None,
+    counts: dict[str, int] | None = None,
 ) -> AsyncIterator[str]:
-    """The export, line by line (no trailing newlines): the header, then rows in id order.
+    """The export, line by line (no trailing newlines): the header, then every store's rows.
 
-    Pages are read one at a time, so a large store is never held in memory; rows written
-    while the export runs may or may not be included.
+    Kinds come in `TABLES` order (parents before children), each in key order. Pages are
+    read one at a time, so a large store is never held in memory; rows written while the
+    export runs may or may not be included. With `project`, only the stores that belong to
+    projects are exported (memories and conversations); the knowledge stores belong to users
+    and tenants and are left out.
+
+    Args:
+        transfer: The store.
+        clock: Stamps the header.
+        project: Export one project only.
+        progress: Awaited with (rows written, rows in total) after each page.
+        counts: Filled with the number of rows written per kind.
     """
     if project is not None:
         check_project(project)
-    total = await transfer.count(project)
+    specs = [s for s in TABLES if project is None or s.scoped]
+    total = sum([await transfer.count_rows(s.kind, project) for s in specs])
     header = ExportHeader(
         format=FORMAT,
         format_version=FORMAT_VERSION,
@@ -152,15 +226,21 @@ async def export_lines(
         project=project,
     )
     yield header.model_dump_json()
-    done, after = 0, 0
-    while page := await transfer.export_page(project, after_id=after, limit=_PAGE):
-        for memory in page:
-            yield _Record.of(memory).model_dump_json()
-        done += len(page)
-        after = page[-1].id
-        if progress is not None:
-            await progress(done, max(total, done))
-    log.info("memories.exported", project=project or "*", count=done)
+    done = 0
+    for spec in specs:
+        after: tuple[Any, ...] | None = None
+        written = 0
+        while page := await transfer.export_rows(spec.kind, project, after=after, limit=_PAGE):
+            for row in page:
+                yield _line(spec, row)
+            written += len(page)
+            after = tuple(page[-1][k] for k in spec.key)
+            if progress is not None:
+                await progress(done + written, max(total, done + written))
+        done += written
+        if counts is not None:
+            counts[spec.kind] = written
+    log.info("stores.exported", project=project or "*", count=done)
 
 
 def _line_error(number: int, reason: str) -> InvalidInputError:
@@ -169,24 +249,15 @@ def _line_error(number: int, reason: str) -> InvalidInputError:
 
 # The largest id SQLite and PostgreSQL (bigint) store.
 _MAX_ID = 2**63 - 1
-# How far ahead of now an imported time may lie (clock skew between machines), no more: a
-# last use in the year 9999 would keep a memory from ever expiring.
-_FUTURE_SLACK = timedelta(days=1)
-_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 # Errors listed per failed import before "and N more".
 _ERRORS_SHOWN = 20
-
-
-def _check_time(field: str, value: datetime | None, now: datetime) -> None:
-    if value is None:
-        return
-    moment = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    if not _EARLIEST <= moment <= now + _FUTURE_SLACK:
-        raise InvalidInputError(field, f"must lie between 1970 and now (got {value.isoformat()})")
+_SESSION_CHILDREN = frozenset(
+    {"conversation_summary", "conversation_entry", "conversation_exchange", "tool_result"}
+)
 
 
 def _parse_record(number: int, data: Any, now: datetime, limits: Limits) -> Memory:
-    """One record, through the limits the tools apply to the same fields.
+    """One memory record, through the limits the tools apply to the same fields.
 
     An export file is no more trusted than a tool call: it may have been edited, or come
     from elsewhere. A store moved into one with smaller limits needs them raised first
@@ -212,10 +283,69 @@ def _parse_record(number: int, data: Any, now: datetime, limits: Limits) -> Memo
         if record.access_count < 0 or record.token_count < 0:
             raise InvalidInputError("access_count", "and token_count must not be negative")
         for name in ("created_at", "updated_at", "last_accessed"):
-            _check_time(name, getattr(record, name), now)
+            check_time(name, getattr(record, name), now)
     except InvalidInputError as exc:
         raise _line_error(number, f"{exc.field}: {exc.reason}") from exc
     return record.to_memory()
+
+
+class _Links:
+    """What earlier lines of a file defined, so a child line can name its parent."""
+
+    def __init__(self) -> None:
+        self.sessions: set[tuple[str, str]] = set()
+        self.documents: dict[int, str] = {}  # id -> tenant
+
+    def check(self, kind: str, row: Row) -> None:
+        if kind == "conversation_session":
+            self.sessions.add((row["project"], row["session_id"]))
+        elif kind in _SESSION_CHILDREN:
+            if (row["project"], row["session_id"]) not in self.sessions:
+                raise InvalidInputError(
+                    "session_id", "names no conversation_session on an earlier line"
+                )
+        elif kind == "document":
+            self.documents[row["id"]] = row["tenant"]
+        elif kind == "document_chunk":
+            tenant = self.documents.get(row["document_id"])
+            if tenant is None:
+                raise InvalidInputError("document_id", "names no document on an earlier line")
+            if tenant != row["tenant"]:
+                raise InvalidInputError("tenant", "differs from its document's tenant")
+
+
+def _validated(
+    number: int,
+    data: Any,
+    *,
+    version: int,
+    now: datetime,
+    bounds: RecordLimits,
+    links: _Links,
+) -> tuple[str, Row]:
+    """The one gate every imported record passes: typed, within the tools' limits, linked.
+
+    Returns the record's kind and its row as the storage writes it.
+    """
+    if not isinstance(data, dict):
+        raise _line_error(number, "must be a JSON object (a record)")
+    kind = data.get("kind", "memory" if version == 1 else None)
+    try:
+        spec = table(kind) if isinstance(kind, str) else None
+    except KeyError:
+        spec = None
+    if spec is None:
+        kinds = ", ".join(s.kind for s in TABLES)
+        raise _line_error(number, f"kind: must be one of {kinds}")
+    if spec.kind == "memory":
+        fields = {k: v for k, v in data.items() if k != "kind"}
+        return "memory", memory_row(_parse_record(number, fields, now, bounds.limits))
+    try:
+        row = parse_row(spec, data, now, bounds)
+        links.check(spec.kind, row)
+    except InvalidInputError as exc:
+        raise _line_error(number, f"{exc.field}: {exc.reason}") from exc
+    return spec.kind, row
 
 
 def parse_export(
@@ -224,6 +354,8 @@ def parse_export(
     schema_version: int,
     now: datetime | None = None,
     limits: Limits | None = None,
+    conversation: ConversationPolicy | None = None,
+    knowledge: KnowledgePolicy | None = None,
 ) -> ParsedExport:
     """Validate a whole export before anything is written.
 
@@ -235,16 +367,23 @@ def parse_export(
         schema_version: The importing store's schema version; a newer export is refused.
         now: The time imported times may not lie beyond (by more than a day).
         limits: The store's limits (the tools' own); the defaults when not given.
+        conversation: The conversation policy (its `max_entry_chars` bounds entries).
+        knowledge: The knowledge policy (snippet, value and document lengths).
 
     Raises:
         InvalidInputError: `field` names the line ("line 3", or "file" for several) and
             `reason` what is wrong.
     """
     now = now or datetime.now(UTC)
-    limits = limits or Limits()
+    bounds = RecordLimits(
+        limits=limits or Limits(),
+        conversation=conversation or ConversationPolicy(),
+        knowledge=knowledge or KnowledgePolicy(),
+    )
     header: ExportHeader | None = None
-    memories: list[Memory] = []
+    records: list[tuple[str, Row]] = []
     errors: list[InvalidInputError] = []
+    links = _Links()
     for number, line in enumerate(lines, start=1):
         if not line.strip():
             continue
@@ -257,7 +396,16 @@ def parse_export(
             if header is None:
                 header = _parse_header(number, data, schema_version)
             else:
-                memories.append(_parse_record(number, data, now, limits))
+                records.append(
+                    _validated(
+                        number,
+                        data,
+                        version=header.format_version,
+                        now=now,
+                        bounds=bounds,
+                        links=links,
+                    )
+                )
         except InvalidInputError as exc:
             if header is None:
                 raise  # without a valid header, nothing after it can be read
@@ -271,7 +419,7 @@ def parse_export(
         more = len(errors) - _ERRORS_SHOWN
         tail = f"; and {more} more" if more > 0 else ""
         raise InvalidInputError("file", f"{len(errors)} bad lines, nothing imported: {shown}{tail}")
-    return ParsedExport(header=header, memories=memories)
+    return ParsedExport(header=header, records=records)
 
 
 def _parse_header(number: int, data: Any, schema_version: int) -> ExportHeader:
@@ -281,11 +429,11 @@ def _parse_header(number: int, data: Any, schema_version: int) -> ExportHeader:
         raise _line_error(
             number, f"must be the {FORMAT} header (format, format_version, schema_version, ...)"
         ) from exc
-    if header.format_version != FORMAT_VERSION:
+    if header.format_version not in _READABLE_VERSIONS:
         raise _line_error(
             number,
             f"format_version {header.format_version} is not supported (this memstrata reads "
-            f"{FORMAT_VERSION})",
+            f"{', '.join(str(v) for v in _READABLE_VERSIONS)})",
         )
     if header.schema_version > schema_version:
         raise _line_error(
@@ -296,24 +444,149 @@ def _parse_header(number: int, data: Any, schema_version: int) -> ExportHeader:
     return header
 
 
-async def import_memories(
+class _Tally:
+    """Per-kind outcome counts, and progress over the whole import."""
+
+    def __init__(self, total: int, progress: Progress | None) -> None:
+        self.total = total
+        self.done = 0
+        self.progress = progress
+        self.kinds: dict[str, dict[str, int]] = {}
+
+    def add(self, kind: str, outcome: str, n: int = 1) -> None:
+        counts = self.kinds.setdefault(kind, {"imported": 0, "skipped": 0, "renumbered": 0})
+        counts[outcome] += n
+
+    async def advance(self, n: int) -> None:
+        self.done += n
+        if self.progress is not None:
+            await self.progress(min(self.done, self.total), self.total)
+
+
+def _batches(rows: list[Row], size: int) -> Iterable[list[Row]]:
+    for start in range(0, len(rows), size):
+        yield rows[start : start + size]
+
+
+async def _write_kind(
+    transfer: MemoryTransfer, spec: TableSpec, rows: list[Row], batch: int, tally: _Tally
+) -> dict[Any, Any]:
+    """Write one kind's rows in batches; returns {original id (or key): new id, or None}.
+
+    First every row that can keep its id; only then do the rest get new ids, so a
+    renumbered row never takes an id that a later row of the file needs.
+    """
+    outcome: dict[Any, Any] = {}
+    deferred: list[Row] = []
+    for part in _batches(rows, batch):
+        results = await transfer.insert_rows(spec.kind, part, keep_ids=True)
+        waiting = len(deferred)
+        for row, got in zip(part, results, strict=True):
+            ident = row["id"] if spec.renumbered else tuple(row[k] for k in spec.key)
+            if got is not None:
+                tally.add(spec.kind, "imported")
+                outcome[ident] = got
+            elif spec.renumbered:
+                deferred.append(row)
+            else:
+                tally.add(spec.kind, "skipped")
+                outcome[ident] = None
+        # Rows deferred to the second pass are counted done when they are written.
+        await tally.advance(len(part) - (len(deferred) - waiting))
+    for part in _batches(deferred, batch):
+        # The identity is new and only the id was taken (a store with rows of its own), or
+        # the identity is stored: then the insert is refused again, and the row skipped.
+        results = await transfer.insert_rows(spec.kind, part, keep_ids=False)
+        for row, got in zip(part, results, strict=True):
+            outcome[row["id"]] = got
+            if got is None:
+                tally.add(spec.kind, "skipped")
+            else:
+                tally.add(spec.kind, "imported")
+                tally.add(spec.kind, "renumbered")
+        await tally.advance(len(part))
+    return outcome
+
+
+def _by_kind(parsed: ParsedExport, project: str | None) -> dict[str, list[Row]]:
+    by_kind: dict[str, list[Row]] = {}
+    for kind, row in parsed.records:
+        if project is not None and (not table(kind).scoped or row["project"] != project):
+            continue
+        by_kind.setdefault(kind, []).append(row)
+    return by_kind
+
+
+class _Parents:
+    """What happened to sessions and documents, which their children's rows follow."""
+
+    def __init__(self) -> None:
+        self.skipped_sessions: set[Any] = set()
+        self.documents: dict[Any, Any] = {}  # id in the file -> id stored, or None: skipped
+
+    def learn(self, kind: str, outcome: dict[Any, Any]) -> None:
+        if kind == "conversation_session":
+            self.skipped_sessions = {key for key, got in outcome.items() if got is None}
+        elif kind == "document":
+            self.documents = outcome
+
+    def children(self, kind: str, rows: list[Row]) -> list[Row]:
+        """The rows still to write: a skipped parent's are dropped, chunks follow new ids."""
+        if kind in _SESSION_CHILDREN:
+            return [r for r in rows if (r["project"], r["session_id"]) not in self.skipped_sessions]
+        if kind == "document_chunk":
+            return [
+                {**r, "document_id": self.documents[r["document_id"]]}
+                for r in rows
+                if self.documents.get(r["document_id"]) is not None
+            ]
+        return rows
+
+
+async def import_records(
     transfer: MemoryTransfer,
     parsed: ParsedExport,
     *,
     project: str | None = None,
+    batch: int = IMPORT_BATCH,
     progress: Progress | None = None,
 ) -> ImportCounts:
-    """Import a parsed export (only `project`'s rows when given), all or nothing.
+    """Import a parsed export (only `project`'s rows when given), `batch` rows a transaction.
 
     Into an empty store the rows come back exactly as exported, ids included. Into a store
-    that already holds memories, a row whose identity is stored (the same key in its project
-    and layer, or the same text in its project and layer, and session for working notes) is
-    skipped and counted, never overwritten; a new row whose id is taken gets a new id.
+    that already holds rows, a row whose identity is stored (a memory's key in its project
+    and layer, or its text; a session's id in its project; a preference's key for its user;
+    a document's source for its tenant; ...) is skipped and counted, never overwritten; the
+    rows of a skipped session or document are skipped with it. A new row whose id is taken
+    gets a new id (a document's chunks follow it).
+
+    Atomicity is per batch: the file was validated whole before (parse_export), so a bad
+    file writes nothing; a failure while writing (the disk full, the process killed) keeps
+    the batches already committed, and importing the same file again completes it (stored
+    rows are skipped).
     """
-    memories = parsed.memories
     if project is not None:
         check_project(project)
-        memories = [m for m in memories if m.project == project]
-    counts = await transfer.import_memories(memories, progress=progress)
-    log.info("memories.imported", **counts.model_dump())
+    if batch < 1:
+        raise InvalidInputError("batch", "must be at least 1")
+    by_kind = _by_kind(parsed, project)
+    tally = _Tally(sum(len(rows) for rows in by_kind.values()), progress)
+    parents = _Parents()
+    for spec in TABLES:
+        rows = parents.children(spec.kind, by_kind.get(spec.kind, []))
+        if len(rows) < len(by_kind.get(spec.kind, [])):
+            orphans = len(by_kind[spec.kind]) - len(rows)
+            tally.add(spec.kind, "skipped", orphans)
+            await tally.advance(orphans)
+        if rows:
+            parents.learn(spec.kind, await _write_kind(transfer, spec, rows, batch, tally))
+    await transfer.finish_import()
+    memory = tally.kinds.get("memory", {})
+    counts = ImportCounts(
+        imported=memory.get("imported", 0),
+        skipped=memory.get("skipped", 0),
+        renumbered=memory.get("renumbered", 0),
+        stores=tally.kinds,
+    )
+    log.info("stores.imported", **{k: v["imported"] for k, v in tally.kinds.items()})
     return counts

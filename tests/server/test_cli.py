@@ -334,7 +334,7 @@ def test_knowledge_can_be_listed_and_deleted_from_the_cli(
     assert json.loads(out)["snippets"] == []
 
 
-@pytest.mark.parametrize("command", ["doctor", "export", "import", "backup"])
+@pytest.mark.parametrize("command", ["doctor", "backup"])
 def test_sqlite_file_commands_refuse_a_postgres_store(
     db: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], command: str
 ) -> None:

@@ -80,11 +80,12 @@ def test_export_import_export_round_trip_is_identical(
     assert code == 0 and "exported 7 memories" in err
 
     header = json.loads((tmp_path / "one.jsonl").read_text().splitlines()[0])
-    assert header["format"] == "memstrata-export" and header["format_version"] == 1
+    assert header["format"] == "memstrata-export" and header["format_version"] == 2
     assert header["schema_version"] >= 2 and header["project"] is None
     exported = [json.loads(line) for line in rows(tmp_path / "one.jsonl")]
     assert len(exported) == 7
     assert {
+        "kind",
         "id",
         "project",
         "layer",
@@ -108,7 +109,12 @@ def test_export_import_export_round_trip_is_identical(
     use_db(monkeypatch, tmp_path / "second.db")
     code, out, _ = run_cli(capsys, "import", str(tmp_path / "one.jsonl"), "--json")
     assert code == 0
-    assert json.loads(out) == {"imported": 7, "skipped": 0, "renumbered": 0}
+    assert json.loads(out) == {
+        "imported": 7,
+        "skipped": 0,
+        "renumbered": 0,
+        "stores": {"memory": {"imported": 7, "skipped": 0, "renumbered": 0}},
+    }
     code, _, _ = run_cli(capsys, "export", str(tmp_path / "two.jsonl"))
     assert code == 0
     assert rows(tmp_path / "two.jsonl") == rows(tmp_path / "one.jsonl")
@@ -152,7 +158,8 @@ def test_import_into_a_non_empty_store_skips_known_memories_and_renumbers(
     assert counts["imported"] == 6 and counts["skipped"] == 1
     assert counts["renumbered"] == 2  # ids 4 and 5 were taken by this store's own rows
     code, out, _ = run_cli(capsys, "import", str(tmp_path / "all.jsonl"), "--json")
-    assert json.loads(out) == {"imported": 0, "skipped": 7, "renumbered": 0}  # idempotent
+    again = json.loads(out)
+    assert (again["imported"], again["skipped"], again["renumbered"]) == (0, 7, 0)  # idempotent
     code, out, _ = run_cli(capsys, "stats", "--json")
     totals = {p["project"]: p["total"] for p in json.loads(out)["projects"]}
     assert totals == {"alpha": 5, "beta": 2, "gamma": 5}
@@ -175,7 +182,9 @@ def test_import_of_one_project_only(
     ("line", "reason"),
     [
         ("{not json", "line 3: is not JSON"),
-        ('{"id": 9}', "line 3: project: Field required"),
+        ('{"kind": "memory", "id": 9}', "line 3: project: Field required"),
+        ('{"id": 9}', "line 3: kind: must be one of memory, conversation_session"),
+        ('{"kind": "scratchpad_snippet", "id": 9}', "line 3: session_id: is required"),
         ("LAYER", "line 3: layer:"),
         ("EMPTY", "line 3: content: must not be empty"),
         ("NOKEY", "line 3: key: is required in the semantic layer"),
@@ -222,9 +231,9 @@ def test_import_refuses_other_formats_and_missing_files(
     (tmp_path / "newer.jsonl").write_text(json.dumps(newer) + "\n")
     code, _, err = run_cli(capsys, "import", str(tmp_path / "newer.jsonl"))
     assert code == 1 and "upgrade memstrata first" in err
-    (tmp_path / "v2.jsonl").write_text(json.dumps({**newer, "format_version": 2}) + "\n")
-    code, _, err = run_cli(capsys, "import", str(tmp_path / "v2.jsonl"))
-    assert code == 1 and "format_version 2 is not supported" in err
+    (tmp_path / "v3.jsonl").write_text(json.dumps({**newer, "format_version": 3}) + "\n")
+    code, _, err = run_cli(capsys, "import", str(tmp_path / "v3.jsonl"))
+    assert code == 1 and "format_version 3 is not supported" in err
 
 
 def test_export_to_stdout_and_refusal_to_overwrite(
@@ -403,3 +412,38 @@ def test_a_failed_export_leaves_no_partial_and_a_killed_ones_litter_is_removed(
         main(["export", str(target)])
     assert not target.exists()
     assert sorted(p.name for p in tmp_path.glob(".*.partial")) == [live.name]
+
+
+def test_a_version_1_export_still_imports(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_db(monkeypatch, tmp_path / "source.db")
+    seed(tmp_path / "source.db")
+    run_cli(capsys, "export", str(tmp_path / "v2.jsonl"))
+    lines = (tmp_path / "v2.jsonl").read_text().splitlines()
+    header = {**json.loads(lines[0]), "format_version": 1}
+    # What memstrata wrote before format 2: the memory lines only, without `kind`.
+    v1 = [json.dumps(header)]
+    v1 += [
+        json.dumps({k: v for k, v in json.loads(line).items() if k != "kind"})
+        for line in lines[1:]
+        if json.loads(line)["kind"] == "memory"
+    ]
+    (tmp_path / "v1.jsonl").write_text("\n".join(v1) + "\n")
+
+    use_db(monkeypatch, tmp_path / "target.db")
+    code, out, _ = run_cli(capsys, "import", str(tmp_path / "v1.jsonl"), "--json")
+    assert code == 0 and json.loads(out)["imported"] == len(v1) - 1 == 7
+    code, _, _ = run_cli(capsys, "export", str(tmp_path / "again.jsonl"))
+    assert rows(tmp_path / "again.jsonl") == [
+        line for line in lines[1:] if json.loads(line)["kind"] == "memory"
+    ]
+
+
+def test_a_batch_below_one_is_a_usage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    use_db(monkeypatch, tmp_path / "target.db")
+    (tmp_path / "any.jsonl").write_text("")
+    code, _, err = run_cli(capsys, "import", str(tmp_path / "any.jsonl"), "--batch", "0")
+    assert code == 2 and "--batch must be at least 1" in err

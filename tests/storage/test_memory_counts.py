@@ -23,6 +23,7 @@ from memory_core.domain.models import Layer, Memory, MemoryDraft, StoreStats, Ti
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
 from memory_core.ports import MemoryRepository
 from memory_core.services.copy_store import CopyEndpoint, copy_store
+from memory_core.services.transfer import memory_row
 from memory_core.storage.postgres import PostgresSession, PostgresStore
 from memory_core.storage.postgres.copy import PostgresCopyEndpoint
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
@@ -243,7 +244,7 @@ async def test_import_with_any_stored_tier_is_counted(tmp_path: Path) -> None:
                 )
             )
         transfer = SqliteMemoryTransfer(SqliteSession(conn), tmp_path / "import.db")
-        await transfer.import_memories(memories)
+        await transfer.insert_rows("memory", [memory_row(m) for m in memories], keep_ids=True)
         await check(storage, repo, now)
         await repo.recalculate_tiers(tier_cutoffs(now, POLICY), None)
         await check(storage, repo, now)

@@ -1,4 +1,4 @@
-"""SqliteMemoryTransfer: whole rows out (export), in (import), and online backups of the file."""
+"""SqliteMemoryTransfer: whole rows of every store out (export), in (import), and online backups."""
 
 from __future__ import annotations
 
@@ -12,56 +12,73 @@ import anyio
 import sqlean
 import sqlite_vec
 
-from memory_core.domain.models import Memory
 from memory_core.errors import StorageError
 from memory_core.files import partial_beside
 from memory_core.storage.sqlite.connection import DriverError
 from memory_core.storage.sqlite.migrate import schema_version
-from memory_core.storage.sqlite.rows import encode_time
+from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
-from memory_core.transfer_ports import BackupReport, ImportCounts, Progress
+from memory_core.transfer_ports import BackupReport, ColumnType, Progress, Row, TableSpec, table
 
 __all__ = ["SqliteMemoryTransfer"]
 
-_COLUMNS = (
-    "project, layer, key, content, metadata, session_id, created_at, updated_at, last_accessed,"
-    " access_count, memory_tier, content_hash, token_count"
-)
-_VALUES = (
-    ":project, :layer, :key, :content, :metadata, :session_id, :created_at, :updated_at,"
-    " :last_accessed, :access_count, :memory_tier, :content_hash, :token_count"
-)
-# Without a conflict target, DO NOTHING covers every uniqueness rule at once: the id, a key
-# per (project, layer) and unkeyed content per (project, layer[, session]); RETURNING then
-# says whether the row went in.
-_INSERT_WITH_ID = (
-    f"INSERT INTO context_snapshots (id, {_COLUMNS}) VALUES (:id, {_VALUES})"
-    " ON CONFLICT DO NOTHING RETURNING id"
-)
-_INSERT_NEW_ID = (
-    f"INSERT INTO context_snapshots ({_COLUMNS}) VALUES ({_VALUES})"
-    " ON CONFLICT DO NOTHING RETURNING id"
-)
-_PROGRESS_EVERY = 500
+# The table behind each record kind (memory_core.transfer_ports.TABLES); the columns are the
+# records' fields, the same on both backends.
+_TABLE = {
+    "memory": "context_snapshots",
+    "conversation_session": "conversation_sessions",
+    "conversation_summary": "conversation_summaries",
+    "conversation_entry": "conversation_entries",
+    "conversation_exchange": "conversation_exchanges",
+    "tool_result": "tool_result_cache",
+    "scratchpad_snippet": "scratchpad_snippets",
+    "preference": "user_preferences",
+    "playbook": "playbooks",
+    "document": "knowledge_documents",
+    "document_chunk": "knowledge_chunks",
+    "document_revision": "knowledge_revisions",
+}
 
 
-def _params(m: Memory) -> dict[str, Any]:
-    return {
-        "id": m.id,
-        "project": m.project,
-        "layer": m.layer.value,
-        "key": m.key,
-        "content": m.content,
-        "metadata": json.dumps(m.metadata, ensure_ascii=False),
-        "session_id": m.session_id,
-        "created_at": encode_time(m.created_at),
-        "updated_at": encode_time(m.updated_at),
-        "last_accessed": encode_time(m.last_accessed) if m.last_accessed else None,
-        "access_count": m.access_count,
-        "memory_tier": m.tier.value,
-        "content_hash": m.content_hash,
-        "token_count": m.token_count,
-    }
+def _decode(kind: ColumnType, value: Any) -> Any:
+    if value is None:
+        return None
+    if kind == "time":
+        return decode_time(value)
+    if kind == "bool":
+        return bool(value)
+    if kind == "json":
+        return json.loads(value)
+    if kind == "bytes":
+        return bytes(value)
+    return value
+
+
+def _encode(kind: ColumnType, value: Any) -> Any:
+    if value is None:
+        return None
+    if kind == "time":
+        return encode_time(value)
+    if kind == "bool":
+        return int(value)
+    if kind == "json":
+        return json.dumps(value, ensure_ascii=False)
+    return value
+
+
+def _insert_sql(spec: TableSpec, *, keep_ids: bool) -> str:
+    names = [n for n in spec.names if keep_ids or n != "id"]
+    marks = ", ".join("?" * len(names))
+    into = f"INSERT INTO {_TABLE[spec.kind]} ({', '.join(names)}) VALUES ({marks})"
+    if spec.kind == "document_revision":
+        # Raised above both values: a server caching the tenant's vectors sees a new revision.
+        return (
+            f"{into} ON CONFLICT (tenant) DO UPDATE"
+            " SET revision = max(revision, excluded.revision) + 1 RETURNING 1"
+        )
+    # Without a conflict target, DO NOTHING covers every uniqueness rule at once (the id, a
+    # key per project and layer, a text per session, ...); RETURNING says whether it went in.
+    return f"{into} ON CONFLICT DO NOTHING RETURNING {'id' if spec.renumbered else '1'}"
 
 
 def _backup_file(source: Path, target: Path) -> BackupReport:
@@ -90,72 +107,79 @@ def _backup_file(source: Path, target: Path) -> BackupReport:
     return BackupReport(path=target, bytes=target.stat().st_size, integrity="ok")
 
 
+# Pause after each import batch, outside the write lock. Another process waiting for the lock
+# does not queue: SQLite's busy handler polls, every 100 ms once it has waited ~0.3 s, so an
+# importer that begins its next batch at once almost always wins the lock again and starves
+# it (bench/import_lock.py: appends waited 1.4 s behind 250 ms batches with no pause). A
+# pause as long as that poll lets every waiting writer in between two batches.
+WRITER_GAP_S = 0.1
+
+
 class SqliteMemoryTransfer:
     """The MemoryTransfer port on the SQLite file behind `session`."""
 
-    def __init__(self, session: SqliteSession, path: Path) -> None:
+    def __init__(self, session: SqliteSession, path: Path, *, gap_s: float = WRITER_GAP_S) -> None:
         self._session = session
         self._path = path
+        self._gap_s = gap_s
 
     async def schema_version(self) -> int:
         """Number of the newest applied migration."""
         async with self._session.read("reading the schema version") as db:
             return await schema_version(db)
 
-    async def count(self, project: str | None) -> int:
-        """Rows of one project, or of the store."""
-        where, params = ("WHERE project = ?", [project]) if project is not None else ("", [])
-        async with self._session.read("counting memories"):
-            rows = await self._session.fetch(
-                f"SELECT count(*) FROM context_snapshots {where}", params
-            )
+    async def count_rows(self, kind: str, project: str | None) -> int:
+        """Rows of a kind in one project, or in the store."""
+        spec = table(kind)
+        scoped = project is not None and spec.scoped
+        where, params = ("WHERE project = ?", [project]) if scoped else ("", [])
+        async with self._session.read(f"counting {kind} rows"):
+            rows = await self._session.fetch(f"SELECT count(*) FROM {_TABLE[kind]} {where}", params)
         return int(rows[0][0])
 
-    async def export_page(self, project: str | None, *, after_id: int, limit: int) -> list[Memory]:
-        """Keyset page by id, so each page is one short read while a server keeps writing."""
-        scope = " AND project = ?" if project is not None else ""
-        params: list[Any] = [after_id, *([project] if project is not None else []), limit]
-        async with self._session.read("exporting memories"):
-            return await self._session.fetch_memories(
-                f"SELECT * FROM context_snapshots WHERE id > ?{scope} ORDER BY id LIMIT ?", params
-            )
+    async def export_rows(
+        self, kind: str, project: str | None, *, after: tuple[Any, ...] | None, limit: int
+    ) -> list[Row]:
+        """Keyset page in key order, so each page is one short read while a server writes."""
+        spec = table(kind)
+        where: list[str] = []
+        params: list[Any] = []
+        if after is not None:
+            where.append(f"({', '.join(spec.key)}) > ({', '.join('?' * len(spec.key))})")
+            params += list(after)
+        if project is not None and spec.scoped:
+            where.append("project = ?")
+            params.append(project)
+        sql = f"SELECT {', '.join(spec.names)} FROM {_TABLE[kind]}"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        sql += f" ORDER BY {', '.join(spec.key)} LIMIT ?"
+        async with self._session.read(f"exporting {kind} rows"):
+            rows = await self._session.fetch(sql, [*params, limit])
+        return [
+            {name: _decode(type_, r[i]) for i, (name, type_) in enumerate(spec.columns)}
+            for r in rows
+        ]
 
-    async def import_memories(
-        self, memories: Sequence[Memory], *, progress: Progress | None = None
-    ) -> ImportCounts:
-        """Insert rows with their ids (new ids where taken), skipping stored identities."""
-        imported = skipped = renumbered = 0
-        deferred: list[dict[str, Any]] = []
-        total = len(memories)
-        async with self._session.write("importing memories"):
-            # First every row that can keep its id; only then the rest get new ids, so a
-            # renumbered row never takes an id that a later row of the file needs.
-            for n, memory in enumerate(memories, start=1):
-                params = _params(memory)
-                if await self._session.fetch(_INSERT_WITH_ID, params):
-                    imported += 1
-                else:
-                    deferred.append(params)
-                if progress is not None and n % _PROGRESS_EVERY == 0:
-                    await progress(n - len(deferred), total)
-            for params in deferred:
-                if await self._id_taken(params["id"]) and await self._session.fetch(
-                    _INSERT_NEW_ID, params
-                ):
-                    # The identity is new, only the id was taken (a store with rows of its own).
-                    imported += 1
-                    renumbered += 1
-                else:
-                    skipped += 1
-            if progress is not None:
-                await progress(total, total)
-        return ImportCounts(imported=imported, skipped=skipped, renumbered=renumbered)
+    async def insert_rows(self, kind: str, rows: Sequence[Row], *, keep_ids: bool) -> list[Any]:
+        """One IMMEDIATE transaction: the write lock is held for this batch only.
 
-    async def _id_taken(self, memory_id: int) -> bool:
-        rows = await self._session.fetch(
-            "SELECT 1 FROM context_snapshots WHERE id = ?", (memory_id,)
-        )
-        return bool(rows)
+        Then a pause of `gap_s` outside the lock, so other processes' writes get in.
+        """
+        spec = table(kind)
+        sql = _insert_sql(spec, keep_ids=keep_ids)
+        columns = [(n, t) for n, t in spec.columns if keep_ids or n != "id"]
+        out: list[Any] = []
+        async with self._session.write(f"importing {kind} rows"):
+            for row in rows:
+                got = await self._session.fetch(sql, [_encode(t, row[n]) for n, t in columns])
+                out.append(got[0][0] if got else None)
+        if self._gap_s:
+            await anyio.sleep(self._gap_s)
+        return out
+
+    async def finish_import(self) -> None:
+        """Nothing to do: SQLite gives new rows ids above the largest stored."""
 
     async def backup(self, target: Path, *, progress: Progress | None = None) -> BackupReport:
         """Copy the store with SQLite's online backup API (safe while a server writes)."""

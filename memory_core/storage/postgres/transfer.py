@@ -1,0 +1,135 @@
+"""PostgresMemoryTransfer: whole rows of every store out (export) and in (import)."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from memory_core.errors import InvalidInputError
+from memory_core.storage.postgres.migrate import schema_version
+from memory_core.storage.postgres.rows import aware
+from memory_core.storage.postgres.session import PostgresSession
+from memory_core.transfer_ports import TABLES, BackupReport, Progress, Row, TableSpec, table
+
+__all__ = ["PostgresMemoryTransfer"]
+
+# The table behind each record kind; the same names as SQLite's (one schema, two dialects).
+_TABLE = {
+    "memory": "context_snapshots",
+    "conversation_session": "conversation_sessions",
+    "conversation_summary": "conversation_summaries",
+    "conversation_entry": "conversation_entries",
+    "conversation_exchange": "conversation_exchanges",
+    "tool_result": "tool_result_cache",
+    "scratchpad_snippet": "scratchpad_snippets",
+    "preference": "user_preferences",
+    "playbook": "playbooks",
+    "document": "knowledge_documents",
+    "document_chunk": "knowledge_chunks",
+    "document_revision": "knowledge_revisions",
+}
+
+
+def _placeholders(count: int) -> str:
+    return ", ".join(f"${n}" for n in range(1, count + 1))
+
+
+def _insert_sql(spec: TableSpec, *, keep_ids: bool) -> str:
+    names = [n for n in spec.names if keep_ids or n != "id"]
+    into = (
+        f"INSERT INTO {_TABLE[spec.kind]} ({', '.join(names)}) VALUES ({_placeholders(len(names))})"
+    )
+    if spec.kind == "document_revision":
+        # Raised above both values: a replica caching the tenant's vectors sees a new revision.
+        return (
+            f"{into} ON CONFLICT (tenant) DO UPDATE SET revision ="
+            " greatest(knowledge_revisions.revision, excluded.revision) + 1 RETURNING 1"
+        )
+    return f"{into} ON CONFLICT DO NOTHING RETURNING {'id' if spec.renumbered else '1'}"
+
+
+def _sync_sequence(kind: str) -> str:
+    # Rows written with their ids leave the identity behind: the next default would collide.
+    name = _TABLE[kind]
+    return (
+        f"SELECT setval(pg_get_serial_sequence('{name}', 'id'),"
+        f" coalesce((SELECT max(id) FROM {name}), 0) + 1, false)"
+    )
+
+
+class PostgresMemoryTransfer:
+    """The MemoryTransfer port on a PostgreSQL database."""
+
+    def __init__(self, session: PostgresSession) -> None:
+        self._session = session
+
+    async def schema_version(self) -> int:
+        """Number of the newest applied migration."""
+        async with self._session.read("reading the schema version") as conn:
+            return await schema_version(conn)
+
+    async def count_rows(self, kind: str, project: str | None) -> int:
+        """Rows of a kind in one project, or in the store."""
+        spec = table(kind)
+        scoped = project is not None and spec.scoped
+        where, params = ("WHERE project = $1", [project]) if scoped else ("", [])
+        async with self._session.read(f"counting {kind} rows") as conn:
+            return int(await conn.fetchval(f"SELECT count(*) FROM {_TABLE[kind]} {where}", *params))
+
+    async def export_rows(
+        self, kind: str, project: str | None, *, after: tuple[Any, ...] | None, limit: int
+    ) -> list[Row]:
+        """Keyset page in key order (text keys compare byte-wise, as in SQLite)."""
+        spec = table(kind)
+        where: list[str] = []
+        params: list[Any] = []
+        # COLLATE "C": byte order, as SQLite's, whatever the database's locale; so both
+        # backends page (and export) rows in the same order.
+        types = dict(spec.columns)
+        keys = ", ".join(f'{k} COLLATE "C"' if types[k] == "text" else k for k in spec.key)
+        if after is not None:
+            params += list(after)
+            where.append(f"({keys}) > ({_placeholders(len(after))})")
+        if project is not None and spec.scoped:
+            params.append(project)
+            where.append(f"project = ${len(params)}")
+        sql = f"SELECT {', '.join(spec.names)} FROM {_TABLE[kind]}"
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        params.append(limit)
+        sql += f" ORDER BY {keys} LIMIT ${len(params)}"
+        async with self._session.read(f"exporting {kind} rows") as conn:
+            rows = await conn.fetch(sql, *params)
+        return [
+            {
+                name: aware(r[name]) if type_ == "time" and r[name] is not None else r[name]
+                for name, type_ in spec.columns
+            }
+            for r in rows
+        ]
+
+    async def insert_rows(self, kind: str, rows: Sequence[Row], *, keep_ids: bool) -> list[Any]:
+        """One transaction per call (a batch)."""
+        spec = table(kind)
+        sql = _insert_sql(spec, keep_ids=keep_ids)
+        columns = [n for n in spec.names if keep_ids or n != "id"]
+        out: list[Any] = []
+        async with self._session.write(f"importing {kind} rows") as conn:
+            if not keep_ids and spec.renumbered:
+                await conn.execute(_sync_sequence(kind))
+            for row in rows:
+                got = await conn.fetchval(sql, *(row[n] for n in columns))
+                out.append(got)
+        return out
+
+    async def finish_import(self) -> None:
+        """Move every id sequence past the ids written."""
+        async with self._session.write("advancing ids") as conn:
+            for spec in TABLES:
+                if spec.renumbered:
+                    await conn.execute(_sync_sequence(spec.kind))
+
+    async def backup(self, target: Path, *, progress: Progress | None = None) -> BackupReport:
+        """Not this command's job on PostgreSQL: the server's own tools copy it consistently."""
+        raise InvalidInputError("backup", "on PostgreSQL use pg_dump (see docs/postgres.md)")

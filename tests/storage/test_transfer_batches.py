@@ -1,0 +1,118 @@
+"""Imports commit every `batch` rows: other writers get in between, and a failure keeps the
+batches already committed (importing the file again completes it)."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+
+import aiosqlite
+import pytest
+import sqlean
+
+from memory_core.services import transfer
+from memory_core.storage.postgres import PostgresSession, PostgresStore
+from memory_core.storage.postgres.transfer import PostgresMemoryTransfer
+from memory_core.storage.sqlite import SqliteSession
+from memory_core.storage.sqlite.transfer import SqliteMemoryTransfer
+from memory_core.transfer_ports import MemoryTransfer
+from server.settings import Settings
+
+NOW = datetime(2026, 11, 23, tzinfo=UTC)
+T = "2026-11-20T10:00:00Z"
+
+
+def export(rows: int) -> transfer.ParsedExport:
+    header = {
+        "format": "memstrata-export",
+        "format_version": 2,
+        "schema_version": 7,
+        "exported_at": T,
+        "project": None,
+    }
+    lines = [json.dumps(header)]
+    lines += [
+        json.dumps(
+            {
+                "kind": "memory",
+                "id": i,
+                "project": "work",
+                "layer": "episodic",
+                "key": None,
+                "content": f"imported note {i}",
+                "metadata": {},
+                "session_id": None,
+                "created_at": T,
+                "updated_at": T,
+                "last_accessed": None,
+                "access_count": 0,
+                "memory_tier": "RECENT",
+                "content_hash": "",
+                "token_count": 3,
+            }
+        )
+        for i in range(1, rows + 1)
+    ]
+    return transfer.parse_export(lines, schema_version=7, now=NOW)
+
+
+async def test_another_connection_writes_between_batches_without_waiting(
+    db: aiosqlite.Connection, settings: Settings, tmp_path: Path
+) -> None:
+    path = settings.db
+    other = sqlean.connect(str(path), isolation_level=None)
+    other.execute("PRAGMA busy_timeout = 0")  # "database is locked" at once if the lock is held
+    writes: list[int] = []
+
+    async def between(done: int, total: int) -> None:
+        # Awaited after each batch: the importer's transaction must be committed by now.
+        other.execute("BEGIN IMMEDIATE")
+        other.execute(
+            "INSERT INTO context_snapshots (project, layer, content, metadata, created_at,"
+            " updated_at, access_count, memory_tier, content_hash, token_count)"
+            " VALUES ('live', 'episodic', ?, '{}', ?, ?, 0, 'RECENT', ?, 1)",
+            (
+                f"live {done}",
+                "2026-11-22T00:00:00.000000Z",
+                "2026-11-22T00:00:00.000000Z",
+                f"h{done}",
+            ),
+        )
+        other.execute("COMMIT")
+        writes.append(done)
+
+    store = SqliteMemoryTransfer(SqliteSession(db), path, gap_s=0)
+    try:
+        counts = await transfer.import_records(store, export(2_000), batch=300, progress=between)
+    finally:
+        other.close()
+    # One live write after each of the 7 batches, and after the batch of renumbered rows: the
+    # first 6 live writes took ids the file's next batch held (301, 601, ...), so those 6
+    # rows were imported under new ids at the end.
+    assert len(writes) == 8 and writes == sorted(writes) and writes[-1] == 2_000
+    assert (counts.imported, counts.renumbered, counts.skipped) == (2_000, 6, 0)
+    assert await store.count_rows("memory", "live") == 8
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_a_failed_import_keeps_its_committed_batches_and_a_rerun_completes_it(
+    db: aiosqlite.Connection, pg_store: PostgresStore, settings: Settings, backend: str
+) -> None:
+    store: MemoryTransfer = (
+        SqliteMemoryTransfer(SqliteSession(db), settings.db, gap_s=0)
+        if backend == "sqlite"
+        else PostgresMemoryTransfer(PostgresSession(pg_store.pool))
+    )
+    parsed = export(1_000)
+
+    async def killed(done: int, total: int) -> None:
+        if done >= 400:
+            raise RuntimeError("the process died")
+
+    with pytest.raises(RuntimeError):
+        await transfer.import_records(store, parsed, batch=200, progress=killed)
+    assert await store.count_rows("memory", None) == 400  # two whole batches, nothing else
+    counts = await transfer.import_records(store, parsed, batch=200)
+    assert (counts.imported, counts.skipped, counts.renumbered) == (600, 400, 0)
+    assert await store.count_rows("memory", None) == 1_000
