@@ -29,6 +29,7 @@ from memory_core.domain.inputs import (
 )
 from memory_core.domain.models import (
     AddOutcome,
+    BrowseQuery,
     Layer,
     Memory,
     MemoryDraft,
@@ -175,6 +176,9 @@ class SearchRequest(_Frozen):
     until: datetime | None = None
     limit: int = 10
     token_budget: int | None = None
+    # False for a person looking (the dashboard): the hits are not marked as used, so looking
+    # does not keep memories from ageing.
+    mark_used: bool = True
 
 
 @dataclass(frozen=True)
@@ -481,9 +485,11 @@ class MemoryService:
             list(candidates.values()), mode, tier_cutoffs(now, self.tiers), self.ranking, limit
         )
         ranked, omitted = fit_to_budget(ranked, lambda h: h.memory.token_count, token_budget)
-        handed = {
-            m.id: m for m in await self.repo.hand_out(project, [h.memory.id for h in ranked], now)
-        }
+        if request.mark_used:
+            ids = [h.memory.id for h in ranked]
+            handed = {m.id: m for m in await self.repo.hand_out(project, ids, now)}
+        else:
+            handed = {h.memory.id: h.memory for h in ranked}
         hits = [
             SearchHit(memory=handed[h.memory.id], signals=h.signals)
             for h in ranked
@@ -638,6 +644,31 @@ class MemoryService:
         if not found:
             raise MemoryNotFoundError(memory_id, project)
         return found[0]
+
+    async def peek(self, project: str, memory_id: int) -> Memory:
+        """One memory by id, as stored: unlike `read`, not marked as used (a person looking).
+
+        Raises:
+            MemoryNotFoundError: No such id in this project.
+        """
+        project = check_project(project)
+        memory = await self.repo.get(project, memory_id) if 0 < memory_id < _MAX_ID else None
+        if memory is None:
+            raise MemoryNotFoundError(memory_id, project)
+        return memory
+
+    async def browse(self, query: BrowseQuery) -> list[Memory]:
+        """A page of a project's memories, newest first, none of them marked as used.
+
+        Raises:
+            InvalidInputError: A filter is malformed (the field is named).
+        """
+        check_project(query.project)
+        check_limit("limit", query.limit, self.limits)
+        check_session(query.session_id)
+        if query.before_id is not None and query.before_id < 1:
+            raise InvalidInputError("before_id", f"must be a positive id (got {query.before_id})")
+        return await self.repo.browse(query, tier_cutoffs(self.clock.now(), self.tiers))
 
     async def forget(self, project: str, memory_id: int) -> Memory:
         """Delete one memory by id and return what it held.

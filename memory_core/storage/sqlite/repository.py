@@ -22,6 +22,7 @@ import aiosqlite
 
 from memory_core.domain.models import (
     AddOutcome,
+    BrowseQuery,
     Layer,
     Memory,
     MemoryDraft,
@@ -69,6 +70,14 @@ _OUTSIDE = (
     ("ARCHIVED", "<= :archived_after"),
     ("EXPIRED", "> :archived_after"),
 )
+# The live tier as a condition on the reference time (the strict '>' as in _LIVE_TIER).
+_TIER_RANGE = {
+    Tier.ACTIVE: f"{_REFERENCE} > :active_after",
+    Tier.RECENT: f"{_REFERENCE} > :recent_after AND {_REFERENCE} <= :active_after",
+    Tier.ARCHIVED: f"{_REFERENCE} > :archived_after AND {_REFERENCE} <= :recent_after",
+    Tier.EXPIRED: f"{_REFERENCE} <= :archived_after",
+}
+
 _MOVED = " UNION ALL ".join(
     f"SELECT '{tier}' AS stored, {_LIVE_TIER} AS live, count(*) AS n FROM context_snapshots"
     f" WHERE project = :project AND memory_tier = '{tier}' AND {_REFERENCE} {bound}"
@@ -511,6 +520,39 @@ class SqliteMemoryRepository:
                 f" ORDER BY {_REFERENCE} DESC, id DESC LIMIT ?",
                 [*params, limit],
             )
+
+    async def browse(self, query: BrowseQuery, cutoffs: TierCutoffs) -> list[Memory]:
+        """Newest id first; the live tier is a range of the reference time (see _TIER_RANGE)."""
+        where = "project = :project"
+        params: dict[str, Any] = {"project": query.project, "limit": query.limit}
+        if query.layer is not None:
+            where += " AND layer = :layer"
+            params["layer"] = query.layer.value
+        if query.session_id is not None:
+            where += " AND session_id = :session_id"
+            params["session_id"] = query.session_id
+        if query.tier is not None:
+            where += f" AND {_TIER_RANGE[query.tier]}"
+            params.update(_cutoff_params(cutoffs))
+        if query.before_id is not None:
+            where += " AND id < :before_id"
+            params["before_id"] = query.before_id
+        async with self._session.read("browse"):
+            return await self._session.fetch_memories(
+                f"SELECT * FROM context_snapshots WHERE {where} ORDER BY id DESC LIMIT :limit",
+                params,
+            )
+
+    async def use_ages(self, project: str, now: datetime, *, max_days: int) -> dict[int, int]:
+        """One GROUP BY over the project's reference times (julianday of the ISO text)."""
+        async with self._session.read("use ages"):
+            rows = await self._session.fetch(
+                f"SELECT min(CAST(julianday(:now) - julianday({_REFERENCE}) AS INTEGER), :max)"
+                " AS age, count(*) AS n FROM context_snapshots WHERE project = :project"
+                " GROUP BY age",
+                {"now": encode_time(now), "max": max_days, "project": project},
+            )
+        return {max(int(r["age"]), 0): int(r["n"]) for r in rows}
 
     # -- maintenance ----------------------------------------------------------------------
 
