@@ -53,7 +53,7 @@ from memory_core.errors import (
     MemoryNotFoundError,
 )
 from memory_core.ports import Clock, KeywordSearch, MemoryRepository
-from memory_core.services.indexing import Indexer, NearDuplicate
+from memory_core.services.indexing import Indexer, NearDuplicate, embedding_text
 
 __all__ = [
     "APPEND_BATCH_MAX",
@@ -656,6 +656,33 @@ class MemoryService:
         if memory is None:
             raise MemoryNotFoundError(memory_id, project)
         return memory
+
+    async def neighbours(self, memory: Memory, *, limit: int = 5) -> list[tuple[Memory, float]]:
+        """The project's memories nearest in meaning to a stored one, with their similarity.
+
+        Uses the row's stored vector (no model call); none when it has no vector yet or no
+        model is configured. Nothing is marked as used.
+        """
+        if self.indexer is None:
+            return []
+        text_hash = content_hash(embedding_text(memory))
+        vector = (await self.indexer.vectors.vectors_by_hash([text_hash])).get(text_hash)
+        if vector is None:
+            return []
+        matches = await self.indexer.vectors.search_vectors(
+            memory.project, vector, layer=None, limit=limit + 1
+        )
+        similar = [
+            (m.id, 1.0 - m.distance)
+            for m in matches
+            if m.id != memory.id and 1.0 - m.distance >= self.ranking.min_similarity
+        ][:limit]
+        found: list[tuple[Memory, float]] = []
+        for memory_id, similarity in similar:
+            row = await self.repo.get(memory.project, memory_id)
+            if row is not None:
+                found.append((row, round(similarity, 4)))
+        return found
 
     async def browse(self, query: BrowseQuery) -> list[Memory]:
         """A page of a project's memories, newest first, none of them marked as used.
