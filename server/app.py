@@ -14,7 +14,7 @@ from memory_core.embeddings import LazyEmbedder
 from memory_core.ports import Clock
 from server import prompts, resources
 from server import scheduler as maintenance_scheduler
-from server.app_context import AppContext
+from server.app_context import AppContext, LiveContext
 from server.container import open_container
 from server.settings import Settings
 from server.surface import MemstrataServer
@@ -50,12 +50,14 @@ def build_server(
     token_verifier: TokenVerifier | None = None,
     auth: AuthSettings | None = None,
     runtime_toolsets: bool = True,
+    live: LiveContext | None = None,
 ) -> MemstrataServer:
     """Build the MCP server; the store opens (and the scheduler starts) in its lifespan.
 
     `token_verifier` and `auth` turn on bearer auth for HTTP (see server.http_app).
     `runtime_toolsets` registers `enable_toolset`; HTTP turns it off, because one HTTP server
     serves many clients and one client's choice must not change another's tool list.
+    `live` receives the lifespan's context while it runs (the dashboard reads it).
     """
 
     @asynccontextmanager
@@ -68,13 +70,19 @@ def build_server(
                 # Rows without vectors (imports, keyword-only periods) are embedded once the
                 # model is ready; the first searches wait for it (bounded: embedding_wait).
                 container.indexer.backfill_when_ready()
-            scheduler = maintenance_scheduler.build_scheduler(container)
+            runs = maintenance_scheduler.JobRuns()
+            scheduler = maintenance_scheduler.build_scheduler(container, runs)
             if scheduler is not None:
                 scheduler.start()  # needs the running loop, so it starts here and not earlier
                 log.info("scheduler.started", jobs=[j.id for j in scheduler.get_jobs()])
+            context = AppContext(container=container, scheduler=scheduler, runs=runs)
+            if live is not None:
+                live.current = context
             try:
-                yield AppContext(container=container, scheduler=scheduler)
+                yield context
             finally:
+                if live is not None:
+                    live.current = None
                 if scheduler is not None:
                     scheduler.shutdown(wait=False)
                     log.info("scheduler.stopped")
