@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import structlog
 from mcp.server import MCPServer
@@ -15,7 +16,7 @@ from memory_core.ports import Clock
 from server import prompts, resources
 from server import scheduler as maintenance_scheduler
 from server.app_context import AppContext, LiveContext
-from server.container import open_container
+from server.container import Container, open_container
 from server.settings import Settings
 from server.surface import MemstrataServer
 from server.tools import admin, conversations, knowledge, memories, toolsets
@@ -40,6 +41,15 @@ memstrata is your long-term memory, kept across conversations.
 - Per-user rules (`preferences_find`, `playbook_find`) and a tenant's documents
   (`search_business_context`) are scoped by the user or tenant you name.
 """
+
+
+def _start_scheduler(container: Container, runs: maintenance_scheduler.JobRuns) -> Any | None:
+    """Start the maintenance jobs (None when disabled); needs the running loop."""
+    scheduler = maintenance_scheduler.build_scheduler(container, runs)
+    if scheduler is not None:
+        scheduler.start()
+        log.info("scheduler.started", jobs=[j.id for j in scheduler.get_jobs()])
+    return scheduler
 
 
 def build_server(
@@ -71,10 +81,7 @@ def build_server(
                 # model is ready; the first searches wait for it (bounded: embedding_wait).
                 container.indexer.backfill_when_ready()
             runs = maintenance_scheduler.JobRuns()
-            scheduler = maintenance_scheduler.build_scheduler(container, runs)
-            if scheduler is not None:
-                scheduler.start()  # needs the running loop, so it starts here and not earlier
-                log.info("scheduler.started", jobs=[j.id for j in scheduler.get_jobs()])
+            scheduler = _start_scheduler(container, runs)
             context = AppContext(container=container, scheduler=scheduler, runs=runs)
             if live is not None:
                 live.current = context

@@ -30,6 +30,7 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
+
 @dataclass(frozen=True)
 class JobRun:
     """One fire of a scheduled job in this process: when it ended and what it did."""
