@@ -35,9 +35,7 @@ def chromium_path() -> str | None:
 def _missing(reason: str) -> None:
     if os.environ.get("MEMSTRATA_REQUIRE_BROWSER") == "1":
         pytest.fail(f"MEMSTRATA_REQUIRE_BROWSER=1 but {reason}")
-    pytest.skip(
-        f"{reason}; install it with `apt-get install -y chromium` (make test does on CI)"
-    )
+    pytest.skip(f"{reason}; install it with `apt-get install -y chromium` (make test does on CI)")
 
 
 @pytest.fixture(scope="session")

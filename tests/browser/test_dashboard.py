@@ -83,7 +83,7 @@ async def _seed(db: Path) -> None:
     settings = Settings(db=db, embedding_model="none", project="alpha")
     async with open_container(settings, clock) as c:
         memories = c.memories
-        for i, text in enumerate(EPISODES[:6]):  # 45-40 days ago: EXPIRED
+        for text in EPISODES[:6]:  # 45-40 days ago: EXPIRED
             await memories.append("alpha", Layer.EPISODIC, text)
             clock.advance(days=1)
         clock.set(now - timedelta(days=12))  # ARCHIVED
@@ -203,9 +203,12 @@ def _shot(page: Any, name: str) -> None:
 
 
 def _ids(page: Any, table: str) -> list[int]:
-    return [int(x) for x in page.locator(f"{table} tbody tr").evaluate_all(
-        "rows => rows.map(r => r.dataset.id)"
-    )]
+    return [
+        int(x)
+        for x in page.locator(f"{table} tbody tr").evaluate_all(
+            "rows => rows.map(r => r.dataset.id)"
+        )
+    ]
 
 
 def test_login_page_asks_for_a_token_and_refuses_a_wrong_one(browser: Any, dashboard: HttpServer):
@@ -288,9 +291,7 @@ def test_conversations_show_summaries_and_the_cache(browser: Any, dashboard: Htt
     _shot(page, "conversations.png")
 
 
-def test_prune_preview_is_the_dry_run_and_running_it_deletes_those(
-    browser: Any, fresh: HttpServer
-):
+def test_prune_preview_is_the_dry_run_and_running_it_deletes_those(browser: Any, fresh: HttpServer):
     dry = _tool(fresh, "prune_expired_contexts", {"project": "alpha", "dry_run": True})
     assert len(dry["ids"]) == 6
     page = _page(browser, fresh, ADMIN)
@@ -305,7 +306,9 @@ def test_prune_preview_is_the_dry_run_and_running_it_deletes_those(
     for memory_id in dry["ids"]:
         page.goto(_base(fresh) + f"/p/alpha/memories/{memory_id}")
         assert page.get_by_role("alert").inner_text() == "No such memory."
-    assert _tool(fresh, "prune_expired_contexts", {"project": "alpha", "dry_run": True})["ids"] == []
+    assert (
+        _tool(fresh, "prune_expired_contexts", {"project": "alpha", "dry_run": True})["ids"] == []
+    )
 
 
 def test_forget_one_memory(browser: Any, fresh: HttpServer):
@@ -329,9 +332,14 @@ def test_a_project_token_sees_only_its_project(browser: Any, dashboard: HttpServ
         h["id"]
         for h in _tool(dashboard, "search", {"project": "beta", "query": BETA_MARKER})["hits"]
     ]
-    for path in ("/p/beta", "/p/beta/memories", f"/p/beta/memories/{beta_ids[0]}",
-                 "/p/beta/forgetting", "/p/beta/conversations",
-                 f"/p/beta/memories?q={BETA_MARKER}"):
+    for path in (
+        "/p/beta",
+        "/p/beta/memories",
+        f"/p/beta/memories/{beta_ids[0]}",
+        "/p/beta/forgetting",
+        "/p/beta/conversations",
+        f"/p/beta/memories?q={BETA_MARKER}",
+    ):
         response = page.goto(_base(dashboard) + path)
         assert response is not None and response.status == 403, path
         assert BETA_MARKER not in page.content()
