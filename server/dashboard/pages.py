@@ -237,6 +237,6 @@ async def conversations_page(app: AppContext, project: str) -> ConversationsPage
     lines = []
     for info in await conversations.list_sessions(project, SESSIONS_SHOWN):
         stats = await conversations.stats(project, info.session_id)
-        exported = await conversations.export(project, info.session_id)
-        lines.append(SessionLine(info=info, stats=stats, summaries=list(exported.summaries)))
+        summaries = await conversations.summaries(project, info.session_id)
+        lines.append(SessionLine(info=info, stats=stats, summaries=summaries))
     return ConversationsPage(sessions=lines)

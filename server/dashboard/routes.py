@@ -153,7 +153,8 @@ class Dashboard:
         if header[:7].lower() == "bearer ":
             bearer = self.access.from_bearer(header[7:], existing.csrf if existing else None)
             if bearer is not None:
-                return bearer, existing is None
+                # No cookie for a script: a bearer header stands alone on each request.
+                return bearer, False
         if existing is not None:
             return existing, False
         return self.access.new_session(), True
