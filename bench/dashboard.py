@@ -30,6 +30,7 @@ from pathlib import Path
 from memory_core.config import Limits
 from memory_core.domain.conversation import EntryType, Role
 from memory_core.domain.models import Layer
+from memory_core.services import maintenance
 from memory_core.services.memories import AppendItem
 from server.container import open_container
 from server.settings import ScheduleSettings, Settings
@@ -84,6 +85,9 @@ async def build(db: Path, size: int) -> None:
             items = [_item(rng, n) for n in range(start, min(size, start + batch))]
             await store.memories.append_many(PROJECT, items)
         clock.at = now - timedelta(hours=2)
+        # What the daily job does: stored tiers as of now (else every stats call would first
+        # re-derive 100k stale tiers; see get_memory_stats in "Scale").
+        await maintenance.recalculate_tiers(store.repo, clock, settings.tiers)
         for s in range(20):
             sid = f"session-{s}"
             await store.conversations.start(PROJECT, sid)
@@ -166,7 +170,7 @@ def measure(db: Path, repeats: int) -> dict[str, tuple[float, float, int]]:
             ),
             "memory detail": f"/p/{PROJECT}/memories/{detail_id}",
             "forgetting (prune dry run)": f"/p/{PROJECT}/forgetting",
-            "conversations (20 sessions)": f"/p/{PROJECT}/conversations",
+            "conversations (10 newest of 20 sessions)": f"/p/{PROJECT}/conversations",
         }
         results: dict[str, tuple[float, float, int]] = {}
         for name, path in pages.items():
