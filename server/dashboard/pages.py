@@ -82,6 +82,7 @@ class BrowsePage:
     mode: SearchMode | None = None
     notes: list[str] = field(default_factory=list)
     next_before: int | None = None
+    tiers: dict[int, Tier] = field(default_factory=dict)  # each listed memory's tier now
 
 
 @dataclass(frozen=True)
@@ -200,7 +201,14 @@ async def browse_page(
             limit=PAGE_SIZE,
         )
     )
-    return BrowsePage(memories=rows, next_before=rows[-1].id if len(rows) == PAGE_SIZE else None)
+    cutoffs = tier_cutoffs(app.container.clock.now(), app.container.settings.tiers)
+    return BrowsePage(
+        memories=rows,
+        next_before=rows[-1].id if len(rows) == PAGE_SIZE else None,
+        # The live tier, as the filter and the stats use: the stored one waits for the next
+        # recalculation.
+        tiers={m.id: classify_tier(m.reference_time, cutoffs) for m in rows},
+    )
 
 
 async def detail_page(app: AppContext, project: str, memory_id: int) -> DetailPage:

@@ -276,6 +276,9 @@ def test_browse_filters_by_tier_and_session(browser: Any, dashboard: HttpServer)
     page.goto(_base(dashboard) + "/p/alpha/memories?tier=EXPIRED")
     stats = _tool(dashboard, "get_memory_stats", {"project": "alpha"})
     assert len(_ids(page, "#memories")) == stats["by_tier"]["EXPIRED"]
+    # The tier column is the tier now (as the filter), not the stored one.
+    tiers = page.locator("#memories tbody td:nth-child(4)").all_inner_texts()
+    assert {t.strip() for t in tiers} == {"EXPIRED"}
     page.goto(_base(dashboard) + "/p/alpha/memories?session=deploy-42")
     assert len(_ids(page, "#memories")) == 3
     page.goto(_base(dashboard) + "/p/alpha/memories?tier=SOMETIMES")
