@@ -242,6 +242,13 @@ def test_overview_numbers_match_get_memory_stats(browser: Any, dashboard: HttpSe
     assert page.locator("svg.chart rect").count() > 4
     assert page.get_by_role("table").filter(has_text="recalculate_tiers").count() == 1
     _shot(page, "overview.png")
+    # Keyboard: the first Tab reaches the skip link, which moves focus to the content.
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.textContent") == "Skip to content"
+    page.keyboard.press("Enter")
+    assert page.evaluate("document.activeElement.id") == "main"
+    page.keyboard.press("Tab")
+    assert page.evaluate("document.activeElement.tagName") in ("A", "BUTTON", "INPUT")
 
 
 def test_search_shows_each_hits_signals(browser: Any, dashboard: HttpServer):
