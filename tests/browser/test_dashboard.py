@@ -353,10 +353,10 @@ def test_a_project_token_sees_only_its_project(browser: Any, dashboard: HttpServ
         response = page.goto(_base(dashboard) + path)
         assert response is not None and response.status == 403, path
         assert BETA_MARKER not in page.content()
+    _shot(page, "refused.png")
     # A beta id under alpha's name is not found: ids do not cross projects.
     response = page.goto(_base(dashboard) + f"/p/alpha/memories/{beta_ids[0]}")
     assert response is not None and response.status == 404
-    _shot(page, "refused.png")
 
 
 def test_a_post_without_the_csrf_token_is_refused(browser: Any, fresh: HttpServer):
