@@ -7,7 +7,7 @@ BIN := $(VENV)/bin
 INSPECTOR_VERSION := 0.15.0
 INSPECTOR := .inspector/node_modules/.bin/mcp-inspector
 
-.PHONY: run test lint typecheck unit e2e install dev inspector bench clean
+.PHONY: run test lint typecheck unit e2e browser install dev inspector bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,7 +51,15 @@ unit: dev
 e2e: dev inspector
 	MEMSTRATA_INSPECTOR=$(abspath $(INSPECTOR)) $(BIN)/pytest -m e2e
 
+# Only the dashboard's browser tests (headless chromium); they rewrite docs/screenshots/*.png.
+browser: dev
+	$(BIN)/pytest tests/browser
+
+# The dashboard's browser tests (tests/browser) need Debian's chromium: `apt-get install -y
+# chromium` (.ci/run installs it). Without it they skip and say so, unless
+# MEMSTRATA_REQUIRE_BROWSER=1 (set by .ci/run), where they fail. Never `playwright install`.
 test: dev inspector lint typecheck
+	@command -v chromium >/dev/null || echo "note: chromium is not installed; the dashboard's browser tests will skip (apt-get install -y chromium)"
 	MEMSTRATA_INSPECTOR=$(abspath $(INSPECTOR)) $(BIN)/pytest --cov --cov-report=term
 
 bench: dev

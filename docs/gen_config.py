@@ -43,7 +43,16 @@ README).
 SECTIONS: list[tuple[str, list[str] | str, str]] = [
     (
         "Server",
-        ["db", "project", "project_scope", "http_host", "http_port", "log_level", "log_format"],
+        [
+            "db",
+            "project",
+            "project_scope",
+            "http_host",
+            "http_port",
+            "http_dashboard",
+            "log_level",
+            "log_format",
+        ],
         "The database's parent directories are created as needed; a relative path is relative "
         "to the server's working directory. With `MEMSTRATA_PROJECT_SCOPE=git` the default "
         "project of the server (from its working directory) and of the Claude Code hooks (from "

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Protocol
 
 from memory_core.domain.models import (
     AddOutcome,
+    BrowseQuery,
     Layer,
     Memory,
     MemoryDraft,
@@ -111,6 +112,18 @@ class MemoryRepository(Protocol):
 
     async def list_recent(self, project: str, layer: Layer | None, *, limit: int) -> list[Memory]:
         """Rows most recently used (or created) first."""
+        ...
+
+    async def browse(self, query: BrowseQuery, cutoffs: TierCutoffs) -> list[Memory]:
+        """Rows passing `query`'s filters, newest id first, without touching access fields.
+
+        `query.tier` is the live tier as of `cutoffs` (from the reference time), not the
+        stored one, so the list agrees with the stats' counts.
+        """
+        ...
+
+    async def use_ages(self, project: str, now: datetime, *, max_days: int) -> dict[int, int]:
+        """Rows per whole day since their reference time (ages above `max_days` count there)."""
         ...
 
     async def hand_out(self, project: str, ids: Sequence[int], at: datetime) -> list[Memory]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 import structlog
 from mcp.server import MCPServer
@@ -14,8 +15,8 @@ from memory_core.embeddings import LazyEmbedder
 from memory_core.ports import Clock
 from server import prompts, resources
 from server import scheduler as maintenance_scheduler
-from server.app_context import AppContext
-from server.container import open_container
+from server.app_context import AppContext, LiveContext
+from server.container import Container, open_container
 from server.settings import Settings
 from server.surface import MemstrataServer
 from server.tools import admin, conversations, knowledge, memories, toolsets
@@ -42,6 +43,15 @@ memstrata is your long-term memory, kept across conversations.
 """
 
 
+def _start_scheduler(container: Container, runs: maintenance_scheduler.JobRuns) -> Any | None:
+    """Start the maintenance jobs (None when disabled); needs the running loop."""
+    scheduler = maintenance_scheduler.build_scheduler(container, runs)
+    if scheduler is not None:
+        scheduler.start()
+        log.info("scheduler.started", jobs=[j.id for j in scheduler.get_jobs()])
+    return scheduler
+
+
 def build_server(
     settings: Settings,
     *,
@@ -50,12 +60,14 @@ def build_server(
     token_verifier: TokenVerifier | None = None,
     auth: AuthSettings | None = None,
     runtime_toolsets: bool = True,
+    live: LiveContext | None = None,
 ) -> MemstrataServer:
     """Build the MCP server; the store opens (and the scheduler starts) in its lifespan.
 
     `token_verifier` and `auth` turn on bearer auth for HTTP (see server.http_app).
     `runtime_toolsets` registers `enable_toolset`; HTTP turns it off, because one HTTP server
     serves many clients and one client's choice must not change another's tool list.
+    `live` receives the lifespan's context while it runs (the dashboard reads it).
     """
 
     @asynccontextmanager
@@ -68,13 +80,16 @@ def build_server(
                 # Rows without vectors (imports, keyword-only periods) are embedded once the
                 # model is ready; the first searches wait for it (bounded: embedding_wait).
                 container.indexer.backfill_when_ready()
-            scheduler = maintenance_scheduler.build_scheduler(container)
-            if scheduler is not None:
-                scheduler.start()  # needs the running loop, so it starts here and not earlier
-                log.info("scheduler.started", jobs=[j.id for j in scheduler.get_jobs()])
+            runs = maintenance_scheduler.JobRuns()
+            scheduler = _start_scheduler(container, runs)
+            context = AppContext(container=container, scheduler=scheduler, runs=runs)
+            if live is not None:
+                live.current = context
             try:
-                yield AppContext(container=container, scheduler=scheduler)
+                yield context
             finally:
+                if live is not None:
+                    live.current = None
                 if scheduler is not None:
                     scheduler.shutdown(wait=False)
                     log.info("scheduler.stopped")

@@ -39,7 +39,7 @@ exit codes:
   3    not found (recall: no fact under that key; import/backup: no such file)
   4    problems found (doctor: a check failed; backup: the copy failed verification)
   5    refused to overwrite an existing file (export/backup without --force)
-  6    cannot listen (serve --http: the port is in use, or the address may not be bound)
+  6    cannot listen (serve --http, ui: the port is in use, or the address may not be bound)
   130  interrupted (Ctrl-C)"""
 
 _FORMATTER = argparse.RawDescriptionHelpFormatter
@@ -288,6 +288,7 @@ def _parser() -> argparse.ArgumentParser:
         cli_knowledge,
         cli_setup,
         cli_tools,
+        cli_ui,
     )
     from server.hooks import entry as hook_entry
 
@@ -295,6 +296,7 @@ def _parser() -> argparse.ArgumentParser:
     cli_copy.add_parser(sub)
     cli_setup.add_parser(sub)
     cli_tools.add_parser(sub)
+    cli_ui.add_parser(sub)
     hook_entry.add_parser(sub)
     return parser
 
@@ -307,7 +309,7 @@ def _log_level(command: str, settings: Settings, args: argparse.Namespace) -> st
     """INFO for a server's log; a one-shot command only warns unless asked (-v or the env)."""
     if args.verbose:
         return "DEBUG" if args.verbose > 1 else "INFO"
-    if command == "serve" or "log_level" in settings.model_fields_set:
+    if command in ("serve", "ui") or "log_level" in settings.model_fields_set:
         return settings.log_level
     return "WARNING"
 
@@ -369,6 +371,8 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
 
         def announce(url: str) -> None:  # called once the port is bound
             _err(f"memstrata: serving MCP at {url} (database {where})")
+            if settings.http_dashboard:
+                _err(f"memstrata: dashboard at {url.removesuffix('mcp')}")
 
         try:
             asyncio.run(serve_http(settings, host, port, insecure=args.insecure, announce=announce))
@@ -389,6 +393,7 @@ _RUNNERS = {
     "copy-store": ("cli_copy", "run_command"),
     "setup": ("cli_setup", "run_command"),
     "tools": ("cli_tools", "run_command"),
+    "ui": ("cli_ui", "run_ui"),
     "maintain": ("cli_memory", "run_maintain"),
     "reindex": ("cli_memory", "run_reindex"),
     "stats": ("cli_memory", "run_stats"),

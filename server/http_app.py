@@ -1,4 +1,7 @@
-"""The ASGI app `serve --http` runs: MCP streamable HTTP behind auth, host checks and limits."""
+"""The ASGI app `serve --http` runs: MCP streamable HTTP behind auth, host checks and limits.
+
+The dashboard (server.dashboard) is mounted beside /mcp in the same app and process.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +12,7 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
 
+from server.app_context import LiveContext
 from server.auth import AuthConfigError, TokenAuthority, is_loopback, load_authority
 from server.http_guard import HttpGuard
 from server.settings import Settings
@@ -101,7 +105,10 @@ async def build_http_app(
         # No OAuth server and no resource metadata: the issuer URL is required by the model
         # but only used for those, so it names this server.
         auth = AuthSettings(issuer_url=f"http://{host}:{port}", resource_server_url=None)
-    mcp = build_server(settings, token_verifier=authority, auth=auth, runtime_toolsets=False)
+    live = LiveContext()
+    mcp = build_server(
+        settings, token_verifier=authority, auth=auth, runtime_toolsets=False, live=live
+    )
     tools = await mcp.list_tools()
     read_only = frozenset(
         t.name for t in tools if t.annotations is not None and t.annotations.read_only_hint
@@ -111,12 +118,23 @@ async def build_http_app(
     # Stateless: every request stands alone, so no client can pile up sessions (each one a
     # task and its buffers, up to the SDK's 10,000) and lock every other client out; the
     # tools need no server-to-client requests, and progress still streams in the response.
+    security = transport_security(settings, host)
     app = mcp.streamable_http_app(
         stateless_http=True,
         host=host,
-        transport_security=transport_security(settings, host),
+        transport_security=security,
         max_request_body_size=settings.http_max_body_bytes,
     )
+    if settings.http_dashboard:
+        # Deferred: Jinja2 and the templates load only when the dashboard is served.
+        from server.dashboard.access import DashboardAccess
+        from server.dashboard.routes import Dashboard
+
+        dashboard = Dashboard(
+            live, DashboardAccess(authority), security, settings.default_project()
+        )
+        # After /mcp: the dashboard's routes never shadow the MCP endpoint.
+        app.router.routes.extend(dashboard.routes())
     log.info(
         "http.auth",
         enabled=authority is not None,

@@ -6,6 +6,7 @@ APScheduler 3 is untyped; its use stays in this module.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -17,9 +18,39 @@ from memory_core.services import maintenance
 from server.backends import LocalJobLeases
 from server.container import Container
 
-__all__ = ["build_scheduler", "once_per_schedule", "parse_cron", "prune_job", "recalculate_job"]
+__all__ = [
+    "JobRun",
+    "JobRuns",
+    "build_scheduler",
+    "once_per_schedule",
+    "parse_cron",
+    "prune_job",
+    "recalculate_job",
+]
 
 log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class JobRun:
+    """One fire of a scheduled job in this process: when it ended and what it did."""
+
+    finished: datetime
+    result: int | None  # rows changed or deleted; None when another replica ran the slot
+    skipped: str | None = None
+    failed: bool = False
+
+
+@dataclass
+class JobRuns:
+    """The last run of each job in this process (the dashboard shows them); not persisted."""
+
+    last: dict[str, JobRun] = field(default_factory=dict)
+
+    def record(self, job_id: str, run: JobRun) -> None:
+        """Keep `run` as the job's latest."""
+        self.last[job_id] = run
+
 
 RECALCULATE_JOB = "recalculate_tiers"
 PRUNE_JOB = "prune_expired"
@@ -125,30 +156,44 @@ def schedule_slot(trigger: Any, now: datetime) -> datetime:
 
 
 def once_per_schedule(
-    job_id: str, trigger: Any, func: Callable[[Container], Awaitable[int]]
+    job_id: str,
+    trigger: Any,
+    func: Callable[[Container], Awaitable[int]],
+    runs: JobRuns | None = None,
 ) -> Callable[[Container], Awaitable[int | None]]:
     """Wrap a job so that one replica runs each fire; each logs whether it ran or skipped.
 
     On PostgreSQL the container's leases take an advisory lock and claim the slot; on SQLite
-    every fire runs (LocalJobLeases), as before.
+    every fire runs (LocalJobLeases), as before. Each outcome is also kept in `runs`.
     """
 
     async def run(container: Container) -> int | None:
         leases = container.leases or LocalJobLeases()
         slot = schedule_slot(trigger, datetime.now(UTC))
-        async with leases.claim(job_id, slot) as skipped:
-            if skipped is not None:
-                log.info("maintenance.skipped", job=job_id, slot=slot.isoformat(), reason=skipped)
-                return None
-            result = await func(container)
-            log.info("maintenance.ran", job=job_id, slot=slot.isoformat(), result=result)
-            return result
+        try:
+            async with leases.claim(job_id, slot) as skipped:
+                if skipped is not None:
+                    log.info(
+                        "maintenance.skipped", job=job_id, slot=slot.isoformat(), reason=skipped
+                    )
+                    if runs is not None:
+                        runs.record(job_id, JobRun(datetime.now(UTC), None, skipped=skipped))
+                    return None
+                result = await func(container)
+                log.info("maintenance.ran", job=job_id, slot=slot.isoformat(), result=result)
+        except Exception:
+            if runs is not None:
+                runs.record(job_id, JobRun(datetime.now(UTC), None, failed=True))
+            raise
+        if runs is not None:
+            runs.record(job_id, JobRun(datetime.now(UTC), result))
+        return result
 
     run.__name__ = f"{job_id}_once"
     return run
 
 
-def build_scheduler(container: Container) -> Any | None:
+def build_scheduler(container: Container, runs: JobRuns | None = None) -> Any | None:
     """An AsyncIOScheduler with the configured jobs, not yet started; None when disabled.
 
     Jobs coalesce and never overlap, and both are idempotent, so several server processes on
@@ -167,7 +212,7 @@ def build_scheduler(container: Container) -> Any | None:
             continue
         trigger = parse_cron(cron)
         scheduler.add_job(
-            once_per_schedule(job_id, trigger, func),
+            once_per_schedule(job_id, trigger, func, runs),
             trigger,
             args=[container],
             id=job_id,

@@ -172,6 +172,11 @@ class Settings(BaseSettings):
     )
     http_host: str = Field("127.0.0.1", description="Interface `serve --http` binds to.")
     http_port: int = Field(8765, ge=1, le=65535, description="Port `serve --http` listens on.")
+    http_dashboard: bool = Field(
+        True,
+        description="`serve --http` also serves the web dashboard at / (same tokens and "
+        "project grants as /mcp; `memstrata ui` opens it).",
+    )
     redaction: RedactionPolicy = Field(default_factory=RedactionPolicy)
     auth_tokens: str | None = Field(
         None,

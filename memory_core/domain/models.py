@@ -11,6 +11,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
 
 __all__ = [
     "AddOutcome",
+    "BrowseQuery",
     "Layer",
     "Memory",
     "MemoryDraft",
@@ -145,6 +146,17 @@ class TextQuery(_Frozen):
     session_id: str | None = None
     since: datetime | None = None
     until: datetime | None = None
+    limit: int = 50
+
+
+class BrowseQuery(_Frozen):
+    """A page of a project's memories, newest first, narrowed by layer, live tier or session."""
+
+    project: str
+    layer: Layer | None = None
+    tier: Tier | None = Field(None, description="The tier as of now (from the reference time).")
+    session_id: str | None = None
+    before_id: int | None = Field(None, description="Only rows with a smaller id (next page).")
     limit: int = 50
 
 

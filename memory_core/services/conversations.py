@@ -426,6 +426,10 @@ class ConversationService:
             cache=tuple(cache),
         )
 
+    async def summaries(self, project: str, session_id: str) -> list[Summary]:
+        """The session's compression history: every summary, oldest first."""
+        return await self._store.summaries(check_project(project), _session_id(session_id))
+
     # --- compression ------------------------------------------------------------------------
 
     async def compress(

@@ -15,7 +15,7 @@ from memory_core.domain.tiers import tier_cutoffs
 from memory_core.errors import InvalidInputError
 from memory_core.ports import Clock, MemoryRepository
 
-__all__ = ["StatsReport", "memory_stats", "prune_expired", "recalculate_tiers"]
+__all__ = ["StatsReport", "memory_stats", "prune_expired", "recalculate_tiers", "use_ages"]
 
 log = structlog.get_logger(__name__)
 
@@ -122,3 +122,17 @@ async def memory_stats(
     """Counts per tier (as of now) and layer, sizes, dates and health notes of a project."""
     stats = await repo.stats(check_project(project), tier_cutoffs(clock.now(), policy))
     return StatsReport(stats=stats, health=assess_health(stats))
+
+
+async def use_ages(
+    repo: MemoryRepository, clock: Clock, project: str, *, max_days: int = 60
+) -> dict[int, int]:
+    """How many memories were last used (else created) N whole days ago, N from 0 to max_days.
+
+    Every day is present (0 when none); older ones are counted at `max_days`. Tiers are bands
+    of this age, so it shows how the project will age if nothing is used.
+    """
+    if not 1 <= max_days <= 3650:
+        raise InvalidInputError("max_days", f"must be 1 to 3650 (got {max_days})")
+    found = await repo.use_ages(check_project(project), clock.now(), max_days=max_days)
+    return {day: found.get(day, 0) for day in range(max_days + 1)}

@@ -29,6 +29,7 @@ from memory_core.domain.inputs import (
 )
 from memory_core.domain.models import (
     AddOutcome,
+    BrowseQuery,
     Layer,
     Memory,
     MemoryDraft,
@@ -52,7 +53,7 @@ from memory_core.errors import (
     MemoryNotFoundError,
 )
 from memory_core.ports import Clock, KeywordSearch, MemoryRepository
-from memory_core.services.indexing import Indexer, NearDuplicate
+from memory_core.services.indexing import Indexer, NearDuplicate, embedding_text
 
 __all__ = [
     "APPEND_BATCH_MAX",
@@ -175,6 +176,9 @@ class SearchRequest(_Frozen):
     until: datetime | None = None
     limit: int = 10
     token_budget: int | None = None
+    # False for a person looking (the dashboard): the hits are not marked as used, so looking
+    # does not keep memories from ageing.
+    mark_used: bool = True
 
 
 @dataclass(frozen=True)
@@ -481,9 +485,11 @@ class MemoryService:
             list(candidates.values()), mode, tier_cutoffs(now, self.tiers), self.ranking, limit
         )
         ranked, omitted = fit_to_budget(ranked, lambda h: h.memory.token_count, token_budget)
-        handed = {
-            m.id: m for m in await self.repo.hand_out(project, [h.memory.id for h in ranked], now)
-        }
+        if request.mark_used:
+            ids = [h.memory.id for h in ranked]
+            handed = {m.id: m for m in await self.repo.hand_out(project, ids, now)}
+        else:
+            handed = {h.memory.id: h.memory for h in ranked}
         hits = [
             SearchHit(memory=handed[h.memory.id], signals=h.signals)
             for h in ranked
@@ -638,6 +644,58 @@ class MemoryService:
         if not found:
             raise MemoryNotFoundError(memory_id, project)
         return found[0]
+
+    async def peek(self, project: str, memory_id: int) -> Memory:
+        """One memory by id, as stored: unlike `read`, not marked as used (a person looking).
+
+        Raises:
+            MemoryNotFoundError: No such id in this project.
+        """
+        project = check_project(project)
+        memory = await self.repo.get(project, memory_id) if 0 < memory_id < _MAX_ID else None
+        if memory is None:
+            raise MemoryNotFoundError(memory_id, project)
+        return memory
+
+    async def neighbours(self, memory: Memory, *, limit: int = 5) -> list[tuple[Memory, float]]:
+        """The project's memories nearest in meaning to a stored one, with their similarity.
+
+        Uses the row's stored vector (no model call); none when it has no vector yet or no
+        model is configured. Nothing is marked as used.
+        """
+        if self.indexer is None:
+            return []
+        text_hash = content_hash(embedding_text(memory))
+        vector = (await self.indexer.vectors.vectors_by_hash([text_hash])).get(text_hash)
+        if vector is None:
+            return []
+        matches = await self.indexer.vectors.search_vectors(
+            memory.project, vector, layer=None, limit=limit + 1
+        )
+        similar = [
+            (m.id, 1.0 - m.distance)
+            for m in matches
+            if m.id != memory.id and 1.0 - m.distance >= self.ranking.min_similarity
+        ][:limit]
+        found: list[tuple[Memory, float]] = []
+        for memory_id, similarity in similar:
+            row = await self.repo.get(memory.project, memory_id)
+            if row is not None:
+                found.append((row, round(similarity, 4)))
+        return found
+
+    async def browse(self, query: BrowseQuery) -> list[Memory]:
+        """A page of a project's memories, newest first, none of them marked as used.
+
+        Raises:
+            InvalidInputError: A filter is malformed (the field is named).
+        """
+        check_project(query.project)
+        check_limit("limit", query.limit, self.limits)
+        check_session(query.session_id)
+        if query.before_id is not None and query.before_id < 1:
+            raise InvalidInputError("before_id", f"must be a positive id (got {query.before_id})")
+        return await self.repo.browse(query, tier_cutoffs(self.clock.now(), self.tiers))
 
     async def forget(self, project: str, memory_id: int) -> Memory:
         """Delete one memory by id and return what it held.

@@ -39,6 +39,13 @@ def test_the_wheel_holds_migrations_tokenizer_and_console_script(wheel: Path) ->
     assert shipped_sql == sorted(p.name for p in (ROOT / "migrations" / "sqlite").glob("*.sql"))
     data = "memory_core/embeddings/data/all-MiniLM-L6-v2/"
     assert {data + "tokenizer.json", data + "NOTICE"} <= names
+    # The dashboard's templates and its one stylesheet (no CDN: the pages work offline).
+    dashboard = "server/dashboard/"
+    templates = {
+        dashboard + "templates/" + p.name
+        for p in (ROOT / "server" / "dashboard" / "templates").glob("*.html")
+    }
+    assert templates and templates | {dashboard + "static/dashboard.css"} <= names
     assert "memstrata = server.cli_entry:main" in scripts  # hooks dispatch before server.cli
     assert not [n for n in names if "/tests/" in n or n.startswith("tests/")]
 

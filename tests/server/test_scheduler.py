@@ -12,7 +12,9 @@ from server.container import Container, open_container
 from server.scheduler import (
     PRUNE_JOB,
     RECALCULATE_JOB,
+    JobRuns,
     build_scheduler,
+    once_per_schedule,
     parse_cron,
     prune_job,
     recalculate_job,
@@ -157,3 +159,21 @@ def fired_weekdays(expression: str) -> set[str]:
 )
 def test_weekdays_fired_follow_crontab(field: str, days: set[str]) -> None:
     assert fired_weekdays(f"0 0 * * {field}") == days
+
+
+async def test_each_runs_outcome_is_kept_for_the_dashboard(settings: Settings) -> None:
+    runs = JobRuns()
+    wrapped = once_per_schedule("prune_expired", parse_cron("* * * * *"), prune_job, runs)
+
+    async def broken(container: Container) -> int:
+        raise RuntimeError("disk on fire")
+
+    failing = once_per_schedule("recalculate_tiers", parse_cron("* * * * *"), broken, runs)
+    async with open_container(settings) as container:
+        assert await wrapped(container) == 0
+        with pytest.raises(RuntimeError):
+            await failing(container)
+    done, failed = runs.last["prune_expired"], runs.last["recalculate_tiers"]
+    assert done.result == 0 and not done.failed and done.skipped is None
+    assert failed.failed and failed.result is None
+    assert done.finished <= failed.finished <= datetime.now(UTC)

@@ -112,6 +112,10 @@ async def test_too_few_eligible_entries_do_not_compress(
     result = await svc.compress(P, "s", "fallback")
     assert result.status == "compressed" and result.summary is not None
     assert result.summary.entry_ids == (1, 2, 3, 4, 5)
+    # The compression history the dashboard shows: the summaries, oldest first.
+    assert await svc.summaries(P, "s") == [result.summary]
+    with pytest.raises(SessionNotFoundError):
+        await svc.summaries(P, "other")
 
 
 async def test_summary_links_entries_and_records_its_numbers(

@@ -153,3 +153,27 @@ async def test_concurrent_appends_share_model_calls(
         SearchRequest(project="p", query="concurrent note 7", mode=SearchMode.SEMANTIC)
     )
     assert hits.hits[0].memory.content == "concurrent note 7"
+
+
+async def test_neighbours_come_from_stored_vectors_without_marking_used(
+    semantic: tuple[MemoryService, FakeEmbedder],
+) -> None:
+    service, fake = semantic
+    tea = (await service.append("p", Layer.EPISODIC, "green tea in the morning")).memory
+    close = (await service.append("p", Layer.EPISODIC, "green tea in the evening")).memory
+    await service.append("p", Layer.EPISODIC, "quarterly budget review")
+    await service.append("q", Layer.EPISODIC, "green tea in the morning too")
+    calls = len(fake.calls)
+    found = await service.neighbours(tea)
+    assert [m.id for m, _ in found] == [close.id]
+    assert 0 < found[0][1] <= 1
+    assert found[0][0].access_count == 0
+    assert len(fake.calls) == calls  # the stored vector was used, not the model
+    keyword_only = MemoryService(
+        repo=service.repo,
+        clock=service.clock,
+        limits=service.limits,
+        tiers=service.tiers,
+        ranking=service.ranking,
+    )
+    assert await keyword_only.neighbours(tea) == []

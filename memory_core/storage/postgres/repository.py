@@ -15,6 +15,7 @@ from typing import Any
 
 from memory_core.domain.models import (
     AddOutcome,
+    BrowseQuery,
     Layer,
     Memory,
     MemoryDraft,
@@ -526,6 +527,50 @@ class PostgresMemoryRepository:
                 f" ORDER BY {_REFERENCE} DESC, id DESC LIMIT $2",
                 *args,
             )
+
+    async def browse(self, query: BrowseQuery, cutoffs: TierCutoffs) -> list[Memory]:
+        """Newest id first; the live tier is a range of the reference time."""
+        args: list[Any] = [query.project, query.limit]
+        where = "project = $1"
+        if query.layer is not None:
+            args.append(query.layer.value)
+            where += f" AND layer = ${len(args)}"
+        if query.session_id is not None:
+            args.append(query.session_id)
+            where += f" AND session_id = ${len(args)}"
+        if query.tier is not None:
+            bounds = _cutoffs(cutoffs)
+            newer = {Tier.ACTIVE: None, Tier.RECENT: 0, Tier.ARCHIVED: 1, Tier.EXPIRED: 2}
+            older = {Tier.ACTIVE: 0, Tier.RECENT: 1, Tier.ARCHIVED: 2, Tier.EXPIRED: None}
+            above, at_most = older[query.tier], newer[query.tier]
+            if above is not None:
+                args.append(bounds[above])
+                where += f" AND {_REFERENCE} > ${len(args)}"
+            if at_most is not None:
+                args.append(bounds[at_most])
+                where += f" AND {_REFERENCE} <= ${len(args)}"
+        if query.before_id is not None:
+            args.append(query.before_id)
+            where += f" AND id < ${len(args)}"
+        async with self._session.read("browse") as conn:
+            return await PostgresSession.memories(
+                conn,
+                f"SELECT {COLUMNS} FROM context_snapshots WHERE {where} ORDER BY id DESC LIMIT $2",
+                *args,
+            )
+
+    async def use_ages(self, project: str, now: datetime, *, max_days: int) -> dict[int, int]:
+        """One GROUP BY over the project's reference times."""
+        async with self._session.read("use ages") as conn:
+            rows = await conn.fetch(
+                "SELECT least(floor(extract(epoch FROM ($2 - "
+                f"{_REFERENCE})) / 86400)::bigint, $3) AS age, count(*) AS n"
+                " FROM context_snapshots WHERE project = $1 GROUP BY age",
+                project,
+                aware(now),
+                max_days,
+            )
+        return {max(int(r["age"]), 0): int(r["n"]) for r in rows}
 
     # -- maintenance ----------------------------------------------------------------------
 

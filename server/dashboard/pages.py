@@ -1,0 +1,261 @@
+"""What each dashboard page shows, gathered through the same services as the MCP tools.
+
+No SQL and no second data path: the overview's counts are `get_memory_stats`'s report, the
+forgetting page's list is `prune_expired_contexts`'s dry run, and so on. Looking never marks a
+memory as used (search with `mark_used=False`, `peek`, `browse`), so a person browsing does
+not keep memories from ageing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from memory_core.domain.conversation import CachedResult, SessionInfo, SessionStats, Summary
+from memory_core.domain.health import HealthNote
+from memory_core.domain.models import (
+    BrowseQuery,
+    Layer,
+    Memory,
+    SearchHit,
+    SearchMode,
+    StoreStats,
+    Tier,
+)
+from memory_core.domain.tiers import classify_tier, tier_cutoffs
+from memory_core.services import maintenance
+from memory_core.services.memories import SearchRequest
+from server.app_context import AppContext
+from server.dashboard.chart import AgeBar, TierBand, age_bars, tier_bands
+
+__all__ = [
+    "BrowsePage",
+    "ConversationsPage",
+    "DetailPage",
+    "ForgettingPage",
+    "JobLine",
+    "OverviewPage",
+    "browse_page",
+    "conversations_page",
+    "detail_page",
+    "forgetting_page",
+    "overview_page",
+]
+
+PAGE_SIZE = 50
+PRUNE_SHOWN = 200  # rows of the dry run shown with their text; the ids are all listed
+SESSIONS_SHOWN = 10  # each costs a stats read of its entries (~5-10 ms at 30 entries)
+
+
+@dataclass(frozen=True)
+class JobLine:
+    """A scheduled job: when it runs next and how its last run in this process went."""
+
+    name: str
+    next_run: datetime | None
+    last_finished: datetime | None
+    last_result: str
+
+
+@dataclass(frozen=True)
+class OverviewPage:
+    """Counts, charts, schedule and health of one project."""
+
+    stats: StoreStats
+    health: list[HealthNote]
+    bands: list[TierBand]
+    bars: list[AgeBar]
+    max_days: int
+    archived_days: float
+    jobs: list[JobLine]
+    model: str
+    vectors: tuple[int, int] | None  # (with a vector, without), whole store
+
+
+@dataclass(frozen=True)
+class BrowsePage:
+    """A list of memories, or of search hits with their signals."""
+
+    memories: list[Memory] = field(default_factory=list)
+    hits: list[SearchHit] = field(default_factory=list)
+    searched: bool = False
+    mode: SearchMode | None = None
+    notes: list[str] = field(default_factory=list)
+    next_before: int | None = None
+    tiers: dict[int, Tier] = field(default_factory=dict)  # each listed memory's tier now
+
+
+@dataclass(frozen=True)
+class DetailPage:
+    """One memory, its live tier and its nearest neighbours."""
+
+    memory: Memory
+    tier: Tier
+    neighbours: list[tuple[Memory, float]]
+
+
+@dataclass(frozen=True)
+class ForgettingPage:
+    """The prune dry run: its first ids and rows, and how many it lists in all."""
+
+    ids: list[int]
+    rows: list[Memory]
+    total: int
+
+
+@dataclass(frozen=True)
+class SessionLine:
+    """One conversation session and its counts."""
+
+    info: SessionInfo
+    stats: SessionStats
+    summaries: list[Summary]
+
+    @property
+    def cache(self) -> tuple[CachedResult, ...]:
+        """The session's tool-result cache."""
+        return self.stats.cache
+
+
+@dataclass(frozen=True)
+class ConversationsPage:
+    """The most recently updated sessions."""
+
+    sessions: list[SessionLine]
+
+
+def _describe_run(app: AppContext, job_id: str) -> tuple[datetime | None, str]:
+    run = app.runs.last.get(job_id)
+    if run is None:
+        return None, "not run since the server started"
+    if run.failed:
+        return run.finished, "failed (see the server log)"
+    if run.skipped is not None:
+        return run.finished, f"skipped: {run.skipped}"
+    return run.finished, f"{run.result} rows"
+
+
+async def overview_page(app: AppContext, project: str) -> OverviewPage:
+    """The overview of `project`."""
+    c = app.container
+    report = await maintenance.memory_stats(c.repo, c.clock, c.settings.tiers, project)
+    max_days = int(c.settings.tiers.archived_days) + 15
+    ages = await maintenance.use_ages(c.repo, c.clock, project, max_days=max_days)
+    jobs: list[JobLine] = []
+    if app.scheduler is not None:
+        for job in app.scheduler.get_jobs():
+            finished, result = _describe_run(app, job.id)
+            jobs.append(JobLine(job.id, job.next_run_time, finished, result))
+    vectors = None
+    if c.indexer is not None:
+        vectors = await c.indexer.vectors.vector_stats()
+    return OverviewPage(
+        stats=report.stats,
+        health=report.health,
+        bands=tier_bands(report.stats.by_tier),
+        bars=age_bars(ages, c.settings.tiers),
+        max_days=max_days,
+        archived_days=c.settings.tiers.archived_days,
+        jobs=jobs,
+        model=c.embedder.model_id if c.embedder is not None else "none (keyword search only)",
+        vectors=vectors,
+    )
+
+
+async def browse_page(
+    app: AppContext,
+    project: str,
+    *,
+    text: str | None,
+    mode: SearchMode,
+    layer: Layer | None,
+    tier: Tier | None,
+    session_id: str | None,
+    before_id: int | None,
+) -> BrowsePage:
+    """The memories of `project` newest first, or the hits of a search for `text`."""
+    memories = app.container.memories
+    if text:
+        result = await memories.search(
+            SearchRequest(
+                project=project,
+                query=text,
+                mode=mode,
+                layer=layer,
+                session_id=session_id,
+                limit=PAGE_SIZE,
+                mark_used=False,
+            )
+        )
+        # Search has no tier filter (tiers only weigh the ranking); narrowing its hits by the
+        # tier each was ranked with keeps the page's filters meaning the same thing.
+        hits = [h for h in result.hits if tier is None or h.signals.tier is tier]
+        return BrowsePage(hits=hits, searched=True, mode=result.mode, notes=result.notes)
+    rows = await memories.browse(
+        BrowseQuery(
+            project=project,
+            layer=layer,
+            tier=tier,
+            session_id=session_id,
+            before_id=before_id,
+            limit=PAGE_SIZE,
+        )
+    )
+    cutoffs = tier_cutoffs(app.container.clock.now(), app.container.settings.tiers)
+    return BrowsePage(
+        memories=rows,
+        next_before=rows[-1].id if len(rows) == PAGE_SIZE else None,
+        # The live tier, as the filter and the stats use: the stored one waits for the next
+        # recalculation.
+        tiers={m.id: classify_tier(m.reference_time, cutoffs) for m in rows},
+    )
+
+
+async def detail_page(app: AppContext, project: str, memory_id: int) -> DetailPage:
+    """One memory of `project`, not marked as used.
+
+    Raises:
+        MemoryNotFoundError: No such memory in the project.
+    """
+    c = app.container
+    memory = await c.memories.peek(project, memory_id)
+    tier = classify_tier(memory.reference_time, tier_cutoffs(c.clock.now(), c.settings.tiers))
+    return DetailPage(memory=memory, tier=tier, neighbours=await c.memories.neighbours(memory))
+
+
+async def forgetting_page(app: AppContext, project: str) -> ForgettingPage:
+    """What `prune_expired_contexts(dry_run=true)` lists for `project` now: its first rows.
+
+    Trigger: a large backlog (40k expired rows at 100k). Why: listing every id costs the
+    tool's full dry run (290 ms there) and a page nobody reads. Outcome: the dry run with
+    `limit` gives the first PRUNE_SHOWN in the same order, and the EXPIRED count of the stats
+    (the same condition on the reference time) gives how many the prune would delete.
+    """
+    c = app.container
+    outcome = await maintenance.prune_expired(
+        c.repo, c.clock, c.settings.tiers, project=project, dry_run=True, limit=PRUNE_SHOWN
+    )
+    total = len(outcome.ids)
+    if total == PRUNE_SHOWN:
+        report = await maintenance.memory_stats(c.repo, c.clock, c.settings.tiers, project)
+        total = max(total, report.stats.by_tier[Tier.EXPIRED])
+    rows = [await c.memories.peek(project, memory_id) for memory_id in outcome.ids]
+    return ForgettingPage(ids=outcome.ids, rows=rows, total=total)
+
+
+async def run_prune(app: AppContext, project: str) -> list[int]:
+    """Prune `project` as `prune_expired_contexts` does; returns the ids deleted."""
+    c = app.container
+    outcome = await maintenance.prune_expired(c.repo, c.clock, c.settings.tiers, project=project)
+    return outcome.ids
+
+
+async def conversations_page(app: AppContext, project: str) -> ConversationsPage:
+    """The latest sessions of `project` with their counts, summaries and cached results."""
+    conversations = app.container.conversations
+    lines = []
+    for info in await conversations.list_sessions(project, SESSIONS_SHOWN):
+        stats = await conversations.stats(project, info.session_id)
+        summaries = await conversations.summaries(project, info.session_id)
+        lines.append(SessionLine(info=info, stats=stats, summaries=summaries))
+    return ConversationsPage(sessions=lines)
