@@ -38,9 +38,14 @@ def _missing(reason: str) -> None:
     pytest.skip(f"{reason}; install it with `apt-get install -y chromium` (make test does on CI)")
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
-    """One headless Chromium for the session."""
+    """One headless Chromium per test module.
+
+    Not per session: Playwright's sync API marks an event loop as running in the main thread
+    while it is open, and later tests that call asyncio.run() (the PostgreSQL fixture) would
+    fail if it stayed open past this folder.
+    """
     executable = chromium_path()
     if executable is None:
         _missing("Debian's chromium is not installed")
