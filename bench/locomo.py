@@ -99,6 +99,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         fusion=args.fusion,
         session_weight=args.session_weight,
         session_top=args.session_top,
+        author_weight=args.author_weight,
     )
     stack = contextlib.AsyncExitStack()
     store = await stack.enter_async_context(
@@ -119,6 +120,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "caption": args.caption,
         "context": args.context,
         "context_words": args.context_words,
+        "author": args.author,
     }
     if reuse:
         # Tuning ranking flags only: the store of an earlier run with the same text options.
@@ -154,6 +156,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     "timestamp": m["timestamp"],
                 },
                 session_id=f"{m['conversation_id']}:S{m['session']}",
+                author=m["speaker"] if args.author else None,
             )
             ids[result.outcome.memory.id].append(m["id"])
         if indexer is not None:
@@ -245,6 +248,18 @@ def main(argv: list[str] | None = None) -> None:
         help="lift from the memory's session (0: off)",
     )
     parser.add_argument("--session-top", type=int, default=RankingPolicy().session_top)
+    parser.add_argument(
+        "--author",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="store each turn's speaker as the memory's author",
+    )
+    parser.add_argument(
+        "--author-weight",
+        type=float,
+        default=RankingPolicy().author_weight,
+        help="lift for memories whose author the question names (0: off)",
+    )
     parser.add_argument(
         "--db", type=Path, help="keep the store here and reuse it on the next run (tuning)"
     )

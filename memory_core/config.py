@@ -74,6 +74,13 @@ class RankingPolicy(BaseModel):
     session_top: int = Field(
         3, ge=1, description="How many of a session's best candidates make up its strength."
     )
+    # Measured on LoCoMo dev (docs/benchmarks.md, "Who said it").
+    author_weight: float = Field(
+        0.2,
+        ge=0,
+        description="Share of the best candidate's relevance added to memories whose author "
+        "the query names (by full name or first name; 0 turns it off).",
+    )
     min_similarity: float = Field(
         0.2, ge=-1, le=1, description="Vector hits below this cosine similarity are dropped."
     )

@@ -84,8 +84,10 @@ def _memory_label(layer: Layer, key: str | None) -> str:
     return f"{layer.value} {key}"
 
 
-def _meta(metadata: dict[str, JsonValue], session_id: str | None) -> str:
+def _meta(metadata: dict[str, JsonValue], session_id: str | None, author: str | None = None) -> str:
     parts = []
+    if author:
+        parts.append(f"by {author}")
     if session_id:
         parts.append(f"session={session_id}")
     if metadata:
@@ -102,6 +104,7 @@ class MemoryOut(BaseModel):
     content: str
     metadata: dict[str, JsonValue]
     session_id: str | None
+    author: str | None = None
     tier: Tier
     created_at: datetime
     updated_at: datetime
@@ -119,6 +122,7 @@ class MemoryOut(BaseModel):
             content=m.content,
             metadata=m.metadata,
             session_id=m.session_id,
+            author=m.author,
             tier=m.tier,
             created_at=m.created_at,
             updated_at=m.updated_at,
@@ -178,6 +182,7 @@ class AppendItemIn(BaseModel):
         None, description="Optional JSON object stored with the memory."
     )
     session_id: str | None = Field(None, description="Conversation/session scope.")
+    author: str | None = Field(None, description="Who said or wrote it.")
 
 
 class AppendManyOut(BaseModel):
@@ -280,6 +285,7 @@ class SearchHitOut(BaseModel):
     content: str
     metadata: dict[str, JsonValue]
     session_id: str | None
+    author: str | None = None
     created_at: datetime
     tier: Tier = Field(description="Tier the hit had when ranked (it is ACTIVE now).")
     score: float
@@ -317,6 +323,7 @@ class SearchOut(BaseModel):
                     content=h.memory.content,
                     metadata=h.memory.metadata,
                     session_id=h.memory.session_id,
+                    author=h.memory.author,
                     created_at=h.memory.created_at,
                     tier=h.signals.tier,
                     score=h.signals.score,
@@ -339,7 +346,8 @@ class SearchOut(BaseModel):
             label = _memory_label(h.layer, h.key)
             when = h.created_at.date().isoformat()
             word = relevance_word(h.signals.relevance)
-            line = f"#{h.id} {label} {h.tier.value} {word} {when}{_meta(h.metadata, h.session_id)}"
+            meta = _meta(h.metadata, h.session_id, h.author)
+            line = f"#{h.id} {label} {h.tier.value} {word} {when}{meta}"
             if self._explain:
                 line += f" [{_signals(h.signals)}]"
             lines.append(f"{line}: {_text(h.content)}")
@@ -357,6 +365,8 @@ def _signals(s: RankSignals) -> str:
     parts.append(f"relevance {s.relevance:.2f}")
     if s.session_lift:
         parts.append(f"session +{s.session_lift:.2f}")
+    if s.author_lift:
+        parts.append(f"author +{s.author_lift:.2f}")
     parts.append(f"tier {s.tier_boost:+.1f}")
     parts.append(f"recency {s.recency:.2f}")
     parts.append(f"score {s.score:.2f}")
@@ -407,7 +417,7 @@ class ContextOut(BaseModel):
         for m in self.items:
             label = _memory_label(m.layer, m.key)
             when = m.updated_at.date().isoformat()
-            meta = _meta(m.metadata, m.session_id)
+            meta = _meta(m.metadata, m.session_id, m.author)
             lines.append(f"#{m.id} {label} {m.tier_before.value} {when}{meta}: {_text(m.content)}")
         return "\n".join(lines)
 

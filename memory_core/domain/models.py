@@ -68,6 +68,7 @@ class MemoryDraft(_Frozen):
     key: str | None = None
     metadata: Metadata = Field(default_factory=dict)
     session_id: str | None = None
+    author: str | None = None
     content_hash: str
     token_count: int
     created_at: datetime | None = Field(
@@ -92,6 +93,7 @@ class Memory(_Frozen):
     tier: Tier
     content_hash: str
     token_count: int
+    author: str | None = Field(None, description="Who said or wrote it, when the client said.")
 
     @property
     def reference_time(self) -> datetime:
@@ -143,6 +145,7 @@ class TextQuery(_Frozen):
     )
     layer: Layer | None = None
     session_id: str | None = None
+    author: str | None = None
     since: datetime | None = None
     until: datetime | None = None
     limit: int = 50
@@ -175,6 +178,9 @@ class RankSignals(_Frozen):
     session_lift: float = Field(
         description="The part of `relevance` that the memory's session adds: its other "
         "strong matches lift it (0 without a session, or alone in it).",
+    )
+    author_lift: float = Field(
+        0.0, description="The part of `relevance` added because the query names its author."
     )
     tier: Tier
     tier_boost: float

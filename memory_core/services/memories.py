@@ -17,6 +17,7 @@ from memory_core.domain.budget import fit_to_budget
 from memory_core.domain.compaction import chunk_entries, summarize_entries
 from memory_core.domain.fts_query import search_words, to_fts5_query
 from memory_core.domain.inputs import (
+    check_author,
     check_key,
     check_limit,
     check_metadata,
@@ -39,7 +40,7 @@ from memory_core.domain.models import (
     Tier,
     VectorMatch,
 )
-from memory_core.domain.ranking import Candidate, rank_candidates
+from memory_core.domain.ranking import Candidate, name_words, rank_candidates
 from memory_core.domain.redaction import Redaction, RedactionPolicy, redact_json, redact_text
 from memory_core.domain.rules import rule_applies
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
@@ -161,6 +162,7 @@ class AppendItem(_Frozen):
     key: str | None = None
     metadata: dict[str, JsonValue] | None = None
     session_id: str | None = None
+    author: str | None = None
 
 
 class SearchRequest(_Frozen):
@@ -171,6 +173,7 @@ class SearchRequest(_Frozen):
     mode: SearchMode = SearchMode.HYBRID
     layer: Layer | None = None
     session_id: str | None = None
+    author: str | None = None
     since: datetime | None = None
     until: datetime | None = None
     limit: int = 10
@@ -201,6 +204,7 @@ class MemoryService:
         key: str | None,
         metadata: dict[str, JsonValue] | None,
         session_id: str | None,
+        author: str | None = None,
     ) -> MemoryDraft:
         text = check_text("content", content, max_chars=self.limits.max_content_chars)
         return MemoryDraft(
@@ -210,6 +214,7 @@ class MemoryService:
             key=key,
             metadata=check_metadata(metadata, self.limits),
             session_id=check_session(session_id),
+            author=check_author(author),
             content_hash=content_hash(text),
             token_count=estimate_tokens(text),
         )
@@ -223,6 +228,7 @@ class MemoryService:
         key: str | None = None,
         metadata: dict[str, JsonValue] | None = None,
         session_id: str | None = None,
+        author: str | None = None,
     ) -> AppendResult:
         """Store a memory in a layer.
 
@@ -232,13 +238,20 @@ class MemoryService:
         layer keeps only the newest `limits.working_cap` entries per project+session.
 
         Credentials in content, key and metadata strings are replaced by `[REDACTED:<kind>]`
-        first (see domain.redaction); the result counts them by kind.
+        first (see domain.redaction); the result counts them by kind. `author` names who said
+        or wrote it (search filters on it, and lifts memories whose author the query names).
 
         Raises:
             InvalidInputError: A field is missing, empty, too long or malformed.
         """
         draft, redaction = self._prepare(
-            project, layer, content, key=key, metadata=metadata, session_id=session_id
+            project,
+            layer,
+            content,
+            key=key,
+            metadata=metadata,
+            session_id=session_id,
+            author=author,
         )
         new_project = not await self.repo.has_project(draft.project)
         outcome = await self.repo.add(draft, self.clock.now())
@@ -275,6 +288,7 @@ class MemoryService:
         key: str | None,
         metadata: dict[str, JsonValue] | None,
         session_id: str | None,
+        author: str | None = None,
     ) -> tuple[MemoryDraft, Redaction]:
         """Validate and redact one append into the draft to store (nothing is written)."""
         if layer is Layer.SEMANTIC and key is None and metadata and "key" in metadata:
@@ -289,8 +303,16 @@ class MemoryService:
                 "key", f"is only used by the semantic and procedural layers, not {layer.value}"
             )
         content, key, metadata, redaction = self._redact(content, key, metadata)
+        if author is not None:
+            author = redact_text(check_author(author) or "", self.redaction, redaction)[0]
         draft = self._draft(
-            project, layer, content, key=key, metadata=metadata, session_id=session_id
+            project,
+            layer,
+            content,
+            key=key,
+            metadata=metadata,
+            session_id=session_id,
+            author=author,
         )
         return draft, redaction
 
@@ -321,6 +343,7 @@ class MemoryService:
                         key=item.key,
                         metadata=item.metadata,
                         session_id=item.session_id,
+                        author=item.author,
                     )
                 )
             except InvalidInputError as exc:
@@ -456,6 +479,7 @@ class MemoryService:
             prefix_min_chars=self.ranking.keyword_prefix_min_chars,
             layer=request.layer,
             session_id=check_session(request.session_id),
+            author=check_author(request.author),
             since=since,
             until=until,
             limit=pool,
@@ -478,7 +502,12 @@ class MemoryService:
             await self._add_vector_candidates(candidates, filters, vector_matches)
         now = self.clock.now()
         ranked = rank_candidates(
-            list(candidates.values()), mode, tier_cutoffs(now, self.tiers), self.ranking, limit
+            list(candidates.values()),
+            mode,
+            tier_cutoffs(now, self.tiers),
+            self.ranking,
+            limit,
+            query_words=name_words(query_text),
         )
         ranked, omitted = fit_to_budget(ranked, lambda h: h.memory.token_count, token_budget)
         handed = {

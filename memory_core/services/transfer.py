@@ -20,6 +20,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from memory_core.config import Limits
 from memory_core.domain.inputs import (
+    check_author,
     check_metadata,
     check_project,
     check_session,
@@ -79,6 +80,8 @@ class _Record(BaseModel):
     memory_tier: Tier
     content_hash: str
     token_count: int
+    # Since migration 0008; absent from the line when unset, so older files read the same.
+    author: str | None = None
 
     @classmethod
     def of(cls, m: Memory) -> _Record:
@@ -97,6 +100,7 @@ class _Record(BaseModel):
             memory_tier=m.tier,
             content_hash=m.content_hash,
             token_count=m.token_count,
+            author=m.author,
         )
 
     def to_memory(self) -> Memory:
@@ -117,6 +121,7 @@ class _Record(BaseModel):
             tier=self.memory_tier,
             content_hash=content_hash(self.content),
             token_count=self.token_count,
+            author=self.author,
         )
 
 
@@ -155,7 +160,8 @@ async def export_lines(
     done, after = 0, 0
     while page := await transfer.export_page(project, after_id=after, limit=_PAGE):
         for memory in page:
-            yield _Record.of(memory).model_dump_json()
+            record = _Record.of(memory)
+            yield record.model_dump_json(exclude={"author"} if record.author is None else None)
         done += len(page)
         after = page[-1].id
         if progress is not None:
@@ -206,6 +212,8 @@ def _parse_record(number: int, data: Any, now: datetime, limits: Limits) -> Memo
         elif record.layer in (Layer.SEMANTIC, Layer.PROCEDURAL):
             raise InvalidInputError("key", f"is required in the {record.layer.value} layer")
         check_session(record.session_id)
+        if record.author is not None and check_author(record.author) != record.author:
+            raise InvalidInputError("author", "must be one trimmed line of at most 100 characters")
         check_metadata(record.metadata, limits)
         if not 1 <= record.id <= _MAX_ID:
             raise InvalidInputError("id", f"must be an integer from 1 to {_MAX_ID}")

@@ -41,6 +41,10 @@ TokenBudget = Annotated[
 Metadata = Annotated[
     dict[str, JsonValue] | None, Field(description="Optional JSON object stored with the memory.")
 ]
+Author = Annotated[
+    str | None,
+    Field(description="Who said or wrote it: the user's name, 'assistant', a tool's name."),
+]
 
 # Items one append_many call may carry (the service allows more; a tool call stays small).
 APPEND_MANY_MAX = 100
@@ -89,6 +93,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
             ),
         ] = None,
         session_id: Annotated[str | None, Field(description="Conversation/session scope.")] = None,
+        author: Author = None,
         project: Project = None,
     ) -> AppendOut:
         """Store a memory. Appending identical text again returns the existing id.
@@ -110,6 +115,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
                 key=key,
                 metadata=metadata,
                 session_id=session_id,
+                author=author,
             )
         m = result.outcome.memory
         near = result.near_duplicate
@@ -158,6 +164,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
                         key=i.key,
                         metadata=i.metadata,
                         session_id=i.session_id,
+                        author=i.author,
                     )
                     for i in items
                 ],
@@ -207,6 +214,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
             datetime | None, Field(description=("Only memories created before this ISO-8601 time."))
         ] = None,
         session_id: Annotated[str | None, Field(description="Only this session.")] = None,
+        author: Annotated[str | None, Field(description="Only memories by this author.")] = None,
         explain: Annotated[
             bool, Field(description="Also show why each hit ranked (ranks, boosts, scores).")
         ] = False,
@@ -232,6 +240,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
                     mode=SearchMode(mode),
                     layer=Layer(layer) if layer else None,
                     session_id=session_id,
+                    author=author,
                     since=since,
                     until=until,
                     limit=limit,

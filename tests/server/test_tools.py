@@ -187,3 +187,16 @@ async def test_argument_limits_follow_settings(settings: Settings, clock: Frozen
             "newest 7 per session"
             in tools["append"].input_schema["properties"]["layer"]["description"]
         )
+
+
+async def test_author_through_append_search_and_load_context(client: Client) -> None:
+    ada = await call(client, "append", layer="episodic", content="tea at noon", author="Ada")
+    await call(client, "append", layer="episodic", content="tea at dusk", author="Bob")
+    found = await call(client, "search", query="tea", author="Ada")
+    assert [h["id"] for h in found["hits"]] == [ada["id"]]
+    assert found["hits"][0]["author"] == "Ada"
+    text = await client.call_tool("search", {"query": "tea"})
+    assert " by Ada" in text.content[0].text and " by Bob" in text.content[0].text  # type: ignore[union-attr]
+    ctx = await call(client, "load_context", limit=5)
+    assert {i["author"] for i in ctx["items"]} == {"Ada", "Bob"}
+    assert "author" in await error(client, "append", layer="episodic", content="x", author="a\nb")

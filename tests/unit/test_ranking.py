@@ -1,5 +1,6 @@
 from datetime import UTC, datetime, timedelta
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
@@ -7,7 +8,9 @@ from memory_core.config import RankingPolicy, TierPolicy
 from memory_core.domain.models import Memory, SearchMode, Tier
 from memory_core.domain.ranking import (
     Candidate,
+    author_named,
     fuse_ranks,
+    name_words,
     rank_candidates,
     recency_signal,
     session_lift,
@@ -267,3 +270,21 @@ def test_lifted_ranking_is_a_permutation_with_relevance_in_unit_range(
     assert [h.signals.score for h in hits] == sorted((h.signals.score for h in hits), reverse=True)
     assert all(0 < h.signals.relevance <= 1 for h in hits)
     assert all(0 <= h.signals.session_lift < h.signals.relevance for h in hits)
+
+
+@pytest.mark.parametrize(
+    ("author", "query", "named"),
+    [
+        ("Caroline", "When did Caroline go to the support group?", True),
+        ("Caroline", "What did caroline's friend say?", True),
+        ("Ada Lovelace", "What did Ada say about engines?", True),
+        ("Ada Lovelace", "Lovelace, Ada: her notes", True),
+        ("Ada Lovelace", "What did Lovelace write?", False),
+        ("assistant", "what did the assistant suggest", True),
+        ("Carol", "When did Caroline go?", False),
+        (None, "anything", False),
+        ("", "anything", False),
+    ],
+)
+def test_author_named(author: str | None, query: str, named: bool) -> None:
+    assert author_named(author, name_words(query)) is named

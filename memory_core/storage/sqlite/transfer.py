@@ -25,11 +25,11 @@ __all__ = ["SqliteMemoryTransfer"]
 
 _COLUMNS = (
     "project, layer, key, content, metadata, session_id, created_at, updated_at, last_accessed,"
-    " access_count, memory_tier, content_hash, token_count"
+    " access_count, memory_tier, content_hash, token_count, author"
 )
 _VALUES = (
     ":project, :layer, :key, :content, :metadata, :session_id, :created_at, :updated_at,"
-    " :last_accessed, :access_count, :memory_tier, :content_hash, :token_count"
+    " :last_accessed, :access_count, :memory_tier, :content_hash, :token_count, :author"
 )
 # Without a conflict target, DO NOTHING covers every uniqueness rule at once: the id, a key
 # per (project, layer) and unkeyed content per (project, layer[, session]); RETURNING then
@@ -61,6 +61,7 @@ def _params(m: Memory) -> dict[str, Any]:
         "memory_tier": m.tier.value,
         "content_hash": m.content_hash,
         "token_count": m.token_count,
+        "author": m.author,
     }
 
 
