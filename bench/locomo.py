@@ -35,7 +35,7 @@ import structlog
 
 from bench.store import open_bench_store
 from memory_core.config import RankingPolicy
-from memory_core.domain.models import Layer, SearchMode
+from memory_core.domain.models import Layer, SearchHit, SearchMode
 from memory_core.services.memories import SearchRequest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -83,7 +83,7 @@ def read_jsonl(path: Path) -> list[dict[str, Any]]:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
+async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901 - one run, in order
     memories = read_jsonl(args.data / "memories.jsonl")
     queries = read_jsonl(args.data / "queries.jsonl")
     db_path = args.db or Path(tempfile.mkdtemp(prefix="locomo-")) / "locomo.db"
@@ -170,6 +170,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     latencies: list[float] = []
     out = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
+    conversations = sorted({q["conversation_id"] for q in queries})
+    signals = args.signals.open("w", encoding="utf-8") if args.signals else None
     with out.open("w", encoding="utf-8") as fh:
         for q in queries:
             t = time.perf_counter()
@@ -183,8 +185,12 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
             )
             latencies.append((time.perf_counter() - t) * 1000)
             ranked = [lid for h in found.hits for lid in ids[h.memory.id]]
+            if signals is not None:
+                await _write_signals(signals, service, q, found.hits, ids, conversations, args)
             fh.write(json.dumps({"qid": q["qid"], "ranked_ids": ranked[:100]}) + "\n")
     await stack.aclose()
+    if signals is not None:
+        signals.close()
     latencies.sort()
     return {
         "memories": len(memories),
@@ -195,6 +201,42 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "search_ms_p95": round(latencies[int(0.95 * (len(latencies) - 1))], 2),
         "search_ms_max": round(latencies[-1], 2),
     }
+
+
+async def _write_signals(
+    fh: Any,
+    service: Any,
+    q: dict[str, Any],
+    hits: list[SearchHit],
+    ids: dict[int, list[str]],
+    conversations: list[str],
+    args: argparse.Namespace,
+) -> None:
+    """One line per top-10 hit: its cosine, word share and match band, and what it is.
+
+    `kind` is "evidence" (a turn LoCoMo labels as evidence), "other" (another turn of the same
+    conversation) or "elsewhere" (a hit of the same question asked of the next conversation,
+    where nothing can be evidence): the calibration table of docs/benchmarks.md.
+    """
+    relevant = set(q["relevant_ids"])
+    elsewhere = conversations[(conversations.index(q["conversation_id"]) + 1) % len(conversations)]
+    foreign = await service.search(
+        SearchRequest(project=elsewhere, query=q["question"], mode=SearchMode(args.mode))
+    )
+    rows = [(h, "evidence" if relevant & set(ids[h.memory.id]) else "other") for h in hits[:10]]
+    rows += [(h, "elsewhere") for h in foreign.hits[:10]]
+    for rank, (h, kind) in enumerate(rows, start=1):
+        d = h.signals.vector_distance
+        line = {
+            "qid": q["qid"],
+            "category": q["category"],
+            "rank": (rank - 1) % 10 + 1,
+            "kind": kind,
+            "cosine": None if d is None else round(1 - d, 4),
+            "words": h.signals.word_share,
+            "match": h.signals.match.value,
+        }
+        fh.write(json.dumps(line) + "\n")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -264,6 +306,12 @@ def main(argv: list[str] | None = None) -> None:
         "--db", type=Path, help="keep the store here and reuse it on the next run (tuning)"
     )
     parser.add_argument("--json", type=Path, help="write timings and metrics as JSON here")
+    parser.add_argument(
+        "--signals",
+        type=Path,
+        help="write each top-10 hit's cosine, word share and match band here (calibration; "
+        "also asks each question of the next conversation, whose hits cannot be evidence)",
+    )
     args = parser.parse_args(argv)
     timings = asyncio.run(run(args))
     scorer = SHARED / "score.py"

@@ -31,19 +31,11 @@ __all__ = [
     "SearchHitOut",
     "SearchOut",
     "StatsOut",
-    "relevance_word",
 ]
 
 
 # How many ids a text answer lists before saying "and N more" (structuredContent has all).
 IDS_SHOWN = 20
-
-
-def relevance_word(relevance: float) -> str:
-    """A plain word for a hit's relevance, which is relative: the best candidate has 1."""
-    if relevance >= 0.75:
-        return "high"
-    return "medium" if relevance >= 0.4 else "low"
 
 
 def _text(content: str) -> str:
@@ -299,6 +291,7 @@ class SearchOut(BaseModel):
     mode: Literal["hybrid", "keyword", "semantic"] = Field(description="The mode actually used.")
     count: int
     omitted: int = Field(0, description="Hits left out to fit `token_budget`.")
+    weaker: int = Field(0, description="Hits left out because they matched below `min_match`.")
     notes: list[str] = Field(default_factory=list, description="Anything the caller should know.")
     hits: list[SearchHitOut]
     _explain: bool = PrivateAttr(False)
@@ -314,6 +307,7 @@ class SearchOut(BaseModel):
             mode=result.mode.value,
             count=len(result.hits),
             omitted=result.omitted,
+            weaker=result.dropped,
             notes=result.notes,
             hits=[
                 SearchHitOut(
@@ -341,11 +335,15 @@ class SearchOut(BaseModel):
         head = f"{self.count} {noun} ({self.mode})"
         if self.omitted:
             head += f", {self.omitted} more left out by token_budget"
-        lines = [head + ("" if self.count else ": nothing matched.")]
+        if self.weaker:
+            head += f", {self.weaker} weaker left out by min_match"
+        if not self.count:
+            head += ": nothing relevant." if self.weaker else ": nothing matched."
+        lines = [head]
         for h in self.hits:
             label = _memory_label(h.layer, h.key)
             when = h.created_at.date().isoformat()
-            word = relevance_word(h.signals.relevance)
+            word = h.signals.match.value
             meta = _meta(h.metadata, h.session_id, h.author)
             line = f"#{h.id} {label} {h.tier.value} {word} {when}{meta}"
             if self._explain:
@@ -363,6 +361,7 @@ def _signals(s: RankSignals) -> str:
         distance = f" d={s.vector_distance:.2f}" if s.vector_distance is not None else ""
         parts.append(f"vector #{s.vector_rank}{distance}")
     parts.append(f"relevance {s.relevance:.2f}")
+    parts.append(f"words {s.word_share:.2f}")
     if s.session_lift:
         parts.append(f"session +{s.session_lift:.2f}")
     if s.author_lift:

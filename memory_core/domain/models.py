@@ -9,6 +9,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
 
+from memory_core.domain.match import Match
+
 __all__ = [
     "AddOutcome",
     "Layer",
@@ -182,6 +184,13 @@ class RankSignals(_Frozen):
     author_lift: float = Field(
         0.0, description="The part of `relevance` added because the query names its author."
     )
+    match: Match = Field(
+        Match.WEAK,
+        description="Absolute match strength from the cosine similarity and the share of the "
+        "query's words the memory holds (thresholds measured on LoCoMo; unlike `relevance`, "
+        "comparable across queries).",
+    )
+    word_share: float = Field(0.0, description="Share of the query's words the memory holds.")
     tier: Tier
     tier_boost: float
     recency: float

@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from memory_core.config import RankingPolicy
+from memory_core.domain.match import Match, MatchThresholds, match_strength, word_share
 from memory_core.domain.models import Memory, RankSignals, SearchHit, SearchMode, Tier, TierCutoffs
 from memory_core.domain.tiers import classify_tier
 
@@ -210,7 +211,9 @@ def rank_candidates(
     policy: RankingPolicy,
     limit: int | None = None,
     query_words: frozenset[str] = frozenset(),
-) -> list[SearchHit]:
+    search_terms: Sequence[str] = (),
+    min_match: Match | None = None,
+) -> tuple[list[SearchHit], int]:
     """Score candidates and return them (the best `limit` of them, when given) best first.
 
     Relevance (BM25, cosine similarity, or their fusion, per `mode` and `policy.fusion`, plus
@@ -222,6 +225,10 @@ def rank_candidates(
     `query_words` name are lifted after that (see `_author_lifts`). Tiers are classified
     live from the reference time, so a stale stored tier cannot skew the ranking. Ties keep
     the newer memory first.
+
+    Each hit returned carries its absolute match strength (`match_of`); with `min_match`,
+    hits below it are left out (and the best `limit` of the rest returned). Returns the hits
+    and how many `min_match` left out.
 
     Scores are plain floats until the order is known; only the hits returned become models
     (a hybrid search ranks ~90 candidates to return 10: building all of them cost ~0.6 ms).
@@ -249,8 +256,18 @@ def rank_candidates(
         )
     # The order the signals' rounded score gives, ties to the newer (higher) id.
     scored.sort(key=lambda s: (-s[0], -s[1]))
+    thresholds = match_thresholds(policy)
     hits: list[SearchHit] = []
-    for score, _, c, relevance, session_part, author_part, tier, boost, recency in scored[:limit]:
+    dropped = 0
+    for score, _, c, relevance, session_part, author_part, tier, boost, recency in scored:
+        if limit is not None and len(hits) >= limit:
+            break
+        share = word_share(search_terms, _searchable(c.memory))
+        cosine = None if c.vector_distance is None else 1.0 - c.vector_distance
+        match = match_strength(cosine, share, thresholds)
+        if min_match is not None and match.order < min_match.order:
+            dropped += 1
+            continue
         signals = RankSignals(
             bm25_rank=c.bm25_rank,
             bm25=c.bm25,
@@ -259,10 +276,27 @@ def rank_candidates(
             relevance=round(relevance, 6),
             session_lift=round(session_part, 6),
             author_lift=round(author_part, 6),
+            match=match,
+            word_share=round(share, 4),
             tier=tier,
             tier_boost=boost,
             recency=round(recency, 6),
             score=score,
         )
         hits.append(SearchHit(memory=c.memory, signals=signals))
-    return hits
+    return hits, dropped
+
+
+def _searchable(memory: Memory) -> str:
+    """The text a hit's word share is counted in: what the keyword index holds but metadata."""
+    return " ".join(filter(None, (memory.content, memory.key, memory.author)))
+
+
+def match_thresholds(policy: RankingPolicy) -> MatchThresholds:
+    """The match bands' thresholds of a ranking policy."""
+    return MatchThresholds(
+        strong_cosine=policy.match_strong_cosine,
+        partial_cosine=policy.match_partial_cosine,
+        strong_words=policy.match_strong_words,
+        partial_words=policy.match_partial_words,
+    )

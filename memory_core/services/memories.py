@@ -28,6 +28,7 @@ from memory_core.domain.inputs import (
     check_token_budget,
     content_hash,
 )
+from memory_core.domain.match import Match
 from memory_core.domain.models import (
     AddOutcome,
     Layer,
@@ -121,6 +122,8 @@ class SearchResult(_Frozen):
     mode: SearchMode
     omitted: int = 0
     notes: list[str] = []
+    # Candidates left out because they matched below the request's `min_match`.
+    dropped: int = 0
 
 
 class ContextResult(_Frozen):
@@ -178,6 +181,8 @@ class SearchRequest(_Frozen):
     until: datetime | None = None
     limit: int = 10
     token_budget: int | None = None
+    # Leave out hits whose absolute match strength is below this (domain.match).
+    min_match: Match | None = None
 
 
 @dataclass(frozen=True)
@@ -501,13 +506,15 @@ class MemoryService:
         if vector_matches is not None:
             await self._add_vector_candidates(candidates, filters, vector_matches)
         now = self.clock.now()
-        ranked = rank_candidates(
+        ranked, dropped = rank_candidates(
             list(candidates.values()),
             mode,
             tier_cutoffs(now, self.tiers),
             self.ranking,
             limit,
             query_words=name_words(query_text),
+            search_terms=words,
+            min_match=request.min_match,
         )
         ranked, omitted = fit_to_budget(ranked, lambda h: h.memory.token_count, token_budget)
         handed = {
@@ -518,7 +525,7 @@ class MemoryService:
             for h in ranked
             if h.memory.id in handed
         ]
-        return SearchResult(hits=hits, mode=mode, omitted=omitted, notes=notes)
+        return SearchResult(hits=hits, mode=mode, omitted=omitted, notes=notes, dropped=dropped)
 
     async def _first_candidates(
         self, query_text: str, mode: SearchMode, filters: TextQuery

@@ -9,6 +9,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field, JsonValue
 
+from memory_core.domain.match import Match
 from memory_core.domain.models import Layer, SearchMode
 from memory_core.services.memories import AppendItem, SearchRequest
 from server.app_context import AppContext
@@ -215,6 +216,10 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         ] = None,
         session_id: Annotated[str | None, Field(description="Only this session.")] = None,
         author: Annotated[str | None, Field(description="Only memories by this author.")] = None,
+        min_match: Annotated[
+            Literal["strong", "partial"] | None,
+            Field(description="Leave out hits that match more weakly than this."),
+        ] = None,
         explain: Annotated[
             bool, Field(description="Also show why each hit ranked (ranks, boosts, scores).")
         ] = False,
@@ -227,9 +232,11 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
 
         Details:
         Combines keyword (BM25) and embedding-similarity evidence, then favours recently used
-        memories. Each hit's text line shows its id, layer, tier, a relevance word (high,
-        medium or low, relative to the best hit) and when it was written; `explain=true` adds
-        the signals behind its rank, which `structuredContent` always carries.
+        memories. Each hit's text line shows its id, layer, tier, its match strength (strong,
+        partial or weak: absolute, from the cosine similarity and the share of the query's
+        words it holds, so a weak best hit means nothing relevant was found) and when it was
+        written; `explain=true` adds the signals behind its rank, which `structuredContent`
+        always carries.
         """
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("search", ctx.request_id):
@@ -245,6 +252,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
                     until=until,
                     limit=limit,
                     token_budget=token_budget,
+                    min_match=Match(min_match) if min_match else None,
                 )
             )
         return SearchOut.of(query, result, explain=explain)

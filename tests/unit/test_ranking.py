@@ -1,17 +1,18 @@
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memory_core.config import RankingPolicy, TierPolicy
-from memory_core.domain.models import Memory, SearchMode, Tier
+from memory_core.domain import ranking
+from memory_core.domain.models import Memory, SearchHit, SearchMode, Tier
 from memory_core.domain.ranking import (
     Candidate,
     author_named,
     fuse_ranks,
     name_words,
-    rank_candidates,
     recency_signal,
     session_lift,
 )
@@ -23,12 +24,17 @@ CUTS = tier_cutoffs(NOW, TierPolicy())
 POLICY = RankingPolicy()
 
 
+def rank_candidates(*args: Any, **kwargs: Any) -> list[SearchHit]:
+    """The hits of `ranking.rank_candidates` (which also says how many min_match dropped)."""
+    return ranking.rank_candidates(*args, **kwargs)[0]
+
+
 def rank_keyword(candidates: list[Candidate], cuts: object, policy: RankingPolicy):
     ranked = sorted(candidates, key=lambda c: c.bm25 or 0.0)
     return rank_candidates(
         [c.model_copy(update={"bm25_rank": i}) for i, c in enumerate(ranked, start=1)],
         SearchMode.KEYWORD,
-        cuts,  # type: ignore[arg-type]
+        cuts,
         policy,
     )
 
