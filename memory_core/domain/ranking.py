@@ -17,6 +17,7 @@ from memory_core.domain.tiers import classify_tier
 __all__ = [
     "Candidate",
     "author_named",
+    "fuse_phrasings",
     "fuse_ranks",
     "name_words",
     "rank_candidates",
@@ -300,3 +301,40 @@ def match_thresholds(policy: RankingPolicy) -> MatchThresholds:
         strong_words=policy.match_strong_words,
         partial_words=policy.match_partial_words,
     )
+
+
+def fuse_phrasings(lists: Sequence[Sequence[SearchHit]], k: float) -> list[SearchHit]:
+    """Hits of several phrasings of one question, fused by reciprocal rank, best first.
+
+    Each phrasing's list is ranked as a single query would be (tiers, sessions, authors
+    included); a memory found by several phrasings, or high by one, comes first. A hit keeps
+    the signals of the phrasing that ranked it highest, with the strongest match any phrasing
+    gave it. Ties keep the newer memory first.
+    """
+    fused = fuse_ranks({str(n): [h.memory.id for h in hits] for n, hits in enumerate(lists)}, {}, k)
+    best: dict[int, tuple[int, SearchHit]] = {}
+    strongest: dict[int, SearchHit] = {}
+    for hits in lists:
+        for rank, hit in enumerate(hits):
+            mid = hit.memory.id
+            if mid not in best or rank < best[mid][0]:
+                best[mid] = (rank, hit)
+            if mid not in strongest or hit.signals.match.order > (
+                strongest[mid].signals.match.order
+            ):
+                strongest[mid] = hit
+    order = sorted(fused, key=lambda mid: (-fused[mid], -mid))
+    out: list[SearchHit] = []
+    for mid in order:
+        hit = best[mid][1]
+        top = strongest[mid].signals
+        if top.match is not hit.signals.match:
+            signals = hit.signals.model_copy(
+                update={
+                    "match": top.match,
+                    "word_share": max(top.word_share, hit.signals.word_share),
+                }
+            )
+            hit = SearchHit(memory=hit.memory, signals=signals)
+        out.append(hit)
+    return out

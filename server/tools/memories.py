@@ -11,7 +11,7 @@ from pydantic import Field, JsonValue
 
 from memory_core.domain.match import Match
 from memory_core.domain.models import Layer, SearchMode
-from memory_core.services.memories import AppendItem, SearchRequest
+from memory_core.services.memories import MAX_QUERIES, AppendItem, SearchRequest
 from server.app_context import AppContext
 from server.errors import domain_errors_as_tool_errors
 from server.schemas import (
@@ -191,8 +191,18 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
 
     @tool(mcp, toolset=Toolset.CORE, title="Search memories", annotations=_READ)
     async def search(
-        query: Annotated[str, Field(description="What to look for, in plain words or a question.")],
         ctx: Context[AppContext],
+        query: Annotated[
+            str | None, Field(description="What to look for, in plain words or a question.")
+        ] = None,
+        queries: Annotated[
+            list[str] | None,
+            Field(
+                max_length=MAX_QUERIES,
+                description=f"1-{MAX_QUERIES} rephrasings or sub-questions, searched together "
+                "(for a question with several parts or names).",
+            ),
+        ] = None,
         mode: Annotated[
             Literal["hybrid", "keyword", "semantic"],
             Field(
@@ -244,6 +254,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
                 SearchRequest(
                     project=app.project(project),
                     query=query,
+                    queries=tuple(queries or ()),
                     mode=SearchMode(mode),
                     layer=Layer(layer) if layer else None,
                     session_id=session_id,
@@ -255,7 +266,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
                     min_match=Match(min_match) if min_match else None,
                 )
             )
-        return SearchOut.of(query, result, explain=explain)
+        shown = " | ".join(([query] if query is not None else []) + (queries or []))
+        return SearchOut.of(shown, result, explain=explain)
 
     @tool(mcp, toolset=Toolset.CORE, title="Learn a fact", annotations=_WRITE)
     async def learn(

@@ -216,3 +216,15 @@ async def test_min_match_and_the_match_word_in_the_answer(client: Client) -> Non
         "0 hits (keyword), 1 weaker left out by min_match: nothing relevant."
     )
     assert "min_match" in await error(client, "search", query="x", min_match="weak")
+
+
+async def test_search_takes_several_phrasings_and_names_the_field_when_wrong(
+    client: Client,
+) -> None:
+    adopt = await call(client, "append", layer="episodic", content="Caroline plans to adopt")
+    agency = await call(client, "append", layer="episodic", content="The agency approved it")
+    found = await call(client, "search", query="adopt", queries=["agency approved"])
+    assert {h["id"] for h in found["hits"]} == {adopt["id"], agency["id"]}
+    assert found["query"] == "adopt | agency approved"
+    assert "queries" in await error(client, "search", queries=["a"] * 6)
+    assert "query" in await error(client, "search")
