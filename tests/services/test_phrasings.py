@@ -60,7 +60,7 @@ async def test_bad_phrasings_name_their_field(
     service: MemoryService, request_fields: dict[str, object], field: str, reason: str
 ) -> None:
     with pytest.raises(InvalidInputError, match=reason) as info:
-        await service.search(SearchRequest(project="p", **request_fields))  # type: ignore[arg-type]
+        await service.search(SearchRequest(project="p", **request_fields))
     assert info.value.field == field
 
 
