@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import re
 import statistics
 import subprocess
 import sys
@@ -35,6 +36,7 @@ import structlog
 
 from bench.store import open_bench_store
 from memory_core.config import RankingPolicy
+from memory_core.domain.fts_query import search_words
 from memory_core.domain.models import Layer, SearchHit, SearchMode
 from memory_core.services.memories import SearchRequest
 
@@ -76,6 +78,44 @@ def render(
         return f"{memory['speaker']}: {text}"
     when = datetime.fromisoformat(memory["timestamp"])
     return f"({when:%-d %B %Y}) {memory['speaker']}: {text}"
+
+
+# Where a question splits into clauses: commas, semicolons, and joining words.
+_CLAUSE = re.compile(r"\s*(?:[,;]|\band\b|\bor\b|\bbut\b|\bafter\b|\bbefore\b|\bwhile\b)\s*")
+# A question's opening question word, not a name.
+_OPENERS = frozenset(
+    ["what", "when", "where", "who", "whom", "whose", "which", "why", "how", "did", "does", "do", "is", "are", "was", "were", "has", "have", "had", "would", "could", "should", "can", "will"]
+)
+
+
+def phrasings(question: str, kind: str) -> tuple[str, ...]:
+    """Deterministic stand-ins for the rephrasings a client's model would add to a question.
+
+    clauses: the question split at commas and joining words, each part of 2+ words (nothing
+    when it does not split). entities: its capitalised words (names, places, titles) alone,
+    without the opening question word. keywords: the question without its function words
+    (what the keyword half searches anyway; the vector half then embeds only the content).
+    """
+    extra: list[str] = []
+    if kind in ("clauses", "all"):
+        parts = [p.strip(" ?.!") for p in _CLAUSE.split(question)]
+        parts = [p for p in parts if len(p.split()) >= 2]
+        if len(parts) > 1:
+            extra += parts
+    if kind in ("entities", "all"):
+        names = [
+            w.strip("?.,!'\"").removesuffix("'s")
+            for w in question.split()
+            if w[:1].isupper() and w.strip("?.,!").lower() not in _OPENERS
+        ]
+        if names:
+            extra.append(" ".join(names))
+    if kind in ("keywords", "all"):
+        words = search_words(question, drop_stopwords=True)
+        if words:
+            extra.append(" ".join(words))
+    extra = [e for e in dict.fromkeys(extra) if e and e != question]
+    return tuple(extra[:4])
 
 
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
@@ -179,6 +219,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901 - one r
                 SearchRequest(
                     project=q["conversation_id"],
                     query=q["question"],
+                    queries=phrasings(q["question"], args.phrasings),
                     mode=SearchMode(args.mode),
                     limit=100,
                 )
@@ -304,6 +345,12 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument(
         "--db", type=Path, help="keep the store here and reuse it on the next run (tuning)"
+    )
+    parser.add_argument(
+        "--phrasings",
+        choices=["none", "clauses", "entities", "keywords", "all"],
+        default="none",
+        help="also search deterministic rephrasings of each question (`queries`; see phrasings)",
     )
     parser.add_argument("--json", type=Path, help="write timings and metrics as JSON here")
     parser.add_argument(
