@@ -84,7 +84,32 @@ def render(
 _CLAUSE = re.compile(r"\s*(?:[,;]|\band\b|\bor\b|\bbut\b|\bafter\b|\bbefore\b|\bwhile\b)\s*")
 # A question's opening question word, not a name.
 _OPENERS = frozenset(
-    ["what", "when", "where", "who", "whom", "whose", "which", "why", "how", "did", "does", "do", "is", "are", "was", "were", "has", "have", "had", "would", "could", "should", "can", "will"]
+    (
+        "what",
+        "when",
+        "where",
+        "who",
+        "whom",
+        "whose",
+        "which",
+        "why",
+        "how",
+        "did",
+        "does",
+        "do",
+        "is",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "would",
+        "could",
+        "should",
+        "can",
+        "will",
+    )
 )
 
 
