@@ -37,6 +37,7 @@ import structlog
 from bench.store import open_bench_store
 from memory_core.config import RankingPolicy
 from memory_core.domain.fts_query import search_words
+from memory_core.domain.match import Match
 from memory_core.domain.models import Layer, SearchHit, SearchMode
 from memory_core.services.memories import SearchRequest
 
@@ -247,6 +248,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901 - one r
                     queries=phrasings(q["question"], args.phrasings),
                     mode=SearchMode(args.mode),
                     limit=100,
+                    min_match=Match(args.min_match) if args.min_match else None,
                 )
             )
             latencies.append((time.perf_counter() - t) * 1000)
@@ -376,6 +378,11 @@ def main(argv: list[str] | None = None) -> None:
         choices=["none", "clauses", "entities", "keywords", "all"],
         default="none",
         help="also search deterministic rephrasings of each question (`queries`; see phrasings)",
+    )
+    parser.add_argument(
+        "--min-match",
+        choices=["partial", "strong"],
+        help="leave out hits matching more weakly (what recall a client gives up with it)",
     )
     parser.add_argument("--json", type=Path, help="write timings and metrics as JSON here")
     parser.add_argument(
