@@ -78,7 +78,15 @@ def word_share(query_words: Iterable[str], text: str) -> float:
     if not wanted:
         return 0.0
     words = set(_WORD.findall(text.casefold()))
-    found = sum(1 for q in wanted if q in words or any(_same_word(q, w) for w in words))
+    # Every non-exact match shares the first 3 letters, so only those words are compared.
+    by_start: dict[str, list[str]] = {}
+    for w in words:
+        by_start.setdefault(w[:3], []).append(w)
+    found = sum(
+        1
+        for q in wanted
+        if q in words or any(_same_word(q, w) for w in by_start.get(q[:3], ()) if len(q) >= 3)
+    )
     return found / len(wanted)
 
 

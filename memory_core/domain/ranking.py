@@ -198,7 +198,9 @@ def _author_lifts(
     """
     if policy.author_weight == 0 or not query_words:
         return [0.0] * len(candidates)
-    named = [author_named(c.memory.author, query_words) for c in candidates]
+    # A store has few authors: each is checked once, not once per candidate.
+    by_author = {a: author_named(a, query_words) for a in {c.memory.author for c in candidates}}
+    named = [by_author[c.memory.author] for c in candidates]
     if not any(named) or all(named):
         return [0.0] * len(candidates)
     lift = policy.author_weight * max(totals, default=0.0)
