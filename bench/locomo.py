@@ -21,6 +21,7 @@ import contextlib
 import dataclasses
 import json
 import logging
+import re
 import statistics
 import subprocess
 import sys
@@ -35,7 +36,9 @@ import structlog
 
 from bench.store import open_bench_store
 from memory_core.config import RankingPolicy
-from memory_core.domain.models import Layer, SearchMode
+from memory_core.domain.fts_query import search_words
+from memory_core.domain.match import Match
+from memory_core.domain.models import Layer, SearchHit, SearchMode
 from memory_core.services.memories import SearchRequest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -78,12 +81,75 @@ def render(
     return f"({when:%-d %B %Y}) {memory['speaker']}: {text}"
 
 
+# Where a question splits into clauses: commas, semicolons, and joining words.
+_CLAUSE = re.compile(r"\s*(?:[,;]|\band\b|\bor\b|\bbut\b|\bafter\b|\bbefore\b|\bwhile\b)\s*")
+# A question's opening question word, not a name.
+_OPENERS = frozenset(
+    (
+        "what",
+        "when",
+        "where",
+        "who",
+        "whom",
+        "whose",
+        "which",
+        "why",
+        "how",
+        "did",
+        "does",
+        "do",
+        "is",
+        "are",
+        "was",
+        "were",
+        "has",
+        "have",
+        "had",
+        "would",
+        "could",
+        "should",
+        "can",
+        "will",
+    )
+)
+
+
+def phrasings(question: str, kind: str) -> tuple[str, ...]:
+    """Deterministic stand-ins for the rephrasings a client's model would add to a question.
+
+    clauses: the question split at commas and joining words, each part of 2+ words (nothing
+    when it does not split). entities: its capitalised words (names, places, titles) alone,
+    without the opening question word. keywords: the question without its function words
+    (what the keyword half searches anyway; the vector half then embeds only the content).
+    """
+    extra: list[str] = []
+    if kind in ("clauses", "all"):
+        parts = [p.strip(" ?.!") for p in _CLAUSE.split(question)]
+        parts = [p for p in parts if len(p.split()) >= 2]
+        if len(parts) > 1:
+            extra += parts
+    if kind in ("entities", "all"):
+        names = [
+            w.strip("?.,!'\"").removesuffix("'s")
+            for w in question.split()
+            if w[:1].isupper() and w.strip("?.,!").lower() not in _OPENERS
+        ]
+        if names:
+            extra.append(" ".join(names))
+    if kind in ("keywords", "all"):
+        words = search_words(question, drop_stopwords=True)
+        if words:
+            extra.append(" ".join(words))
+    extra = [e for e in dict.fromkeys(extra) if e and e != question]
+    return tuple(extra[:4])
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:
+async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901 - one run, in order
     memories = read_jsonl(args.data / "memories.jsonl")
     queries = read_jsonl(args.data / "queries.jsonl")
     db_path = args.db or Path(tempfile.mkdtemp(prefix="locomo-")) / "locomo.db"
@@ -99,6 +165,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         fusion=args.fusion,
         session_weight=args.session_weight,
         session_top=args.session_top,
+        author_weight=args.author_weight,
     )
     stack = contextlib.AsyncExitStack()
     store = await stack.enter_async_context(
@@ -119,6 +186,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "caption": args.caption,
         "context": args.context,
         "context_words": args.context_words,
+        "author": args.author,
     }
     if reuse:
         # Tuning ranking flags only: the store of an earlier run with the same text options.
@@ -154,6 +222,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                     "timestamp": m["timestamp"],
                 },
                 session_id=f"{m['conversation_id']}:S{m['session']}",
+                author=m["speaker"] if args.author else None,
             )
             ids[result.outcome.memory.id].append(m["id"])
         if indexer is not None:
@@ -167,6 +236,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
     latencies: list[float] = []
     out = args.out
     out.parent.mkdir(parents=True, exist_ok=True)
+    conversations = sorted({q["conversation_id"] for q in queries})
+    signals = args.signals.open("w", encoding="utf-8") if args.signals else None
     with out.open("w", encoding="utf-8") as fh:
         for q in queries:
             t = time.perf_counter()
@@ -174,14 +245,20 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
                 SearchRequest(
                     project=q["conversation_id"],
                     query=q["question"],
+                    queries=phrasings(q["question"], args.phrasings),
                     mode=SearchMode(args.mode),
                     limit=100,
+                    min_match=Match(args.min_match) if args.min_match else None,
                 )
             )
             latencies.append((time.perf_counter() - t) * 1000)
             ranked = [lid for h in found.hits for lid in ids[h.memory.id]]
+            if signals is not None:
+                await _write_signals(signals, service, q, found.hits, ids, conversations, args)
             fh.write(json.dumps({"qid": q["qid"], "ranked_ids": ranked[:100]}) + "\n")
     await stack.aclose()
+    if signals is not None:
+        signals.close()
     latencies.sort()
     return {
         "memories": len(memories),
@@ -192,6 +269,42 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         "search_ms_p95": round(latencies[int(0.95 * (len(latencies) - 1))], 2),
         "search_ms_max": round(latencies[-1], 2),
     }
+
+
+async def _write_signals(
+    fh: Any,
+    service: Any,
+    q: dict[str, Any],
+    hits: list[SearchHit],
+    ids: dict[int, list[str]],
+    conversations: list[str],
+    args: argparse.Namespace,
+) -> None:
+    """One line per top-10 hit: its cosine, word share and match band, and what it is.
+
+    `kind` is "evidence" (a turn LoCoMo labels as evidence), "other" (another turn of the same
+    conversation) or "elsewhere" (a hit of the same question asked of the next conversation,
+    where nothing can be evidence): the calibration table of docs/benchmarks.md.
+    """
+    relevant = set(q["relevant_ids"])
+    elsewhere = conversations[(conversations.index(q["conversation_id"]) + 1) % len(conversations)]
+    foreign = await service.search(
+        SearchRequest(project=elsewhere, query=q["question"], mode=SearchMode(args.mode))
+    )
+    rows = [(h, "evidence" if relevant & set(ids[h.memory.id]) else "other") for h in hits[:10]]
+    rows += [(h, "elsewhere") for h in foreign.hits[:10]]
+    for rank, (h, kind) in enumerate(rows, start=1):
+        d = h.signals.vector_distance
+        line = {
+            "qid": q["qid"],
+            "category": q["category"],
+            "rank": (rank - 1) % 10 + 1,
+            "kind": kind,
+            "cosine": None if d is None else round(1 - d, 4),
+            "words": h.signals.word_share,
+            "match": h.signals.match.value,
+        }
+        fh.write(json.dumps(line) + "\n")
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -246,9 +359,38 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--session-top", type=int, default=RankingPolicy().session_top)
     parser.add_argument(
+        "--author",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="store each turn's speaker as the memory's author",
+    )
+    parser.add_argument(
+        "--author-weight",
+        type=float,
+        default=RankingPolicy().author_weight,
+        help="lift for memories whose author the question names (0: off)",
+    )
+    parser.add_argument(
         "--db", type=Path, help="keep the store here and reuse it on the next run (tuning)"
     )
+    parser.add_argument(
+        "--phrasings",
+        choices=["none", "clauses", "entities", "keywords", "all"],
+        default="none",
+        help="also search deterministic rephrasings of each question (`queries`; see phrasings)",
+    )
+    parser.add_argument(
+        "--min-match",
+        choices=["partial", "strong"],
+        help="leave out hits matching more weakly (what recall a client gives up with it)",
+    )
     parser.add_argument("--json", type=Path, help="write timings and metrics as JSON here")
+    parser.add_argument(
+        "--signals",
+        type=Path,
+        help="write each top-10 hit's cosine, word share and match band here (calibration; "
+        "also asks each question of the next conversation, whose hits cannot be evidence)",
+    )
     args = parser.parse_args(argv)
     timings = asyncio.run(run(args))
     scorer = SHARED / "score.py"

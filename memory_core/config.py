@@ -74,6 +74,34 @@ class RankingPolicy(BaseModel):
     session_top: int = Field(
         3, ge=1, description="How many of a session's best candidates make up its strength."
     )
+    # Measured on LoCoMo dev (docs/benchmarks.md, "Match strength"): where a hit's absolute
+    # match strength (strong / partial / weak) starts, by cosine similarity and word share.
+    match_strong_cosine: float = Field(
+        0.5, ge=-1, le=1, description="Cosine similarity from which a hit is a strong match."
+    )
+    match_partial_cosine: float = Field(
+        0.35, ge=-1, le=1, description="Cosine similarity from which a hit is a partial match."
+    )
+    match_strong_words: float = Field(
+        1.0,
+        ge=0,
+        le=1.01,
+        description="Share of the query's words from which a hit is a strong match "
+        "(above 1: never by words alone).",
+    )
+    match_partial_words: float = Field(
+        0.5,
+        ge=0,
+        le=1.01,
+        description="Share of the query's words from which a hit is a partial match.",
+    )
+    # Measured on LoCoMo dev (docs/benchmarks.md, "Who said it").
+    author_weight: float = Field(
+        0.2,
+        ge=0,
+        description="Share of the best candidate's relevance added to memories whose author "
+        "the query names (by full name or first name; 0 turns it off).",
+    )
     min_similarity: float = Field(
         0.2, ge=-1, le=1, description="Vector hits below this cosine similarity are dropped."
     )

@@ -78,6 +78,7 @@ _MEMORY = TableSpec(
         ("memory_tier", "text"),
         ("content_hash", "text"),
         ("token_count", "int"),
+        ("author", "text"),
     ),
     key=("id",),
     renumbered=True,

@@ -31,19 +31,11 @@ __all__ = [
     "SearchHitOut",
     "SearchOut",
     "StatsOut",
-    "relevance_word",
 ]
 
 
 # How many ids a text answer lists before saying "and N more" (structuredContent has all).
 IDS_SHOWN = 20
-
-
-def relevance_word(relevance: float) -> str:
-    """A plain word for a hit's relevance, which is relative: the best candidate has 1."""
-    if relevance >= 0.75:
-        return "high"
-    return "medium" if relevance >= 0.4 else "low"
 
 
 def _text(content: str) -> str:
@@ -84,8 +76,10 @@ def _memory_label(layer: Layer, key: str | None) -> str:
     return f"{layer.value} {key}"
 
 
-def _meta(metadata: dict[str, JsonValue], session_id: str | None) -> str:
+def _meta(metadata: dict[str, JsonValue], session_id: str | None, author: str | None = None) -> str:
     parts = []
+    if author:
+        parts.append(f"by {author}")
     if session_id:
         parts.append(f"session={session_id}")
     if metadata:
@@ -102,6 +96,7 @@ class MemoryOut(BaseModel):
     content: str
     metadata: dict[str, JsonValue]
     session_id: str | None
+    author: str | None = None
     tier: Tier
     created_at: datetime
     updated_at: datetime
@@ -119,6 +114,7 @@ class MemoryOut(BaseModel):
             content=m.content,
             metadata=m.metadata,
             session_id=m.session_id,
+            author=m.author,
             tier=m.tier,
             created_at=m.created_at,
             updated_at=m.updated_at,
@@ -178,6 +174,7 @@ class AppendItemIn(BaseModel):
         None, description="Optional JSON object stored with the memory."
     )
     session_id: str | None = Field(None, description="Conversation/session scope.")
+    author: str | None = Field(None, description="Who said or wrote it.")
 
 
 class AppendManyOut(BaseModel):
@@ -280,6 +277,7 @@ class SearchHitOut(BaseModel):
     content: str
     metadata: dict[str, JsonValue]
     session_id: str | None
+    author: str | None = None
     created_at: datetime
     tier: Tier = Field(description="Tier the hit had when ranked (it is ACTIVE now).")
     score: float
@@ -293,6 +291,7 @@ class SearchOut(BaseModel):
     mode: Literal["hybrid", "keyword", "semantic"] = Field(description="The mode actually used.")
     count: int
     omitted: int = Field(0, description="Hits left out to fit `token_budget`.")
+    weaker: int = Field(0, description="Hits left out because they matched below `min_match`.")
     notes: list[str] = Field(default_factory=list, description="Anything the caller should know.")
     hits: list[SearchHitOut]
     _explain: bool = PrivateAttr(False)
@@ -308,6 +307,7 @@ class SearchOut(BaseModel):
             mode=result.mode.value,
             count=len(result.hits),
             omitted=result.omitted,
+            weaker=result.dropped,
             notes=result.notes,
             hits=[
                 SearchHitOut(
@@ -317,6 +317,7 @@ class SearchOut(BaseModel):
                     content=h.memory.content,
                     metadata=h.memory.metadata,
                     session_id=h.memory.session_id,
+                    author=h.memory.author,
                     created_at=h.memory.created_at,
                     tier=h.signals.tier,
                     score=h.signals.score,
@@ -334,12 +335,17 @@ class SearchOut(BaseModel):
         head = f"{self.count} {noun} ({self.mode})"
         if self.omitted:
             head += f", {self.omitted} more left out by token_budget"
-        lines = [head + ("" if self.count else ": nothing matched.")]
+        if self.weaker:
+            head += f", {self.weaker} weaker left out by min_match"
+        if not self.count:
+            head += ": nothing relevant." if self.weaker else ": nothing matched."
+        lines = [head]
         for h in self.hits:
             label = _memory_label(h.layer, h.key)
             when = h.created_at.date().isoformat()
-            word = relevance_word(h.signals.relevance)
-            line = f"#{h.id} {label} {h.tier.value} {word} {when}{_meta(h.metadata, h.session_id)}"
+            word = h.signals.match.value
+            meta = _meta(h.metadata, h.session_id, h.author)
+            line = f"#{h.id} {label} {h.tier.value} {word} {when}{meta}"
             if self._explain:
                 line += f" [{_signals(h.signals)}]"
             lines.append(f"{line}: {_text(h.content)}")
@@ -355,8 +361,11 @@ def _signals(s: RankSignals) -> str:
         distance = f" d={s.vector_distance:.2f}" if s.vector_distance is not None else ""
         parts.append(f"vector #{s.vector_rank}{distance}")
     parts.append(f"relevance {s.relevance:.2f}")
+    parts.append(f"words {s.word_share:.2f}")
     if s.session_lift:
         parts.append(f"session +{s.session_lift:.2f}")
+    if s.author_lift:
+        parts.append(f"author +{s.author_lift:.2f}")
     parts.append(f"tier {s.tier_boost:+.1f}")
     parts.append(f"recency {s.recency:.2f}")
     parts.append(f"score {s.score:.2f}")
@@ -407,7 +416,7 @@ class ContextOut(BaseModel):
         for m in self.items:
             label = _memory_label(m.layer, m.key)
             when = m.updated_at.date().isoformat()
-            meta = _meta(m.metadata, m.session_id)
+            meta = _meta(m.metadata, m.session_id, m.author)
             lines.append(f"#{m.id} {label} {m.tier_before.value} {when}{meta}: {_text(m.content)}")
         return "\n".join(lines)
 

@@ -13,7 +13,9 @@ from memory_core.config import Limits
 from memory_core.errors import InvalidInputError
 
 __all__ = [
+    "MAX_AUTHOR_CHARS",
     "MAX_METADATA_DEPTH",
+    "check_author",
     "check_key",
     "check_limit",
     "check_metadata",
@@ -28,6 +30,7 @@ __all__ = [
 # \Z, not $: `$` also matches before a final newline, and "work\n" is not a project name.
 _PROJECT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}\Z")
 MAX_SESSION_CHARS = 128
+MAX_AUTHOR_CHARS = 100
 MAX_METADATA_DEPTH = 8
 
 
@@ -69,6 +72,19 @@ def check_key(field: str, value: str | None, limits: Limits) -> str:
     if value is None:
         raise InvalidInputError(field, "is required for this layer")
     return check_text(field, value, max_chars=limits.max_key_chars)
+
+
+def check_author(author: str | None, field: str = "author") -> str | None:
+    """An optional author name: one line of at most 100 characters, inner spaces collapsed.
+
+    Collapsing keeps "Ada  Lovelace" and "Ada Lovelace" one author for the filter.
+    """
+    if author is None:
+        return None
+    text = check_text(field, author, max_chars=MAX_AUTHOR_CHARS)
+    if any(ch in text for ch in "\r\n\t"):
+        raise InvalidInputError(field, "must be one line (a name, not a text)")
+    return " ".join(text.split())
 
 
 def check_session(session_id: str | None) -> str | None:

@@ -9,6 +9,8 @@ from typing import Annotated, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
 
+from memory_core.domain.match import Match
+
 __all__ = [
     "AddOutcome",
     "BrowseQuery",
@@ -69,6 +71,7 @@ class MemoryDraft(_Frozen):
     key: str | None = None
     metadata: Metadata = Field(default_factory=dict)
     session_id: str | None = None
+    author: str | None = None
     content_hash: str
     token_count: int
     created_at: datetime | None = Field(
@@ -93,6 +96,7 @@ class Memory(_Frozen):
     tier: Tier
     content_hash: str
     token_count: int
+    author: str | None = Field(None, description="Who said or wrote it, when the client said.")
 
     @property
     def reference_time(self) -> datetime:
@@ -144,6 +148,7 @@ class TextQuery(_Frozen):
     )
     layer: Layer | None = None
     session_id: str | None = None
+    author: str | None = None
     since: datetime | None = None
     until: datetime | None = None
     limit: int = 50
@@ -188,6 +193,16 @@ class RankSignals(_Frozen):
         description="The part of `relevance` that the memory's session adds: its other "
         "strong matches lift it (0 without a session, or alone in it).",
     )
+    author_lift: float = Field(
+        0.0, description="The part of `relevance` added because the query names its author."
+    )
+    match: Match = Field(
+        Match.WEAK,
+        description="Absolute match strength from the cosine similarity and the share of the "
+        "query's words the memory holds (thresholds measured on LoCoMo; unlike `relevance`, "
+        "comparable across queries).",
+    )
+    word_share: float = Field(0.0, description="Share of the query's words the memory holds.")
     tier: Tier
     tier_boost: float
     recency: float

@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import heapq
+import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 
 from pydantic import BaseModel, ConfigDict
 
 from memory_core.config import RankingPolicy
+from memory_core.domain.match import Match, MatchThresholds, match_strength, word_share
 from memory_core.domain.models import Memory, RankSignals, SearchHit, SearchMode, Tier, TierCutoffs
 from memory_core.domain.tiers import classify_tier
 
 __all__ = [
     "Candidate",
+    "author_named",
+    "fuse_phrasings",
     "fuse_ranks",
+    "name_words",
     "rank_candidates",
     "recency_signal",
     "session_lift",
@@ -162,13 +167,56 @@ def session_lift(
     ]
 
 
+def name_words(text: str) -> frozenset[str]:
+    """The lowercased words of a text, as `author_named` compares them."""
+    return frozenset(re.findall(r"[^\W_]+", text.casefold()))
+
+
+def author_named(author: str | None, query_words: frozenset[str]) -> bool:
+    """Whether a query names an author: all words of the name, or its first word, appear.
+
+    People are mostly called by their first name ("What did Caroline ..."), so the first word
+    alone counts; "Ada Lovelace" is named by "Ada" and by "Lovelace, Ada", not by "Lovelace".
+    """
+    if not author:
+        return False
+    words = re.findall(r"[^\W_]+", author.casefold())
+    return bool(words) and (words[0] in query_words or all(w in query_words for w in words))
+
+
+def _author_lifts(
+    candidates: Sequence[Candidate],
+    totals: Sequence[float],
+    query_words: frozenset[str],
+    policy: RankingPolicy,
+) -> list[float]:
+    """`author_weight` x the best total for each candidate whose author the query names.
+
+    Questions about a person ("When did Caroline ...") are mostly answered by what that person
+    said: on LoCoMo dev the lift raised MRR by 0.07 (docs/benchmarks.md). When every candidate
+    is named (a store of one author) the lift would be alike for all, so there is none.
+    """
+    if policy.author_weight == 0 or not query_words:
+        return [0.0] * len(candidates)
+    # A store has few authors: each is checked once, not once per candidate.
+    by_author = {a: author_named(a, query_words) for a in {c.memory.author for c in candidates}}
+    named = [by_author[c.memory.author] for c in candidates]
+    if not any(named) or all(named):
+        return [0.0] * len(candidates)
+    lift = policy.author_weight * max(totals, default=0.0)
+    return [lift if n else 0.0 for n in named]
+
+
 def rank_candidates(
     candidates: Sequence[Candidate],
     mode: SearchMode,
     cutoffs: TierCutoffs,
     policy: RankingPolicy,
     limit: int | None = None,
-) -> list[SearchHit]:
+    query_words: frozenset[str] = frozenset(),
+    search_terms: Sequence[str] = (),
+    min_match: Match | None = None,
+) -> tuple[list[SearchHit], int]:
     """Score candidates and return them (the best `limit` of them, when given) best first.
 
     Relevance (BM25, cosine similarity, or their fusion, per `mode` and `policy.fusion`, plus
@@ -176,9 +224,14 @@ def rank_candidates(
     among the candidates, so it lies in (0, 1] and the tier boosts (+0.3 ACTIVE ... -0.2
     EXPIRED) weigh the same whatever the query. One exception: the lift narrows the gaps
     between members of a strong session (a shared lift of 0.25 turns 1.0 / 0.5 into
-    1.0 / 0.6), so among them tier and recency count for a little more. Tiers are classified
+    1.0 / 0.6), so among them tier and recency count for a little more. Memories whose author
+    `query_words` name are lifted after that (see `_author_lifts`). Tiers are classified
     live from the reference time, so a stale stored tier cannot skew the ranking. Ties keep
     the newer memory first.
+
+    Each hit returned carries its absolute match strength (`match_of`); with `min_match`,
+    hits below it are left out (and the best `limit` of the rest returned). Returns the hits
+    and how many `min_match` left out.
 
     Scores are plain floats until the order is known; only the hits returned become models
     (a hybrid search ranks ~90 candidates to return 10: building all of them cost ~0.6 ms).
@@ -188,20 +241,36 @@ def rank_candidates(
     # Each memory's own share of its session's strength; the same factor for every candidate.
     own = 1 + policy.session_weight / policy.session_top
     totals = [own * t + lift for t, lift in zip(text_scores, lifts, strict=True)]
+    by_author = _author_lifts(candidates, totals, query_words, policy)
+    totals = [t + a for t, a in zip(totals, by_author, strict=True)]
     best = max(totals, default=0.0)
-    scored: list[tuple[float, int, Candidate, float, float, Tier, float, float]] = []
-    for c, total, lift in zip(candidates, totals, lifts, strict=True):
-        relevance, session_part = (total / best, lift / best) if best > 0 else (1.0, 0.0)
+    scored: list[tuple[float, int, Candidate, float, float, float, Tier, float, float]] = []
+    for c, total, lift, named in zip(candidates, totals, lifts, by_author, strict=True):
+        relevance, session_part, author_part = (
+            (total / best, lift / best, named / best) if best > 0 else (1.0, 0.0, 0.0)
+        )
         tier = classify_tier(c.memory.reference_time, cutoffs)
         age_hours = (cutoffs.now - c.memory.reference_time).total_seconds() / 3600
         boost = tier_boost(tier, policy)
         recency = recency_signal(age_hours, policy)
         score = round(relevance + boost + policy.recency_weight * recency, 6)
-        scored.append((score, c.memory.id, c, relevance, session_part, tier, boost, recency))
+        scored.append(
+            (score, c.memory.id, c, relevance, session_part, author_part, tier, boost, recency)
+        )
     # The order the signals' rounded score gives, ties to the newer (higher) id.
     scored.sort(key=lambda s: (-s[0], -s[1]))
+    thresholds = match_thresholds(policy)
     hits: list[SearchHit] = []
-    for score, _, c, relevance, session_part, tier, boost, recency in scored[:limit]:
+    dropped = 0
+    for score, _, c, relevance, session_part, author_part, tier, boost, recency in scored:
+        if limit is not None and len(hits) >= limit:
+            break
+        share = word_share(search_terms, _searchable(c.memory))
+        cosine = None if c.vector_distance is None else 1.0 - c.vector_distance
+        match = match_strength(cosine, share, thresholds)
+        if min_match is not None and match.order < min_match.order:
+            dropped += 1
+            continue
         signals = RankSignals(
             bm25_rank=c.bm25_rank,
             bm25=c.bm25,
@@ -209,10 +278,65 @@ def rank_candidates(
             vector_distance=None if c.vector_distance is None else round(c.vector_distance, 6),
             relevance=round(relevance, 6),
             session_lift=round(session_part, 6),
+            author_lift=round(author_part, 6),
+            match=match,
+            word_share=round(share, 4),
             tier=tier,
             tier_boost=boost,
             recency=round(recency, 6),
             score=score,
         )
         hits.append(SearchHit(memory=c.memory, signals=signals))
-    return hits
+    return hits, dropped
+
+
+def _searchable(memory: Memory) -> str:
+    """The text a hit's word share is counted in: what the keyword index holds but metadata."""
+    return " ".join(filter(None, (memory.content, memory.key, memory.author)))
+
+
+def match_thresholds(policy: RankingPolicy) -> MatchThresholds:
+    """The match bands' thresholds of a ranking policy."""
+    return MatchThresholds(
+        strong_cosine=policy.match_strong_cosine,
+        partial_cosine=policy.match_partial_cosine,
+        strong_words=policy.match_strong_words,
+        partial_words=policy.match_partial_words,
+    )
+
+
+def fuse_phrasings(lists: Sequence[Sequence[SearchHit]], k: float) -> list[SearchHit]:
+    """Hits of several phrasings of one question, fused by reciprocal rank, best first.
+
+    Each phrasing's list is ranked as a single query would be (tiers, sessions, authors
+    included); a memory found by several phrasings, or high by one, comes first. A hit keeps
+    the signals of the phrasing that ranked it highest, with the strongest match any phrasing
+    gave it. Ties keep the newer memory first.
+    """
+    fused = fuse_ranks({str(n): [h.memory.id for h in hits] for n, hits in enumerate(lists)}, {}, k)
+    best: dict[int, tuple[int, SearchHit]] = {}
+    strongest: dict[int, SearchHit] = {}
+    for hits in lists:
+        for rank, hit in enumerate(hits):
+            mid = hit.memory.id
+            if mid not in best or rank < best[mid][0]:
+                best[mid] = (rank, hit)
+            if mid not in strongest or hit.signals.match.order > (
+                strongest[mid].signals.match.order
+            ):
+                strongest[mid] = hit
+    order = sorted(fused, key=lambda mid: (-fused[mid], -mid))
+    out: list[SearchHit] = []
+    for mid in order:
+        hit = best[mid][1]
+        top = strongest[mid].signals
+        if top.match is not hit.signals.match:
+            signals = hit.signals.model_copy(
+                update={
+                    "match": top.match,
+                    "word_share": max(top.word_share, hit.signals.word_share),
+                }
+            )
+            hit = SearchHit(memory=hit.memory, signals=signals)
+        out.append(hit)
+    return out

@@ -17,6 +17,7 @@ from memory_core.domain.budget import fit_to_budget
 from memory_core.domain.compaction import chunk_entries, summarize_entries
 from memory_core.domain.fts_query import search_words, to_fts5_query
 from memory_core.domain.inputs import (
+    check_author,
     check_key,
     check_limit,
     check_metadata,
@@ -27,6 +28,7 @@ from memory_core.domain.inputs import (
     check_token_budget,
     content_hash,
 )
+from memory_core.domain.match import Match
 from memory_core.domain.models import (
     AddOutcome,
     BrowseQuery,
@@ -40,7 +42,7 @@ from memory_core.domain.models import (
     Tier,
     VectorMatch,
 )
-from memory_core.domain.ranking import Candidate, rank_candidates
+from memory_core.domain.ranking import Candidate, fuse_phrasings, name_words, rank_candidates
 from memory_core.domain.redaction import Redaction, RedactionPolicy, redact_json, redact_text
 from memory_core.domain.rules import rule_applies
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
@@ -57,6 +59,7 @@ from memory_core.services.indexing import Indexer, NearDuplicate, embedding_text
 
 __all__ = [
     "APPEND_BATCH_MAX",
+    "MAX_QUERIES",
     "AppendItem",
     "AppendResult",
     "CompactResult",
@@ -77,6 +80,8 @@ _MIN_CANDIDATES = 50
 _MAX_CANDIDATES = 400
 _RULES_PER_RECALL = 5
 _MAX_ID = 2**63
+# Phrasings one search may fuse (`queries`).
+MAX_QUERIES = 5
 # Items one append_many call may hold: one transaction and one model call for all of them.
 APPEND_BATCH_MAX = 1000
 
@@ -121,6 +126,8 @@ class SearchResult(_Frozen):
     mode: SearchMode
     omitted: int = 0
     notes: list[str] = []
+    # Candidates left out because they matched below the request's `min_match`.
+    dropped: int = 0
 
 
 class ContextResult(_Frozen):
@@ -162,16 +169,19 @@ class AppendItem(_Frozen):
     key: str | None = None
     metadata: dict[str, JsonValue] | None = None
     session_id: str | None = None
+    author: str | None = None
 
 
 class SearchRequest(_Frozen):
-    """What a client asks `search` for."""
+    """What a client asks `search` for: `query`, `queries` (up to 5 phrasings), or both."""
 
     project: str
-    query: str
+    query: str | None = None
+    queries: tuple[str, ...] = ()
     mode: SearchMode = SearchMode.HYBRID
     layer: Layer | None = None
     session_id: str | None = None
+    author: str | None = None
     since: datetime | None = None
     until: datetime | None = None
     limit: int = 10
@@ -179,6 +189,8 @@ class SearchRequest(_Frozen):
     # False for a person looking (the dashboard): the hits are not marked as used, so looking
     # does not keep memories from ageing.
     mark_used: bool = True
+    # Leave out hits whose absolute match strength is below this (domain.match).
+    min_match: Match | None = None
 
 
 @dataclass(frozen=True)
@@ -205,6 +217,7 @@ class MemoryService:
         key: str | None,
         metadata: dict[str, JsonValue] | None,
         session_id: str | None,
+        author: str | None = None,
     ) -> MemoryDraft:
         text = check_text("content", content, max_chars=self.limits.max_content_chars)
         return MemoryDraft(
@@ -214,6 +227,7 @@ class MemoryService:
             key=key,
             metadata=check_metadata(metadata, self.limits),
             session_id=check_session(session_id),
+            author=check_author(author),
             content_hash=content_hash(text),
             token_count=estimate_tokens(text),
         )
@@ -227,6 +241,7 @@ class MemoryService:
         key: str | None = None,
         metadata: dict[str, JsonValue] | None = None,
         session_id: str | None = None,
+        author: str | None = None,
     ) -> AppendResult:
         """Store a memory in a layer.
 
@@ -236,13 +251,20 @@ class MemoryService:
         layer keeps only the newest `limits.working_cap` entries per project+session.
 
         Credentials in content, key and metadata strings are replaced by `[REDACTED:<kind>]`
-        first (see domain.redaction); the result counts them by kind.
+        first (see domain.redaction); the result counts them by kind. `author` names who said
+        or wrote it (search filters on it, and lifts memories whose author the query names).
 
         Raises:
             InvalidInputError: A field is missing, empty, too long or malformed.
         """
         draft, redaction = self._prepare(
-            project, layer, content, key=key, metadata=metadata, session_id=session_id
+            project,
+            layer,
+            content,
+            key=key,
+            metadata=metadata,
+            session_id=session_id,
+            author=author,
         )
         new_project = not await self.repo.has_project(draft.project)
         outcome = await self.repo.add(draft, self.clock.now())
@@ -279,6 +301,7 @@ class MemoryService:
         key: str | None,
         metadata: dict[str, JsonValue] | None,
         session_id: str | None,
+        author: str | None = None,
     ) -> tuple[MemoryDraft, Redaction]:
         """Validate and redact one append into the draft to store (nothing is written)."""
         if layer is Layer.SEMANTIC and key is None and metadata and "key" in metadata:
@@ -293,8 +316,16 @@ class MemoryService:
                 "key", f"is only used by the semantic and procedural layers, not {layer.value}"
             )
         content, key, metadata, redaction = self._redact(content, key, metadata)
+        if author is not None:
+            author = redact_text(check_author(author) or "", self.redaction, redaction)[0]
         draft = self._draft(
-            project, layer, content, key=key, metadata=metadata, session_id=session_id
+            project,
+            layer,
+            content,
+            key=key,
+            metadata=metadata,
+            session_id=session_id,
+            author=author,
         )
         return draft, redaction
 
@@ -325,6 +356,7 @@ class MemoryService:
                         key=item.key,
                         metadata=item.metadata,
                         session_id=item.session_id,
+                        author=item.author,
                     )
                 )
             except InvalidInputError as exc:
@@ -442,48 +474,56 @@ class MemoryService:
         a start-up backfill of rows without vectors). Outcome: past that, keyword search only,
         and a note in the result says so. The hits handed out are marked as accessed.
 
+        Several phrasings (`query` and/or `queries`) are each ranked as one query would be,
+        and their rankings fused by reciprocal rank (domain.ranking.fuse_phrasings).
+
         Raises:
-            InvalidQueryError: The query holds no word to search for.
-            InvalidInputError: A filter is malformed.
+            InvalidQueryError: A phrasing holds no word to search for.
+            InvalidInputError: A filter is malformed, or no phrasing (or more than 5) is given.
         """
         project = check_project(request.project)
         limit = check_limit("limit", request.limit, self.limits)
         since, until = check_time_range(request.since, request.until)
         token_budget = check_token_budget(request.token_budget)
-        query_text = check_text("query", request.query, max_chars=self.limits.max_content_chars)
-        words = search_words(query_text, drop_stopwords=self.ranking.keyword_stopwords)
-        mode = request.mode
+        phrasings = self._phrasings(request)
         pool = min(max(limit * _CANDIDATES_PER_HIT, _MIN_CANDIDATES), _MAX_CANDIDATES)
         filters = TextQuery(
             project=project,
-            words=words,
+            words=(),
             prefix_min_chars=self.ranking.keyword_prefix_min_chars,
             layer=request.layer,
             session_id=check_session(request.session_id),
+            author=check_author(request.author),
             since=since,
             until=until,
             limit=pool,
         )
-        text_matches, vector_matches, notes = await self._first_candidates(
-            query_text, mode, filters
-        )
-        if mode is not SearchMode.KEYWORD and vector_matches is None:
-            mode = SearchMode.KEYWORD
-        if mode is SearchMode.KEYWORD and not words:
-            raise InvalidQueryError("query", "needs at least one word of letters or digits")
-        if words and mode is not SearchMode.SEMANTIC and text_matches is None:
-            text_matches = await self.repo.search_text(filters)
-        candidates: dict[int, Candidate] = {}
-        for rank, match in enumerate(text_matches or [], start=1):
-            candidates[match.memory.id] = Candidate(
-                memory=match.memory, bm25_rank=rank, bm25=match.bm25
-            )
-        if vector_matches is not None:
-            await self._add_vector_candidates(candidates, filters, vector_matches)
         now = self.clock.now()
-        ranked = rank_candidates(
-            list(candidates.values()), mode, tier_cutoffs(now, self.tiers), self.ranking, limit
-        )
+        if len(phrasings) == 1:
+            field_name, text = phrasings[0]
+            ranked, dropped, mode, notes = await self._rank_phrasing(
+                field_name, text, request.mode, filters, now, limit, request.min_match
+            )
+        else:
+            lists: list[list[SearchHit]] = []
+            modes: set[SearchMode] = set()
+            notes = []
+            for field_name, text in phrasings:
+                hits, _, used, said = await self._rank_phrasing(
+                    field_name, text, request.mode, filters, now, pool, None
+                )
+                lists.append(hits)
+                modes.add(used)
+                notes += [n for n in said if n not in notes]
+            mode = SearchMode.KEYWORD if SearchMode.KEYWORD in modes else request.mode
+            fused = fuse_phrasings(lists, self.ranking.rrf_k)
+            kept = [
+                h
+                for h in fused
+                if request.min_match is None or h.signals.match.order >= request.min_match.order
+            ]
+            dropped = len(fused) - len(kept)
+            ranked = kept[:limit]
         ranked, omitted = fit_to_budget(ranked, lambda h: h.memory.token_count, token_budget)
         if request.mark_used:
             ids = [h.memory.id for h in ranked]
@@ -495,7 +535,71 @@ class MemoryService:
             for h in ranked
             if h.memory.id in handed
         ]
-        return SearchResult(hits=hits, mode=mode, omitted=omitted, notes=notes)
+        return SearchResult(hits=hits, mode=mode, omitted=omitted, notes=notes, dropped=dropped)
+
+    def _phrasings(self, request: SearchRequest) -> list[tuple[str, str]]:
+        """(field, text) of each distinct phrasing: `query` first, then `queries` in order."""
+        texts: list[tuple[str, str]] = []
+        max_chars = self.limits.max_content_chars
+        if request.query is not None:
+            texts.append(("query", check_text("query", request.query, max_chars=max_chars)))
+        if len(request.queries) > MAX_QUERIES:
+            raise InvalidInputError(
+                "queries", f"must hold at most {MAX_QUERIES} phrasings (got {len(request.queries)})"
+            )
+        for n, text in enumerate(request.queries):
+            field_name = f"queries[{n}]"
+            texts.append((field_name, check_text(field_name, text, max_chars=max_chars)))
+        if not texts:
+            raise InvalidInputError(
+                "query", f"is required (or `queries`: 1-{MAX_QUERIES} phrasings of the question)"
+            )
+        # The same text twice is one phrasing (the first field names it).
+        distinct: dict[str, str] = {}
+        for field_name, text in texts:
+            distinct.setdefault(text, field_name)
+        return [(f, t) for t, f in distinct.items()]
+
+    async def _rank_phrasing(
+        self,
+        field_name: str,
+        query_text: str,
+        mode: SearchMode,
+        filters: TextQuery,
+        now: datetime,
+        limit: int,
+        min_match: Match | None,
+    ) -> tuple[list[SearchHit], int, SearchMode, list[str]]:
+        """One phrasing's ranked hits (not handed out), how many min_match left out, the mode."""
+        words = search_words(query_text, drop_stopwords=self.ranking.keyword_stopwords)
+        filters = filters.model_copy(update={"words": words})
+        text_matches, vector_matches, notes = await self._first_candidates(
+            query_text, mode, filters
+        )
+        if mode is not SearchMode.KEYWORD and vector_matches is None:
+            mode = SearchMode.KEYWORD
+        if mode is SearchMode.KEYWORD and not words:
+            raise InvalidQueryError(field_name, "needs at least one word of letters or digits")
+        if words and mode is not SearchMode.SEMANTIC and text_matches is None:
+            text_matches = await self.repo.search_text(filters)
+        candidates: dict[int, Candidate] = {}
+        for rank, match in enumerate(text_matches or [], start=1):
+            candidates[match.memory.id] = Candidate(
+                memory=match.memory, bm25_rank=rank, bm25=match.bm25
+            )
+        if vector_matches is not None:
+            await self._add_vector_candidates(candidates, filters, vector_matches)
+        ranked, dropped = rank_candidates(
+            list(candidates.values()),
+            mode,
+            tier_cutoffs(now, self.tiers),
+            self.ranking,
+            limit,
+            query_words=name_words(query_text),
+            search_terms=words,
+            min_match=min_match,
+        )
+        return ranked, dropped, mode, notes
 
     async def _first_candidates(
         self, query_text: str, mode: SearchMode, filters: TextQuery

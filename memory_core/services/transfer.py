@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from memory_core.config import ConversationPolicy, Limits
 from memory_core.domain.inputs import (
+    check_author,
     check_metadata,
     check_project,
     check_session,
@@ -107,6 +108,8 @@ class _Record(BaseModel):
     memory_tier: Tier
     content_hash: str
     token_count: int
+    # Since migration 0008; absent from the line when unset, so older files read the same.
+    author: str | None = None
 
     @classmethod
     def of(cls, m: Memory) -> _Record:
@@ -125,6 +128,7 @@ class _Record(BaseModel):
             memory_tier=m.tier,
             content_hash=m.content_hash,
             token_count=m.token_count,
+            author=m.author,
         )
 
     def to_memory(self) -> Memory:
@@ -145,6 +149,7 @@ class _Record(BaseModel):
             tier=self.memory_tier,
             content_hash=content_hash(self.content),
             token_count=self.token_count,
+            author=self.author,
         )
 
 
@@ -157,7 +162,9 @@ def memory_row(memory: Memory) -> Row:
 
 
 def _memory_line(row: Row) -> str:
-    record = _Record.model_validate(row).model_dump(mode="json")
+    # A memory without an author is written as before authors existed.
+    memory = _Record.model_validate(row)
+    record = memory.model_dump(mode="json", exclude={"author"} if memory.author is None else None)
     return json.dumps({"kind": "memory", **record}, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -277,6 +284,8 @@ def _parse_record(number: int, data: Any, now: datetime, limits: Limits) -> Memo
         elif record.layer in (Layer.SEMANTIC, Layer.PROCEDURAL):
             raise InvalidInputError("key", f"is required in the {record.layer.value} layer")
         check_session(record.session_id)
+        if record.author is not None and check_author(record.author) != record.author:
+            raise InvalidInputError("author", "must be one trimmed line of at most 100 characters")
         check_metadata(record.metadata, limits)
         if not 1 <= record.id <= _MAX_ID:
             raise InvalidInputError("id", f"must be an integer from 1 to {_MAX_ID}")

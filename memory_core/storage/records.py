@@ -151,6 +151,7 @@ class RowReader:
             tier=Tier(row["memory_tier"]),
             content_hash=row["content_hash"],
             token_count=row["token_count"],
+            author=row["author"],
         )
 
     def session(self, row: Any) -> SessionInfo:

@@ -9,8 +9,9 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field, JsonValue
 
+from memory_core.domain.match import Match
 from memory_core.domain.models import Layer, SearchMode
-from memory_core.services.memories import AppendItem, SearchRequest
+from memory_core.services.memories import MAX_QUERIES, AppendItem, SearchRequest
 from server.app_context import AppContext
 from server.errors import domain_errors_as_tool_errors
 from server.schemas import (
@@ -40,6 +41,10 @@ TokenBudget = Annotated[
 ]
 Metadata = Annotated[
     dict[str, JsonValue] | None, Field(description="Optional JSON object stored with the memory.")
+]
+Author = Annotated[
+    str | None,
+    Field(description="Who said or wrote it: the user's name, 'assistant', a tool's name."),
 ]
 
 # Items one append_many call may carry (the service allows more; a tool call stays small).
@@ -89,6 +94,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
             ),
         ] = None,
         session_id: Annotated[str | None, Field(description="Conversation/session scope.")] = None,
+        author: Author = None,
         project: Project = None,
     ) -> AppendOut:
         """Store a memory. Appending identical text again returns the existing id.
@@ -110,6 +116,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
                 key=key,
                 metadata=metadata,
                 session_id=session_id,
+                author=author,
             )
         m = result.outcome.memory
         near = result.near_duplicate
@@ -158,6 +165,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
                         key=i.key,
                         metadata=i.metadata,
                         session_id=i.session_id,
+                        author=i.author,
                     )
                     for i in items
                 ],
@@ -183,8 +191,18 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
 
     @tool(mcp, toolset=Toolset.CORE, title="Search memories", annotations=_READ)
     async def search(
-        query: Annotated[str, Field(description="What to look for, in plain words or a question.")],
         ctx: Context[AppContext],
+        query: Annotated[
+            str | None, Field(description="What to look for, in plain words or a question.")
+        ] = None,
+        queries: Annotated[
+            list[str] | None,
+            Field(
+                max_length=MAX_QUERIES,
+                description=f"1-{MAX_QUERIES} rephrasings or sub-questions, searched together "
+                "(for a question with several parts or names).",
+            ),
+        ] = None,
         mode: Annotated[
             Literal["hybrid", "keyword", "semantic"],
             Field(
@@ -207,6 +225,11 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
             datetime | None, Field(description=("Only memories created before this ISO-8601 time."))
         ] = None,
         session_id: Annotated[str | None, Field(description="Only this session.")] = None,
+        author: Annotated[str | None, Field(description="Only memories by this author.")] = None,
+        min_match: Annotated[
+            Literal["strong", "partial"] | None,
+            Field(description="Leave out hits that match more weakly than this."),
+        ] = None,
         explain: Annotated[
             bool, Field(description="Also show why each hit ranked (ranks, boosts, scores).")
         ] = False,
@@ -219,9 +242,11 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
 
         Details:
         Combines keyword (BM25) and embedding-similarity evidence, then favours recently used
-        memories. Each hit's text line shows its id, layer, tier, a relevance word (high,
-        medium or low, relative to the best hit) and when it was written; `explain=true` adds
-        the signals behind its rank, which `structuredContent` always carries.
+        memories. Each hit's text line shows its id, layer, tier, its match strength (strong,
+        partial or weak: absolute, from the cosine similarity and the share of the query's
+        words it holds, so a weak best hit means nothing relevant was found) and when it was
+        written; `explain=true` adds the signals behind its rank, which `structuredContent`
+        always carries.
         """
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("search", ctx.request_id):
@@ -229,16 +254,20 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
                 SearchRequest(
                     project=app.project(project),
                     query=query,
+                    queries=tuple(queries or ()),
                     mode=SearchMode(mode),
                     layer=Layer(layer) if layer else None,
                     session_id=session_id,
+                    author=author,
                     since=since,
                     until=until,
                     limit=limit,
                     token_budget=token_budget,
+                    min_match=Match(min_match) if min_match else None,
                 )
             )
-        return SearchOut.of(query, result, explain=explain)
+        shown = " | ".join(([query] if query is not None else []) + (queries or []))
+        return SearchOut.of(shown, result, explain=explain)
 
     @tool(mcp, toolset=Toolset.CORE, title="Learn a fact", annotations=_WRITE)
     async def learn(

@@ -43,7 +43,7 @@ async def test_a_real_client_sees_the_default_surface_and_can_use_it(
             found = await client.call_tool("search", {"query": "hi"})
             assert ok(found)["hits"][0]["id"] == stored["id"]
             text = found.content[0].text  # type: ignore[union-attr]
-            assert text.splitlines()[1].startswith(f"#{stored['id']} episodic ACTIVE high")
+            assert text.splitlines()[1].startswith(f"#{stored['id']} episodic ACTIVE strong")
             refused = await client.call_tool("start_session", {})
             assert refused.is_error
 

@@ -49,7 +49,11 @@ def seed(db: Path) -> None:
             for n in range(4):
                 await m.append("alpha", Layer.WORKING, f"note {n}", session_id="s1")
             await m.append(
-                "alpha", Layer.EPISODIC, "Shipped v2 — with ünïcode", metadata={"by": "ci"}
+                "alpha",
+                Layer.EPISODIC,
+                "Shipped v2 — with ünïcode",
+                metadata={"by": "ci"},
+                author="Ada Lovelace",
             )
             await m.learn("alpha", "user.editor", "Helix")
             await m.append("alpha", Layer.PROCEDURAL, "Run tests first", key="before deploying")
@@ -101,6 +105,10 @@ def test_export_import_export_round_trip_is_identical(
         "content_hash",
         "token_count",
     } == exported[0].keys()
+    # `author` (migration 0008) is written only when set, so older readers see the same lines.
+    shipped = next(r for r in exported if r["content"].startswith("Shipped"))
+    assert shipped["author"] == "Ada Lovelace"
+    assert sum("author" in r for r in exported) == 1
     editor = next(r for r in exported if r["key"] == "user.editor")
     assert editor["access_count"] == 1 and editor["last_accessed"] is not None
     assert {r["memory_tier"] for r in exported} >= {"ACTIVE", "EXPIRED"}

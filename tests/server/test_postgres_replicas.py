@@ -120,7 +120,9 @@ async def test_copy_store_moves_rows_and_vectors_both_ways(
     local = settings.model_copy(update={"db": source})
     async with open_container(local, clock, embedder=lazy) as container:
         for i in range(30):
-            await container.memories.append("test", Layer.EPISODIC, f"tea note {i}")
+            await container.memories.append(
+                "test", Layer.EPISODIC, f"tea note {i}", author="Ada" if i % 2 else None
+            )
         await container.memories.learn("test", "user.editor", "helix")
         assert container.indexer is not None
         await container.indexer.backfill(await lazy.wait(5))
@@ -134,7 +136,8 @@ async def test_copy_store_moves_rows_and_vectors_both_ways(
     on_pg = settings.model_copy(update={"database_url": pg_url})
     async with open_container(on_pg, clock, embedder=lazy) as container:
         copied = await container.repo.list_layer("test", Layer.EPISODIC, None, newest_first=False)
-        assert copied == original  # ids, tiers, times and access counts kept
+        assert copied == original  # ids, tiers, times, access counts and authors kept
+        assert sum(m.author == "Ada" for m in copied) == 15
         fresh = await container.memories.append("test", Layer.EPISODIC, "a new row after copy")
         assert fresh.memory.id > max(m.id for m in original)
     with pytest.raises(Exception, match="already holds"):

@@ -187,3 +187,44 @@ async def test_argument_limits_follow_settings(settings: Settings, clock: Frozen
             "newest 7 per session"
             in tools["append"].input_schema["properties"]["layer"]["description"]
         )
+
+
+async def test_author_through_append_search_and_load_context(client: Client) -> None:
+    ada = await call(client, "append", layer="episodic", content="tea at noon", author="Ada")
+    await call(client, "append", layer="episodic", content="tea at dusk", author="Bob")
+    found = await call(client, "search", query="tea", author="Ada")
+    assert [h["id"] for h in found["hits"]] == [ada["id"]]
+    assert found["hits"][0]["author"] == "Ada"
+    text = await client.call_tool("search", {"query": "tea"})
+    assert " by Ada" in text.content[0].text and " by Bob" in text.content[0].text  # type: ignore[union-attr]
+    ctx = await call(client, "load_context", limit=5)
+    assert {i["author"] for i in ctx["items"]} == {"Ada", "Bob"}
+    assert "author" in await error(client, "append", layer="episodic", content="x", author="a\nb")
+
+
+async def test_min_match_and_the_match_word_in_the_answer(client: Client) -> None:
+    await call(client, "append", layer="episodic", content="The team lunch is on Friday")
+    await call(client, "append", layer="episodic", content="Lunch money")
+    text = (await client.call_tool("search", {"query": "team lunch friday"})).content[0].text  # type: ignore[union-attr]
+    lines = text.splitlines()
+    assert " strong " in lines[1] and " weak " in lines[2]
+    found = await call(client, "search", query="team lunch friday", min_match="strong")
+    assert found["count"] == 1 and found["weaker"] == 1
+    assert found["hits"][0]["signals"]["match"] == "strong"
+    nothing = await client.call_tool("search", {"query": "eat money", "min_match": "strong"})
+    assert nothing.content[0].text.startswith(  # type: ignore[union-attr]
+        "0 hits (keyword), 1 weaker left out by min_match: nothing relevant."
+    )
+    assert "min_match" in await error(client, "search", query="x", min_match="weak")
+
+
+async def test_search_takes_several_phrasings_and_names_the_field_when_wrong(
+    client: Client,
+) -> None:
+    adopt = await call(client, "append", layer="episodic", content="Caroline plans to adopt")
+    agency = await call(client, "append", layer="episodic", content="The agency approved it")
+    found = await call(client, "search", query="adopt", queries=["agency approved"])
+    assert {h["id"] for h in found["hits"]} == {adopt["id"], agency["id"]}
+    assert found["query"] == "adopt | agency approved"
+    assert "queries" in await error(client, "search", queries=["a"] * 6)
+    assert "query" in await error(client, "search")

@@ -21,7 +21,7 @@ from tests.mcp_client import call, error, hosted
 MAX_DEFAULT_TOKENS = 3_500
 MAX_DEFAULT_TOOLS = 12
 # A search answer's text may be at most this multiple of the memory text it carries, plus
-# this many characters per hit for the hit line's id, layer, tier, relevance word and date.
+# this many characters per hit for the hit line's id, layer, tier, match word and date.
 MAX_ANSWER_RATIO = 2.5
 PER_HIT_ALLOWANCE = 80
 

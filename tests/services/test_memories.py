@@ -4,6 +4,7 @@ from datetime import timedelta
 import pytest
 
 from memory_core.config import RankingPolicy
+from memory_core.domain.match import Match
 from memory_core.domain.models import Layer, SearchMode, Tier
 from memory_core.errors import (
     ConfirmationRequiredError,
@@ -216,3 +217,19 @@ async def test_the_first_write_of_a_project_says_it_created_the_project(
     assert (first.new_project, again.new_project, learned.new_project) == (True, False, True)
     assert [r.new_project for r in batch + later] == [True, False]
     assert await service.repo.has_project("p") and not await service.repo.has_project("q")
+
+
+async def test_min_match_leaves_out_weaker_hits_and_counts_them(service: MemoryService) -> None:
+    # Keyword search only here (no model): the band comes from the share of query words.
+    lunch = await service.append("p", Layer.EPISODIC, "The team lunch is on Friday")
+    await service.append("p", Layer.EPISODIC, "Lunch money")
+    query = "team lunch friday"
+    every = await service.search(SearchRequest(project="p", query=query))
+    assert [h.signals.match.value for h in every.hits] == ["strong", "weak"]
+    assert every.dropped == 0
+    strong = await service.search(SearchRequest(project="p", query=query, min_match=Match.STRONG))
+    assert [h.memory.id for h in strong.hits] == [lunch.memory.id] and strong.dropped == 1
+    none = await service.search(
+        SearchRequest(project="p", query="what should I eat money", min_match=Match.STRONG)
+    )
+    assert none.hits == [] and none.dropped == 1

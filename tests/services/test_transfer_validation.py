@@ -53,6 +53,11 @@ def test_a_good_record_is_accepted() -> None:
     assert parse(record()).memories[0].content == "Deployed v1.2"
 
 
+def test_a_record_may_carry_an_author_or_none() -> None:
+    both = parse(record(author="Ada Lovelace"), record(id=2, content="other")).memories
+    assert [m.author for m in both] == ["Ada Lovelace", None]
+
+
 @pytest.mark.parametrize(
     ("changes", "field"),
     [
@@ -64,6 +69,9 @@ def test_a_good_record_is_accepted() -> None:
         ({"created_at": "1900-01-01T00:00:00+00:00"}, "created_at"),
         ({"access_count": -1}, "access_count"),
         ({"project": "work\n"}, "project"),
+        ({"author": "Ada\nLovelace"}, "author"),
+        ({"author": " Ada"}, "author"),
+        ({"author": "x" * 101}, "author"),
         ({"content": "x" * 2_000_000}, "content"),
         (
             {"metadata": {"deep": {"a": {"b": {"c": {"d": {"e": {"f": {"g": {"h": 1}}}}}}}}}},

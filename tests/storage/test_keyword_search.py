@@ -137,7 +137,14 @@ async def test_upgrading_indexes_the_metadata_of_stored_rows(tmp_path: Path) -> 
     try:
         await apply_migrations(db, folder)
         repo = SqliteMemoryRepository(SqliteSession(db))
-        await repo.add(draft("Fix the rounding bug", metadata={"system": "Jira"}), T0)
+        # Written with the columns schema 0006 has (today's repository also writes 0008's).
+        await db.execute(
+            "INSERT INTO context_snapshots (project, layer, content, metadata, created_at,"
+            " updated_at, access_count, memory_tier, content_hash, token_count)"
+            " VALUES ('p', 'episodic', 'Fix the rounding bug', '{\"system\": \"Jira\"}',"
+            " '2026-01-01T00:00:00.000000Z', '2026-01-01T00:00:00.000000Z', 0, 'ACTIVE', 'h', 4)"
+        )
+        await db.commit()
         assert await found(repo, "jira") == []
         assert "0007_search_prefix_metadata" in await apply_migrations(db)
         assert await found(repo, "jira") == ["Fix the rounding bug"]

@@ -1,14 +1,18 @@
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from memory_core.config import RankingPolicy, TierPolicy
-from memory_core.domain.models import Memory, SearchMode, Tier
+from memory_core.domain import ranking
+from memory_core.domain.models import Memory, SearchHit, SearchMode, Tier
 from memory_core.domain.ranking import (
     Candidate,
+    author_named,
     fuse_ranks,
-    rank_candidates,
+    name_words,
     recency_signal,
     session_lift,
 )
@@ -20,12 +24,17 @@ CUTS = tier_cutoffs(NOW, TierPolicy())
 POLICY = RankingPolicy()
 
 
+def rank_candidates(*args: Any, **kwargs: Any) -> list[SearchHit]:
+    """The hits of `ranking.rank_candidates` (which also says how many min_match dropped)."""
+    return ranking.rank_candidates(*args, **kwargs)[0]
+
+
 def rank_keyword(candidates: list[Candidate], cuts: object, policy: RankingPolicy):
     ranked = sorted(candidates, key=lambda c: c.bm25 or 0.0)
     return rank_candidates(
         [c.model_copy(update={"bm25_rank": i}) for i, c in enumerate(ranked, start=1)],
         SearchMode.KEYWORD,
-        cuts,  # type: ignore[arg-type]
+        cuts,
         policy,
     )
 
@@ -267,3 +276,21 @@ def test_lifted_ranking_is_a_permutation_with_relevance_in_unit_range(
     assert [h.signals.score for h in hits] == sorted((h.signals.score for h in hits), reverse=True)
     assert all(0 < h.signals.relevance <= 1 for h in hits)
     assert all(0 <= h.signals.session_lift < h.signals.relevance for h in hits)
+
+
+@pytest.mark.parametrize(
+    ("author", "query", "named"),
+    [
+        ("Caroline", "When did Caroline go to the support group?", True),
+        ("Caroline", "What did caroline's friend say?", True),
+        ("Ada Lovelace", "What did Ada say about engines?", True),
+        ("Ada Lovelace", "Lovelace, Ada: her notes", True),
+        ("Ada Lovelace", "What did Lovelace write?", False),
+        ("assistant", "what did the assistant suggest", True),
+        ("Carol", "When did Caroline go?", False),
+        (None, "anything", False),
+        ("", "anything", False),
+    ],
+)
+def test_author_named(author: str | None, query: str, named: bool) -> None:
+    assert author_named(author, name_words(query)) is named

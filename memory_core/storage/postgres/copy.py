@@ -73,7 +73,7 @@ class PostgresCopyEndpoint:
         async with self._session.write("copying rows") as conn:
             await conn.executemany(
                 f"INSERT INTO context_snapshots ({COLUMNS})"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
                 [
                     (
                         m.id,
@@ -90,6 +90,7 @@ class PostgresCopyEndpoint:
                         m.tier.value,
                         m.content_hash,
                         m.token_count,
+                        m.author,
                     )
                     for m, _, _ in rows
                 ],

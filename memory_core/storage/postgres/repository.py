@@ -65,6 +65,9 @@ def _filters(query: TextQuery, args: list[Any]) -> str:
     if query.session_id is not None:
         args.append(query.session_id)
         where.append(f"s.session_id = ${len(args)}")
+    if query.author is not None:
+        args.append(query.author)
+        where.append(f"s.author = ${len(args)}")
     if query.since is not None:
         args.append(aware(query.since))
         where.append(f"s.created_at >= ${len(args)}")
@@ -218,13 +221,13 @@ class PostgresMemoryRepository:
             conn,
             "INSERT INTO context_snapshots (project, layer, key, content, metadata, session_id,"
             " created_at, updated_at, last_accessed, access_count, memory_tier, content_hash,"
-            " token_count)"
+            " token_count, author)"
             " SELECT u.project, u.layer, NULL, u.content, u.metadata::jsonb, u.session_id,"
-            " u.created_at, $9, NULL, 0, 'ACTIVE', u.hash, u.tokens"
+            " u.created_at, $9, NULL, 0, 'ACTIVE', u.hash, u.tokens, u.author"
             " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],"
-            " $6::timestamptz[], $7::text[], $8::int[])"
+            " $6::timestamptz[], $7::text[], $8::int[], $10::text[])"
             " WITH ORDINALITY AS u(project, layer, content, metadata, session_id, created_at,"
-            " hash, tokens, i)"
+            " hash, tokens, author, i)"
             f" ORDER BY u.i RETURNING {COLUMNS}",
             [d.project for d in batch],
             [d.layer.value for d in batch],
@@ -235,6 +238,7 @@ class PostgresMemoryRepository:
             [d.content_hash for d in batch],
             [d.token_count for d in batch],
             stamp,
+            [d.author for d in batch],
         )
         # Each fresh identity is unique in the batch, so a returned row maps back by it
         # (RETURNING promises no order).
@@ -281,8 +285,8 @@ class PostgresMemoryRepository:
                 conn,
                 "INSERT INTO context_snapshots (project, layer, key, content, metadata,"
                 " session_id, created_at, updated_at, last_accessed, access_count, memory_tier,"
-                " content_hash, token_count)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, 0, 'ACTIVE', $9, $10)"
+                " content_hash, token_count, author)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, 0, 'ACTIVE', $9, $10, $11)"
                 f" RETURNING {COLUMNS}",
                 draft.project,
                 draft.layer.value,
@@ -294,6 +298,7 @@ class PostgresMemoryRepository:
                 stamp,
                 draft.content_hash,
                 draft.token_count,
+                draft.author,
             )
             assert created is not None
             return AddOutcome(memory=created, status="created")
@@ -318,7 +323,8 @@ class PostgresMemoryRepository:
             conn,
             "UPDATE context_snapshots SET content = $1, metadata = $2, content_hash = $3,"
             " token_count = $4, session_id = coalesce($5, session_id), updated_at = $6,"
-            f" last_accessed = $6, memory_tier = 'ACTIVE' WHERE id = $7 RETURNING {COLUMNS}",
+            " last_accessed = $6, memory_tier = 'ACTIVE', author = coalesce($8, author)"
+            f" WHERE id = $7 RETURNING {COLUMNS}",
             draft.content,
             draft.metadata,
             draft.content_hash,
@@ -326,6 +332,7 @@ class PostgresMemoryRepository:
             draft.session_id,
             stamp,
             existing.id,
+            draft.author,
         )
         assert updated is not None
         return AddOutcome(memory=updated, status="updated", previous_content=existing.content)

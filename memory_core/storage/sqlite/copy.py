@@ -74,7 +74,8 @@ class SqliteCopyEndpoint:
             await db.executemany(
                 "INSERT INTO context_snapshots (id, project, layer, key, content, metadata,"
                 " session_id, created_at, updated_at, last_accessed, access_count, memory_tier,"
-                " content_hash, token_count) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " content_hash, token_count, author)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         m.id,
@@ -91,6 +92,7 @@ class SqliteCopyEndpoint:
                         m.tier.value,
                         m.content_hash,
                         m.token_count,
+                        m.author,
                     )
                     for m, _, _ in rows
                 ],

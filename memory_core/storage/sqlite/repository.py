@@ -51,9 +51,9 @@ _LIVE_TIER = f"""CASE
 _INSERT = """
 INSERT INTO context_snapshots (project, layer, key, content, metadata, session_id, created_at,
                                updated_at, last_accessed, access_count, memory_tier,
-                               content_hash, token_count)
+                               content_hash, token_count, author)
 VALUES (:project, :layer, :key, :content, :metadata, :session_id, :created, :now, NULL, 0,
-        'ACTIVE', :content_hash, :token_count)
+        'ACTIVE', :content_hash, :token_count, :author)
 RETURNING *"""
 
 
@@ -105,6 +105,9 @@ def _filters(query: TextQuery) -> tuple[str, dict[str, Any]]:
     if query.session_id is not None:
         where.append("s.session_id = :session_id")
         params["session_id"] = query.session_id
+    if query.author is not None:
+        where.append("s.author = :author")
+        params["author"] = query.author
     if query.since is not None:
         where.append("s.created_at >= :since")
         params["since"] = encode_time(query.since)
@@ -180,6 +183,7 @@ def _insert_params(draft: MemoryDraft, stamp: str) -> dict[str, Any]:
         "created": encode_time(draft.created_at) if draft.created_at else stamp,
         "content_hash": draft.content_hash,
         "token_count": draft.token_count,
+        "author": draft.author,
     }
 
 
@@ -308,7 +312,8 @@ class SqliteMemoryRepository:
         updated = await self._session.one(
             "UPDATE context_snapshots SET content = ?, metadata = ?, content_hash = ?,"
             " token_count = ?, session_id = coalesce(?, session_id), updated_at = ?,"
-            " last_accessed = ?, memory_tier = 'ACTIVE' WHERE id = ? RETURNING *",
+            " last_accessed = ?, memory_tier = 'ACTIVE', author = coalesce(?, author)"
+            " WHERE id = ? RETURNING *",
             (
                 draft.content,
                 json.dumps(draft.metadata, ensure_ascii=False),
@@ -317,6 +322,7 @@ class SqliteMemoryRepository:
                 draft.session_id,
                 stamp,
                 stamp,
+                draft.author,
                 existing.id,
             ),
         )
