@@ -53,7 +53,7 @@ def build_server(
 ) -> MemstrataServer:
     """Build the MCP server; the store opens (and the scheduler starts) in its lifespan.
 
-    `token_verifier` and `auth` turn on bearer auth for HTTP (see server.http_app).
+    `token_verifier` and `auth` turn on bearer auth for HTTP (see server.http.app).
     `runtime_toolsets` registers `enable_toolset`; HTTP turns it off, because one HTTP server
     serves many clients and one client's choice must not change another's tool list.
     """
@@ -125,7 +125,7 @@ async def serve_http(
 ) -> None:
     """Serve streamable HTTP at http://host:port/mcp under our own uvicorn (logs stay JSON).
 
-    Bearer tokens, per-token grants, Host/Origin checks and the body limit: server.http_app.
+    Bearer tokens, per-token grants, Host/Origin checks and the body limit: server.http.app.
     The port is bound before `announce(url)` is called, so "serving at" is only said once
     it is true.
 
@@ -135,7 +135,7 @@ async def serve_http(
     """
     import uvicorn  # only HTTP needs it; stdio start-up skips the import (~57 ms)
 
-    from server.http_app import build_http_app, listen
+    from server.http.app import build_http_app, listen
     from server.logging import configure_logging
 
     app = await build_http_app(settings, host, port, insecure=insecure)

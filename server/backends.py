@@ -17,10 +17,10 @@ from typing import Literal, Protocol
 
 import structlog
 
-from memory_core.conversation_ports import ConversationStore
 from memory_core.errors import StorageError
-from memory_core.hook_ports import HookSessionStore
 from memory_core.ports import KeywordSearch, MemoryRepository, VectorIndex
+from memory_core.ports.conversations import ConversationStore
+from memory_core.ports.hooks import HookSessionStore
 from memory_core.storage.sqlite import (
     SqliteConversationStore,
     SqliteMemoryRepository,

@@ -9,14 +9,14 @@ if TYPE_CHECKING:
     # The services load numpy; server.backends imports this module on every process that
     # opens a store (the hooks too), so they are imported where they are built.
     from memory_core.knowledge_config import KnowledgePolicy
-    from memory_core.knowledge_ports import (
+    from memory_core.ports import Clock
+    from memory_core.ports.knowledge import (
         DocumentStore,
         EmbeddingProvider,
         PlaybookStore,
         PreferenceStore,
         ScratchpadStore,
     )
-    from memory_core.ports import Clock
     from memory_core.services.business import BusinessService
     from memory_core.services.preferences import PreferenceService
     from memory_core.services.scratchpad import ScratchpadService

@@ -8,7 +8,7 @@ from memory_core.services import maintenance
 from server.app_context import AppContext
 from server.container import Container
 from server.errors import domain_errors_as_resource_errors
-from server.schemas import ContextOut, MemoryOut, StatsOut
+from server.schemas.memories import ContextOut, MemoryOut, StatsOut
 from server.settings import Settings
 from server.surface import MemstrataServer
 

@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 import anyio
 
 from memory_core.errors import EmbeddingUnavailableError
-from memory_core.knowledge_ports import EmbeddingProvider
 from memory_core.ports import Embedder
+from memory_core.ports.knowledge import EmbeddingProvider
 
 if TYPE_CHECKING:
-    from memory_core.knowledge_ports import Vector
+    from memory_core.ports.knowledge import Vector
 
 
 __all__ = ["EmbeddingAccess", "cosine"]

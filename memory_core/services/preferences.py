@@ -16,12 +16,12 @@ from memory_core.domain.knowledge_inputs import check_json_size, check_name, che
 from memory_core.domain.similarity import keyword_overlap
 from memory_core.errors import ConfirmationRequiredError, InvalidInputError
 from memory_core.knowledge_config import KnowledgePolicy
-from memory_core.knowledge_ports import PlaybookStore, PreferenceStore
 from memory_core.ports import Clock, Embedder
+from memory_core.ports.knowledge import PlaybookStore, PreferenceStore
 from memory_core.services.embedding_access import EmbeddingAccess, cosine
 
 if TYPE_CHECKING:
-    from memory_core.knowledge_ports import Vector
+    from memory_core.ports.knowledge import Vector
 
 __all__ = [
     "Deleted",

@@ -29,7 +29,7 @@ from memory_core.domain.inputs import (
 from memory_core.domain.models import Layer, Memory, Tier
 from memory_core.errors import InvalidInputError
 from memory_core.ports import Clock
-from memory_core.transfer_ports import ImportCounts, MemoryTransfer, Progress
+from memory_core.ports.transfer import ImportCounts, MemoryTransfer, Progress
 
 __all__ = [
     "FORMAT",

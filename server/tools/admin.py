@@ -9,7 +9,7 @@ from pydantic import Field
 from memory_core.services import maintenance
 from server.app_context import AppContext
 from server.errors import domain_errors_as_tool_errors
-from server.schemas import PruneOut, RecalculateOut, StatsOut
+from server.schemas.memories import PruneOut, RecalculateOut, StatsOut
 from server.settings import Settings
 from server.surface import MemstrataServer
 from server.tools import Project, tool

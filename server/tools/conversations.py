@@ -10,7 +10,8 @@ from pydantic import Field, JsonValue
 from memory_core.config import ConversationPolicy
 from memory_core.domain.conversation import EntryType, Role, SessionExport
 from server.app_context import AppContext
-from server.conversation_schemas import (
+from server.errors import domain_errors_as_tool_errors
+from server.schemas.conversations import (
     CacheLookupOut,
     CachePutOut,
     ClearSessionOut,
@@ -25,7 +26,6 @@ from server.conversation_schemas import (
     SessionOut,
     SessionStatsOut,
 )
-from server.errors import domain_errors_as_tool_errors
 from server.settings import Settings
 from server.surface import MemstrataServer
 from server.tools import tool

@@ -13,7 +13,7 @@ from memory_core.domain.models import Layer, SearchMode
 from memory_core.services.memories import AppendItem, SearchRequest
 from server.app_context import AppContext
 from server.errors import domain_errors_as_tool_errors
-from server.schemas import (
+from server.schemas.memories import (
     AppendItemIn,
     AppendManyOut,
     AppendOut,

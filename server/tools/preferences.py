@@ -8,7 +8,7 @@ from pydantic import Field, JsonValue
 
 from server.app_context import AppContext
 from server.errors import domain_errors_as_tool_errors
-from server.knowledge_schemas import (
+from server.schemas.knowledge import (
     PlaybookBriefOut,
     PlaybookFindOut,
     PlaybookMatchOut,

@@ -11,7 +11,7 @@ from pydantic import Field
 from memory_core.domain.knowledge import PromotionTarget
 from server.app_context import AppContext
 from server.errors import domain_errors_as_tool_errors
-from server.knowledge_schemas import (
+from server.schemas.knowledge import (
     EvictedOut,
     PromotionOut,
     ScratchpadDeleteOut,

@@ -39,7 +39,7 @@ def test_the_wheel_holds_migrations_tokenizer_and_console_script(wheel: Path) ->
     assert shipped_sql == sorted(p.name for p in (ROOT / "migrations" / "sqlite").glob("*.sql"))
     data = "memory_core/embeddings/data/all-MiniLM-L6-v2/"
     assert {data + "tokenizer.json", data + "NOTICE"} <= names
-    assert "memstrata = server.cli_entry:main" in scripts  # hooks dispatch before server.cli
+    assert "memstrata = server.cli:main" in scripts  # hooks dispatch before server.cli.commands
     assert not [n for n in names if "/tests/" in n or n.startswith("tests/")]
 
 
@@ -62,7 +62,7 @@ print(json.dumps({{
     "tokenizer": str(TOKENIZER_PATH),
     "tokenizer_exists": TOKENIZER_PATH.is_file(),
 }}))
-from server.cli import main
+from server.cli.commands import main
 main(["doctor", "--json"])
 """
     env = {

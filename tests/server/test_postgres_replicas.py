@@ -14,7 +14,7 @@ from mcp import Client
 
 from memory_core.domain.models import Layer
 from server.app import build_server
-from server.cli_copy import copy_between
+from server.cli.copy import copy_between
 from server.container import Container, open_container
 from server.scheduler import once_per_schedule, parse_cron, prune_job, recalculate_job
 from server.settings import Settings

@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from memory_core.conversation_ports import FoldFn
 from memory_core.domain.conversation import (
     CachedResult,
     Entry,
@@ -29,6 +28,7 @@ from memory_core.domain.conversation import (
     canonical_json,
 )
 from memory_core.errors import ConflictError, SessionNotFoundError
+from memory_core.ports.conversations import FoldFn
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.session import PostgresSession, rowcount
 from memory_core.storage.records import RowReader, json_text, next_number

@@ -9,7 +9,6 @@ from typing import Any
 import aiosqlite
 from pydantic import JsonValue
 
-from memory_core.conversation_ports import FoldFn
 from memory_core.domain.conversation import (
     CachedResult,
     Entry,
@@ -24,6 +23,7 @@ from memory_core.domain.conversation import (
     canonical_json,
 )
 from memory_core.errors import ConflictError, SessionNotFoundError
+from memory_core.ports.conversations import FoldFn
 from memory_core.storage.records import RowReader, json_text, next_number
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession

@@ -7,13 +7,13 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from memory_core.domain.knowledge import Chunk, ChunkDraft, DocumentOrigin, DocumentRecord
-from memory_core.knowledge_ports import DocumentWrite
+from memory_core.ports.knowledge import DocumentWrite
 from memory_core.storage.records import ChunkMatrix, RowReader, vector_to_bytes
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
 
 if TYPE_CHECKING:
-    from memory_core.knowledge_ports import Vector
+    from memory_core.ports.knowledge import Vector
 
 
 __all__ = ["SqliteDocumentStore"]

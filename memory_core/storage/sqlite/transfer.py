@@ -15,11 +15,11 @@ import sqlite_vec
 from memory_core.domain.models import Memory
 from memory_core.errors import StorageError
 from memory_core.files import partial_beside
+from memory_core.ports.transfer import BackupReport, ImportCounts, Progress
 from memory_core.storage.sqlite.connection import DriverError
 from memory_core.storage.sqlite.migrate import schema_version
 from memory_core.storage.sqlite.rows import encode_time
 from memory_core.storage.sqlite.session import SqliteSession
-from memory_core.transfer_ports import BackupReport, ImportCounts, Progress
 
 __all__ = ["SqliteMemoryTransfer"]
 

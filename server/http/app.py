@@ -9,8 +9,8 @@ from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
 
-from server.auth import AuthConfigError, TokenAuthority, is_loopback, load_authority
-from server.http_guard import HttpGuard
+from server.http.auth import AuthConfigError, TokenAuthority, is_loopback, load_authority
+from server.http.guard import HttpGuard
 from server.settings import Settings
 
 __all__ = ["HttpBindError", "HttpStartError", "build_http_app", "listen", "transport_security"]

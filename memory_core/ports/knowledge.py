@@ -25,7 +25,7 @@ from memory_core.domain.knowledge import (
     Snippet,
     SnippetDraft,
 )
-from memory_core.ports import Embedder
+from memory_core.ports.memories import Embedder
 
 __all__ = [
     "DocumentStore",

@@ -118,7 +118,7 @@ async def copy_between(
     source_url: str, target_url: str, *, batch: int = 500, exact_max: int = EXACT_SEARCH_MAX
 ) -> CopyReport:
     """Open both stores and copy, with a progress bar on stderr."""
-    from server.cli_output import progress_bar  # rich loads for this command only
+    from server.cli.output import progress_bar  # rich loads for this command only
 
     async with (
         open_endpoint(source_url, create=False) as source,
@@ -138,7 +138,7 @@ def run_command(settings: Settings, args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace, *, exact_max: int = EXACT_SEARCH_MAX) -> int:
     """Run `copy-store`; returns the exit code."""
-    from server.cli_output import Exit, err, out_json
+    from server.cli.output import Exit, err, out_json
 
     try:
         report = asyncio.run(

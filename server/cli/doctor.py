@@ -20,14 +20,14 @@ from rich.text import Text
 
 from memory_core.storage.sqlite.diagnostics import DatabaseProbe, probe_database, probe_driver
 from memory_core.storage.sqlite.migrate import load_migrations
-from server.claude_settings import (
+from server.cli.claude_settings import (
     HOOK_EVENTS,
     SERVER_NAME,
     command_executable,
     has_server,
     our_hook_commands,
 )
-from server.cli_output import Exit, out_json, stdout_console
+from server.cli.output import Exit, out_json, stdout_console
 from server.settings import Settings
 
 __all__ = ["Check", "claude_code_checks", "run_checks", "run_doctor"]

@@ -9,9 +9,9 @@ from rich.table import Table
 from memory_core.domain.models import Layer, SearchMode, Tier
 from memory_core.services import maintenance
 from memory_core.services.memories import SearchRequest
-from server.cli_output import Exit, err, out_json, progress_bar, stdout_console
+from server.cli.output import Exit, err, out_json, progress_bar, stdout_console
 from server.container import open_container
-from server.schemas import RecallOut, SearchOut, StatsOut
+from server.schemas.memories import RecallOut, SearchOut, StatsOut
 from server.settings import Settings
 
 __all__ = ["run_maintain", "run_recall", "run_reindex", "run_search", "run_stats"]
