@@ -10,9 +10,9 @@ if TYPE_CHECKING:
     # opens a store (the hooks too), so they are imported where they are built.
     from memory_core.knowledge_config import KnowledgePolicy
     from memory_core.ports import Clock
+    from memory_core.ports.embeddings import EmbeddingProvider
     from memory_core.ports.knowledge import (
         DocumentStore,
-        EmbeddingProvider,
         PlaybookStore,
         PreferenceStore,
         ScratchpadStore,

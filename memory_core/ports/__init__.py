@@ -1,9 +1,10 @@
 """The interfaces services depend on, one module per feature; storage backends implement them.
 
-- `memories`: MemoryRepository, VectorIndex, KeywordSearch, the embedder and the clock;
-- `conversations`: ConversationStore, Summarizer, TokenCounter;
+- `embeddings`: the embedder, the model that may still be loading, the token counter, `Vector`;
+- `memories`: MemoryRepository, VectorIndex, KeywordSearch and the clock;
+- `conversations`: ConversationStore, Summarizer;
 - `knowledge`: the scratchpad, preference, playbook and document stores;
-- `transfer`: whole-row export/import and backups;
+- `transfer`: whole-row export/import, backups and copies between backends;
 - `hooks`: the Claude Code hook sessions.
 
 This package re-exports every port so callers can write `from memory_core.ports import X`.
@@ -22,13 +23,17 @@ if TYPE_CHECKING:
         FoldFn,
         SessionNotes,
         Summarizer,
+    )
+    from memory_core.ports.embeddings import (
+        Embedder,
+        EmbedderSource,
+        EmbeddingProvider,
         TokenCounter,
     )
     from memory_core.ports.hooks import HookSessionStore
     from memory_core.ports.knowledge import (
         DocumentStore,
         DocumentWrite,
-        EmbeddingProvider,
         PlaybookStore,
         PreferenceStore,
         ScratchpadStore,
@@ -36,18 +41,23 @@ if TYPE_CHECKING:
     )
     from memory_core.ports.memories import (
         Clock,
-        Embedder,
-        EmbedderSource,
         KeywordSearch,
         MemoryRepository,
         VectorIndex,
     )
-    from memory_core.ports.transfer import BackupReport, ImportCounts, MemoryTransfer, Progress
+    from memory_core.ports.transfer import (
+        BackupReport,
+        CopyEndpoint,
+        CopyRow,
+        ImportCounts,
+        MemoryTransfer,
+        Progress,
+    )
 
 _HOMES = {
     "Clock": "memories",
-    "Embedder": "memories",
-    "EmbedderSource": "memories",
+    "Embedder": "embeddings",
+    "EmbedderSource": "embeddings",
     "KeywordSearch": "memories",
     "MemoryRepository": "memories",
     "VectorIndex": "memories",
@@ -55,10 +65,10 @@ _HOMES = {
     "FoldFn": "conversations",
     "SessionNotes": "conversations",
     "Summarizer": "conversations",
-    "TokenCounter": "conversations",
+    "TokenCounter": "embeddings",
     "DocumentStore": "knowledge",
     "DocumentWrite": "knowledge",
-    "EmbeddingProvider": "knowledge",
+    "EmbeddingProvider": "embeddings",
     "PlaybookStore": "knowledge",
     "PreferenceStore": "knowledge",
     "ScratchpadStore": "knowledge",
@@ -67,6 +77,8 @@ _HOMES = {
     "ImportCounts": "transfer",
     "MemoryTransfer": "transfer",
     "Progress": "transfer",
+    "CopyEndpoint": "transfer",
+    "CopyRow": "transfer",
     "HookSessionStore": "hooks",
 }
 
@@ -74,6 +86,8 @@ __all__ = [
     "BackupReport",
     "Clock",
     "ConversationStore",
+    "CopyEndpoint",
+    "CopyRow",
     "DocumentStore",
     "DocumentWrite",
     "Embedder",

@@ -21,20 +21,13 @@ from memory_core.domain.models import (
 
 __all__ = [
     "Clock",
-    "Embedder",
-    "EmbedderSource",
     "KeywordSearch",
     "MemoryRepository",
     "VectorIndex",
 ]
 
 if TYPE_CHECKING:
-    # Only an annotation here: importing numpy costs ~120 ms of every cold process, and the
-    # hooks and most CLI commands never touch a vector.
-    import numpy as np
-    import numpy.typing as npt
-
-    Vector = npt.NDArray[np.float32]
+    from memory_core.ports.embeddings import Vector
 
 
 class Clock(Protocol):
@@ -174,45 +167,6 @@ class MemoryRepository(Protocol):
 
     async def has_project(self, project: str) -> bool:
         """Whether a project holds at least one memory (one index lookup)."""
-        ...
-
-
-class Embedder(Protocol):
-    """Turns texts into unit-length float32 vectors."""
-
-    model_id: str
-    dims: int
-
-    def embed(self, texts: Sequence[str]) -> Vector:
-        """Embed texts into an (n, dims) array; CPU-bound, so run it off the event loop."""
-        ...
-
-
-class EmbedderSource(Protocol):
-    """Where services get the embedder; it may still be loading."""
-
-    model_id: str
-    dims: int
-
-    def current(self) -> Embedder | None:
-        """The embedder if ready, else None (callers fall back to keyword search)."""
-        ...
-
-    async def wait(self, max_wait: float | None = None) -> Embedder:
-        """Start loading if needed and wait (at most `max_wait` s) until the embedder is ready.
-
-        Raises:
-            EmbeddingUnavailableError: Loading failed or did not finish in time.
-        """
-        ...
-
-    async def until_ready(self) -> Embedder | None:
-        """Wait, without starting a load, until one has finished; None if it failed."""
-        ...
-
-    @property
-    def failure(self) -> str | None:
-        """Why loading failed, if it did (None while loading or once ready)."""
         ...
 
 

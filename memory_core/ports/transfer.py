@@ -1,16 +1,19 @@
-"""The storage interface export, import and backup depend on (kept apart from ports.py)."""
+"""The storage interfaces export, import, backup and copy-store depend on."""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from pydantic import BaseModel, ConfigDict
 
 from memory_core.domain.models import Memory
 
-__all__ = ["BackupReport", "ImportCounts", "MemoryTransfer", "Progress"]
+__all__ = ["BackupReport", "CopyEndpoint", "CopyRow", "ImportCounts", "MemoryTransfer", "Progress"]
+
+if TYPE_CHECKING:
+    from memory_core.ports.embeddings import Vector
 
 # (done, total): awaited after each unit of long work, so a caller can report it.
 Progress = Callable[[int, int], Awaitable[None]]
@@ -64,4 +67,36 @@ class MemoryTransfer(Protocol):
 
     async def backup(self, target: Path, *, progress: Progress | None = None) -> BackupReport:
         """Copy the live store to `target` (replacing it) and verify the copy's integrity."""
+        ...
+
+
+# A row, and its embedding with the hash of the text embedded, when it has one.
+CopyRow = tuple[Memory, str | None, "Vector | None"]
+
+
+class CopyEndpoint(Protocol):
+    """One store as a copy source or target (a storage backend implements it)."""
+
+    async def model(self) -> tuple[str, int] | None:
+        """The embedding model recorded in the store (id, dims), if any."""
+        ...
+
+    async def counts(self) -> tuple[int, int]:
+        """(memories, embeddings) in the whole store."""
+        ...
+
+    async def read(self, after_id: int, limit: int) -> list[CopyRow]:
+        """Up to `limit` rows with ids above `after_id`, in id order, with their vectors."""
+        ...
+
+    async def prepare(self, model: tuple[str, int] | None) -> None:
+        """Get an empty target ready (record the model, size the vector index)."""
+        ...
+
+    async def write(self, rows: Sequence[CopyRow]) -> None:
+        """Insert rows keeping their ids, and their vectors, in one transaction."""
+        ...
+
+    async def finish(self) -> None:
+        """After the last batch: make new ids continue above the copied ones."""
         ...

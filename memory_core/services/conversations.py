@@ -63,8 +63,8 @@ from memory_core.ports.conversations import (
     ConversationStore,
     SessionNotes,
     Summarizer,
-    TokenCounter,
 )
+from memory_core.ports.embeddings import TokenCounter
 
 __all__ = [
     "CompressionResult",

@@ -10,10 +10,10 @@ import anyio
 
 from memory_core.errors import EmbeddingUnavailableError
 from memory_core.ports import Embedder
-from memory_core.ports.knowledge import EmbeddingProvider
+from memory_core.ports.embeddings import EmbeddingProvider
 
 if TYPE_CHECKING:
-    from memory_core.ports.knowledge import Vector
+    from memory_core.ports.embeddings import Vector
 
 
 __all__ = ["EmbeddingAccess", "cosine"]

@@ -21,7 +21,7 @@ from memory_core.ports.knowledge import PlaybookStore, PreferenceStore
 from memory_core.services.embedding_access import EmbeddingAccess, cosine
 
 if TYPE_CHECKING:
-    from memory_core.ports.knowledge import Vector
+    from memory_core.ports.embeddings import Vector
 
 __all__ = [
     "Deleted",

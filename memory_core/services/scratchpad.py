@@ -31,7 +31,7 @@ from memory_core.services.embedding_access import EmbeddingAccess, cosine
 from memory_core.services.preferences import MAX_KEY_CHARS, PreferenceService, check_items
 
 if TYPE_CHECKING:
-    from memory_core.ports.knowledge import Vector
+    from memory_core.ports.embeddings import Vector
 
 __all__ = ["Promotion", "ScratchpadService", "ScratchpadWrite"]
 

@@ -29,7 +29,7 @@ from memory_core.domain.inputs import check_project
 from memory_core.domain.models import Layer, Memory
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
 from memory_core.ports import Clock, MemoryRepository
-from memory_core.ports.conversations import TokenCounter
+from memory_core.ports.embeddings import TokenCounter
 from memory_core.ports.hooks import HookSessionStore
 
 if TYPE_CHECKING:

@@ -40,7 +40,7 @@ from memory_core.errors import SchemaMismatchError
 if TYPE_CHECKING:
     import numpy as np
 
-    from memory_core.ports.knowledge import Vector
+    from memory_core.ports.embeddings import Vector
 
 __all__ = [
     "ChunkMatrix",

@@ -11,7 +11,8 @@ from pathlib import Path
 from typing import Any
 
 from memory_core.errors import InvalidInputError, MemoryCoreError
-from memory_core.services.copy_store import CopyEndpoint, CopyReport, copy_store
+from memory_core.ports.transfer import CopyEndpoint
+from memory_core.services.copy_store import CopyReport, copy_store
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
 from memory_core.storage.sqlite.copy import SqliteCopyEndpoint
 from memory_core.storage.sqlite.vectors import EXACT_SEARCH_MAX

@@ -16,7 +16,7 @@ from memory_core.clock import SystemClock
 from memory_core.embeddings import LazyEmbedder, load_embedder
 from memory_core.embeddings.token_count import CharTokenCounter, token_counter_for
 from memory_core.ports import Clock
-from memory_core.ports.conversations import TokenCounter
+from memory_core.ports.embeddings import TokenCounter
 from memory_core.ports.hooks import HookSessionStore
 from memory_core.services.conversations import ConversationService
 from memory_core.services.indexing import Indexer

@@ -22,6 +22,7 @@ __all__ = [
     "ContextItemOut",
     "ContextOut",
     "ForgetOut",
+    "LayerName",
     "LearnOut",
     "MemoryOut",
     "PruneOut",
@@ -33,6 +34,9 @@ __all__ = [
     "StatsOut",
     "relevance_word",
 ]
+
+# A memory layer as a tool argument (the values of memory_core.domain.models.Layer).
+LayerName = Literal["working", "episodic", "semantic", "procedural"]
 
 
 # How many ids a text answer lists before saying "and N more" (structuredContent has all).
@@ -167,7 +171,7 @@ class AppendOut(BaseModel):
 class AppendItemIn(BaseModel):
     """One memory of `append_many` (the fields of `append`)."""
 
-    layer: Literal["working", "episodic", "semantic", "procedural"] = Field(
+    layer: LayerName = Field(
         description="working, episodic, semantic (needs `key`) or procedural (needs `key`)."
     )
     content: str = Field(description="The text to remember.")

@@ -28,15 +28,11 @@ from server.schemas.conversations import (
 )
 from server.settings import Settings
 from server.surface import MemstrataServer
-from server.tools import tool
+from server.tools import Project, tool
 from server.toolsets import Toolset
 
 __all__ = ["register"]
 
-Project = Annotated[
-    str | None,
-    Field(description="Project (memory scope) to use; omit for the server's default project."),
-]
 SessionId = Annotated[
     str, Field(description="The session's id, as returned by `start_session`.", max_length=128)
 ]

@@ -21,6 +21,7 @@ from server.schemas.memories import (
     CompactOut,
     ContextOut,
     ForgetOut,
+    LayerName,
     LearnOut,
     RecallOut,
     SearchOut,
@@ -33,12 +34,11 @@ from server.toolsets import Toolset
 
 __all__ = ["register"]
 
-LayerName = Literal["working", "episodic", "semantic", "procedural"]
 TokenBudget = Annotated[
     int | None,
     Field(ge=1, le=10**9, description="Cut the answer to about this many tokens of memory text."),
 ]
-Metadata = Annotated[
+MetadataIn = Annotated[
     dict[str, JsonValue] | None, Field(description="Optional JSON object stored with the memory.")
 ]
 
@@ -79,7 +79,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         ],
         content: Annotated[str, Field(description="The text to remember.")],
         ctx: Context[AppContext],
-        metadata: Metadata = None,
+        metadata: MetadataIn = None,
         key: Annotated[
             str | None,
             Field(
@@ -245,7 +245,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         key: Annotated[str, Field(description="The fact's name, e.g. 'user.preferred_language'.")],
         value: Annotated[str, Field(description="What is true about it.")],
         ctx: Context[AppContext],
-        metadata: Metadata = None,
+        metadata: MetadataIn = None,
         project: Project = None,
     ) -> LearnOut:
         """Store semantic knowledge under a key, replacing any previous value of that key."""

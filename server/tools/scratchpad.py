@@ -2,7 +2,7 @@
 
 # No `from __future__ import annotations`: argument descriptions are built from settings at
 # registration time, so annotations must be evaluated objects.
-from typing import Annotated, Literal
+from typing import Annotated
 
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
@@ -19,6 +19,7 @@ from server.schemas.knowledge import (
     ScratchpadReadOut,
     ScratchpadWriteOut,
     SnippetOut,
+    Target,
 )
 from server.settings import Settings
 from server.surface import MemstrataServer
@@ -38,10 +39,9 @@ _DESTROY = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
 
-SessionId = Annotated[
+ScratchpadSession = Annotated[
     str, Field(description="The session (flow) whose scratchpad this is.", max_length=128)
 ]
-Target = Literal["preferences", "business_context"]
 
 
 def register(mcp: MemstrataServer, settings: Settings) -> None:
@@ -50,7 +50,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
 
     @tool(mcp, toolset=Toolset.SCRATCHPAD, title="Write a scratchpad snippet", annotations=_WRITE)
     async def scratchpad_write(
-        session_id: SessionId,
+        session_id: ScratchpadSession,
         snippet: Annotated[str, Field(description="A short, reflective note in plain language.")],
         ctx: Context[AppContext],
         user: Annotated[
@@ -117,7 +117,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
 
     @tool(mcp, toolset=Toolset.SCRATCHPAD, title="Read the scratchpad", annotations=_READ)
     async def scratchpad_read(
-        session_id: SessionId,
+        session_id: ScratchpadSession,
         ctx: Context[AppContext],
         ids: Annotated[
             list[int] | None,
@@ -141,7 +141,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
 
     @tool(mcp, toolset=Toolset.SCRATCHPAD, title="Promote a scratchpad snippet", annotations=_WRITE)
     async def scratchpad_promote(
-        session_id: SessionId,
+        session_id: ScratchpadSession,
         id: Annotated[int, Field(description="The snippet's id (from scratchpad_read).")],
         target: Annotated[Target, Field(description="preferences or business_context.")],
         ctx: Context[AppContext],

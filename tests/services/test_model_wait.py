@@ -12,7 +12,7 @@ from memory_core.config import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.models import Layer, Memory, SearchMode
 from memory_core.embeddings import LazyEmbedder
 from memory_core.ports import Embedder, MemoryRepository, VectorIndex
-from memory_core.ports.knowledge import Vector
+from memory_core.ports.embeddings import Vector
 from memory_core.services.embedding_access import EmbeddingAccess
 from memory_core.services.indexing import Indexer
 from memory_core.services.memories import MemoryService, SearchRequest

@@ -9,7 +9,8 @@ from typing import Any
 import numpy as np
 
 from memory_core.domain.knowledge import Chunk, ChunkDraft, DocumentOrigin, DocumentRecord
-from memory_core.ports.knowledge import DocumentWrite, Vector
+from memory_core.ports.embeddings import Vector
+from memory_core.ports.knowledge import DocumentWrite
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.scratchpad import lock_text
 from memory_core.storage.postgres.session import PostgresSession
