@@ -334,7 +334,7 @@ async def _migrate(settings: Settings) -> int:
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
-    from server.app import serve_http, serve_stdio
+    from server.app import serve_stdio
 
     if getattr(args, "toolsets", None):
         try:
@@ -348,7 +348,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     # so a problem prints one clear line instead of a traceback from inside the SDK.
     asyncio.run(_preflight(settings))
     if getattr(args, "http", False):
-        from server.http.app import HttpBindError
+        from server.http.app import HttpBindError, serve_http
 
         host = args.host or settings.http_host
         port = args.port or settings.http_port

@@ -9,11 +9,11 @@ from structlog.testing import capture_logs
 
 from memory_core.domain.models import Layer
 from server.container import Container, open_container
+from server.cron import parse_cron
 from server.scheduler import (
     PRUNE_JOB,
     RECALCULATE_JOB,
     build_scheduler,
-    parse_cron,
     prune_job,
     recalculate_job,
 )
