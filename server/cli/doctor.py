@@ -18,8 +18,9 @@ from typing import Literal
 from rich.table import Table
 from rich.text import Text
 
+from memory_core.storage.migrations import load_migrations
 from memory_core.storage.sqlite.diagnostics import DatabaseProbe, probe_database, probe_driver
-from memory_core.storage.sqlite.migrate import load_migrations
+from memory_core.storage.sqlite.migrate import default_migrations_dir
 from server.cli.claude_settings import (
     HOOK_EVENTS,
     SERVER_NAME,
@@ -308,7 +309,7 @@ def _database_checks(settings: Settings) -> list[Check]:
 
 
 def _schema_check(probe: DatabaseProbe) -> Check:
-    shipped = [m.name for m in load_migrations()]
+    shipped = [m.name for m in load_migrations(default_migrations_dir())]
     applied = set(probe.applied_migrations)
     unknown = sorted(applied - set(shipped))
     pending = [name for name in shipped if name not in applied]

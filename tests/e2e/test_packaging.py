@@ -53,12 +53,13 @@ def test_code_from_the_wheel_finds_its_packaged_data(wheel: Path, tmp_path: Path
 import json, sys
 sys.path.insert(0, {str(unpacked)!r})
 import memory_core
-from memory_core.storage.sqlite.migrate import default_migrations_dir, load_migrations
+from memory_core.storage.migrations import load_migrations
+from memory_core.storage.sqlite.migrate import default_migrations_dir
 from memory_core.embeddings.minilm_onnx import TOKENIZER_PATH
 print(json.dumps({{
     "package": memory_core.__file__,
     "migrations": str(default_migrations_dir()),
-    "count": len(load_migrations()),
+    "count": len(load_migrations(default_migrations_dir())),
     "tokenizer": str(TOKENIZER_PATH),
     "tokenizer_exists": TOKENIZER_PATH.is_file(),
 }}))
