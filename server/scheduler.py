@@ -13,7 +13,7 @@ import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from memory_core.services import maintenance
-from server.backends import LocalJobLeases
+from memory_core.storage.sqlite.leases import LocalJobLeases
 from server.container import Container
 from server.cron import parse_cron
 

@@ -1,7 +1,7 @@
 """The interfaces services depend on, one module per feature; storage backends implement them.
 
 - `embeddings`: the embedder, the model that may still be loading, the token counter, `Vector`;
-- `memories`: MemoryRepository, VectorIndex, KeywordSearch and the clock;
+- `memories`: MemoryRepository, VectorIndex, KeywordSearch, JobLeases and the clock;
 - `conversations`: ConversationStore, Summarizer;
 - `knowledge`: the scratchpad, preference, playbook and document stores;
 - `transfer`: whole-row export/import, backups and copies between backends;
@@ -41,6 +41,7 @@ if TYPE_CHECKING:
     )
     from memory_core.ports.memories import (
         Clock,
+        JobLeases,
         KeywordSearch,
         MemoryRepository,
         VectorIndex,
@@ -56,6 +57,7 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "Clock": "memories",
+    "JobLeases": "memories",
     "Embedder": "embeddings",
     "EmbedderSource": "embeddings",
     "KeywordSearch": "memories",
@@ -96,6 +98,7 @@ __all__ = [
     "FoldFn",
     "HookSessionStore",
     "ImportCounts",
+    "JobLeases",
     "KeywordSearch",
     "MemoryRepository",
     "MemoryTransfer",

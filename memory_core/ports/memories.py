@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -21,6 +22,7 @@ from memory_core.domain.models import (
 
 __all__ = [
     "Clock",
+    "JobLeases",
     "KeywordSearch",
     "MemoryRepository",
     "VectorIndex",
@@ -208,4 +210,12 @@ class VectorIndex(Protocol):
 
     async def vector_stats(self) -> tuple[int, int]:
         """(rows with a vector, rows without one) across the store."""
+        ...
+
+
+class JobLeases(Protocol):
+    """Who runs a scheduled job's fire: yields None to run it, else why this process skips."""
+
+    def claim(self, job: str, slot: datetime) -> AbstractAsyncContextManager[str | None]:
+        """Claim `job` for the schedule slot `slot` (the fire time it belongs to)."""
         ...
