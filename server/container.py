@@ -24,7 +24,7 @@ if TYPE_CHECKING:
     # The knowledge services load numpy; the hooks import this module (server.hooks.services)
     # and never use them, so they are imported in build_knowledge, where they are built.
     from memory_core.knowledge_config import KnowledgePolicy
-    from memory_core.ports.embeddings import EmbeddingProvider
+    from memory_core.ports.embeddings import EmbedderSource
     from memory_core.services.business import BusinessService
     from memory_core.services.preferences import PreferenceService
     from memory_core.services.scratchpad import ScratchpadService
@@ -46,7 +46,7 @@ class KnowledgeServices:
 
 def build_knowledge(
     stores: KnowledgeStores,
-    embedder: EmbeddingProvider | None,
+    embedder: EmbedderSource | None,
     clock: Clock,
     policy: KnowledgePolicy,
     *,
@@ -62,7 +62,7 @@ def build_knowledge(
     from memory_core.services.scratchpad import ScratchpadService
 
     access = EmbeddingAccess(
-        provider=embedder, write_wait=policy.embed_wait_seconds, read_wait=read_wait
+        source=embedder, write_wait=policy.embed_wait_seconds, read_wait=read_wait
     )
     preferences = PreferenceService(
         preferences=stores.preferences,

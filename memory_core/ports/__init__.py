@@ -1,6 +1,7 @@
 """The interfaces services depend on, one module per feature; storage backends implement them.
 
-- `embeddings`: the embedder, the model that may still be loading, the token counter, `Vector`;
+- `embeddings`: the embedder, its source (a model that may still be loading), the token
+  counter and `Vector`;
 - `memories`: MemoryRepository, VectorIndex, KeywordSearch, JobLeases and the clock;
 - `conversations`: ConversationStore, Summarizer;
 - `knowledge`: the scratchpad, preference, playbook and document stores;
@@ -27,7 +28,6 @@ if TYPE_CHECKING:
     from memory_core.ports.embeddings import (
         Embedder,
         EmbedderSource,
-        EmbeddingProvider,
         TokenCounter,
     )
     from memory_core.ports.hooks import HookSessionStore
@@ -70,7 +70,6 @@ _HOMES = {
     "TokenCounter": "embeddings",
     "DocumentStore": "knowledge",
     "DocumentWrite": "knowledge",
-    "EmbeddingProvider": "embeddings",
     "PlaybookStore": "knowledge",
     "PreferenceStore": "knowledge",
     "ScratchpadStore": "knowledge",
@@ -94,7 +93,6 @@ __all__ = [
     "DocumentWrite",
     "Embedder",
     "EmbedderSource",
-    "EmbeddingProvider",
     "FoldFn",
     "HookSessionStore",
     "ImportCounts",

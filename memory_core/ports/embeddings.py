@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["Embedder", "EmbedderSource", "EmbeddingProvider", "TokenCounter", "Vector"]
+__all__ = ["Embedder", "EmbedderSource", "TokenCounter", "Vector"]
 
 if TYPE_CHECKING:
     # Only an annotation here: importing numpy costs ~120 ms of every cold process, and the
@@ -66,21 +66,6 @@ class EmbedderSource(Protocol):
     @property
     def failure(self) -> str | None:
         """Why loading failed, if it did (None while loading or once ready)."""
-        ...
-
-
-class EmbeddingProvider(Protocol):
-    """An embedder that may still be loading (LazyEmbedder satisfies this)."""
-
-    model_id: str
-    dims: int
-
-    async def wait(self, max_wait: float | None = None) -> Embedder:
-        """The embedder, once loaded.
-
-        Raises:
-            EmbeddingUnavailableError: Loading failed or took longer than `max_wait` seconds.
-        """
         ...
 
 

@@ -172,14 +172,14 @@ async def test_a_long_backfill_is_waited_for_once_then_only_noted(
 
 async def test_knowledge_reads_wait_for_the_model_within_their_bound() -> None:
     lazy, fake, release = blocked_fake()
-    patient = EmbeddingAccess(provider=lazy, write_wait=0, read_wait=30)
+    patient = EmbeddingAccess(source=lazy, write_wait=0, read_wait=30)
     asyncio.get_running_loop().call_later(0.2, release.set)
     embedder, why = await patient.for_read()
     assert embedder is fake and why is None
 
     other, _, never = blocked_fake()
     try:
-        hasty = EmbeddingAccess(provider=other, write_wait=0, read_wait=0.05)
+        hasty = EmbeddingAccess(source=other, write_wait=0, read_wait=0.05)
         embedder, why = await hasty.for_read()
         assert embedder is None
         assert why == "The embedding model is unavailable (the model is still loading after 0.05 s)"
