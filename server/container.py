@@ -15,6 +15,7 @@ from memory_core.embeddings.token_count import token_counter_for
 from memory_core.ports import Clock, JobLeases, MemoryRepository
 from memory_core.services.conversations import ConversationService
 from memory_core.services.indexing import Indexer
+from memory_core.services.maintenance import MaintenanceService
 from memory_core.services.memories import MemoryService
 from memory_core.services.session_start import SessionStartService
 from server.backends import KnowledgeStores, open_backend
@@ -96,6 +97,7 @@ class Container:
     conversations: ConversationService
     knowledge: KnowledgeServices
     start: SessionStartService  # the session-start briefing (hooks, load_context, a prompt)
+    maintenance: MaintenanceService  # tiers, pruning, stats (tools, CLI, scheduler)
     leases: JobLeases | None = None  # who runs scheduled jobs (None: this process always does)
 
     def project(self, name: str | None) -> str:
@@ -206,6 +208,7 @@ async def open_container(
                 preferences=backend.knowledge.preferences,
                 hook_sessions=backend.hook_sessions,
             ),
+            maintenance=MaintenanceService(repo=repo, clock=the_clock, policy=settings.tiers),
             leases=backend.leases,
         )
     finally:

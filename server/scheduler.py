@@ -12,7 +12,6 @@ from typing import Any
 import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
-from memory_core.services import maintenance
 from memory_core.storage.sqlite.leases import LocalJobLeases
 from server.container import Container
 from server.cron import parse_cron
@@ -27,19 +26,14 @@ PRUNE_JOB = "prune_expired"
 
 async def recalculate_job(container: Container) -> int:
     """Recalculate tiers across all projects."""
-    changed = await maintenance.recalculate_tiers(
-        container.repo, container.clock, container.settings.tiers, None
-    )
+    changed = await container.maintenance.recalculate_tiers(None)
     log.info("job.ran", job=RECALCULATE_JOB, changed=changed)
     return changed
 
 
 async def prune_job(container: Container) -> int:
     """Prune EXPIRED memories across all projects, up to the configured limit."""
-    outcome = await maintenance.prune_expired(
-        container.repo,
-        container.clock,
-        container.settings.tiers,
+    outcome = await container.maintenance.prune_expired(
         project=None,
         limit=container.settings.schedule.prune_limit,
     )

@@ -6,7 +6,6 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from memory_core.services import maintenance
 from server.app_context import AppContext
 from server.errors import domain_errors_as_tool_errors
 from server.schemas.memories import PruneOut, RecalculateOut, StatsOut
@@ -37,9 +36,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         """Count memories per tier and layer, with sizes, dates and health suggestions."""
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("get_memory_stats", ctx.request_id):
-            report = await maintenance.memory_stats(
-                app.repo, app.clock, app.settings.tiers, app.project(project)
-            )
+            report = await app.maintenance.stats(app.project(project))
         return StatsOut.of(report)
 
     @tool(
@@ -62,9 +59,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         """Re-derive every memory's tier (ACTIVE/RECENT/ARCHIVED/EXPIRED) from its last use."""
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("recalculate_memory_tiers", ctx.request_id):
-            changed = await maintenance.recalculate_tiers(
-                app.repo, app.clock, app.settings.tiers, project
-            )
+            changed = await app.maintenance.recalculate_tiers(project)
         return RecalculateOut(scope=project or "*", changed=changed)
 
     @tool(
@@ -99,10 +94,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         app = ctx.request_context.lifespan_context.container
         name = app.project(project)
         with domain_errors_as_tool_errors("prune_expired_contexts", ctx.request_id):
-            outcome = await maintenance.prune_expired(
-                app.repo,
-                app.clock,
-                app.settings.tiers,
+            outcome = await app.maintenance.prune_expired(
                 project=name,
                 limit=limit,
                 dry_run=dry_run,
