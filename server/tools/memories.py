@@ -12,7 +12,6 @@ from pydantic import Field, JsonValue
 from memory_core.domain.models import Layer, SearchMode
 from memory_core.services.memories import AppendItem, SearchRequest
 from server.app_context import AppContext
-from server.errors import domain_errors_as_tool_errors
 from server.schemas.memories import (
     AppendItemIn,
     AppendManyOut,
@@ -28,7 +27,7 @@ from server.schemas.memories import (
 )
 from server.settings import Settings
 from server.surface import MemstrataServer
-from server.tools import Project, tool
+from server.tools import Project, container, tool
 from server.tools.progress import progress_reporter
 from server.toolsets import Toolset
 
@@ -101,16 +100,15 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         (the text answer says "similar to #id"). Credentials (API keys, private keys, tokens,
         passwords in URLs) are stored as [REDACTED:<kind>]; `redacted` counts them.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("append", ctx.request_id):
-            result = await app.memories.append(
-                app.project(project),
-                Layer(layer),
-                content,
-                key=key,
-                metadata=metadata,
-                session_id=session_id,
-            )
+        app = container(ctx)
+        result = await app.memories.append(
+            app.project(project),
+            Layer(layer),
+            content,
+            key=key,
+            metadata=metadata,
+            session_id=session_id,
+        )
         m = result.outcome.memory
         near = result.near_duplicate
         return AppendOut(
@@ -146,22 +144,21 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         semantic items upsert by key, credentials are redacted). Faster than many `append`
         calls for imports; it does not report near-duplicates (`similar_to`).
         """
-        app = ctx.request_context.lifespan_context.container
+        app = container(ctx)
         name = app.project(project)
-        with domain_errors_as_tool_errors("append_many", ctx.request_id):
-            results = await app.memories.append_many(
-                name,
-                [
-                    AppendItem(
-                        layer=Layer(i.layer),
-                        content=i.content,
-                        key=i.key,
-                        metadata=i.metadata,
-                        session_id=i.session_id,
-                    )
-                    for i in items
-                ],
-            )
+        results = await app.memories.append_many(
+            name,
+            [
+                AppendItem(
+                    layer=Layer(i.layer),
+                    content=i.content,
+                    key=i.key,
+                    metadata=i.metadata,
+                    session_id=i.session_id,
+                )
+                for i in items
+            ],
+        )
         return AppendManyOut(
             project=name,
             new_project=any(r.new_project for r in results) and project is not None,
@@ -223,21 +220,20 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         medium or low, relative to the best hit) and when it was written; `explain=true` adds
         the signals behind its rank, which `structuredContent` always carries.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("search", ctx.request_id):
-            result = await app.memories.search(
-                SearchRequest(
-                    project=app.project(project),
-                    query=query,
-                    mode=SearchMode(mode),
-                    layer=Layer(layer) if layer else None,
-                    session_id=session_id,
-                    since=since,
-                    until=until,
-                    limit=limit,
-                    token_budget=token_budget,
-                )
+        app = container(ctx)
+        result = await app.memories.search(
+            SearchRequest(
+                project=app.project(project),
+                query=query,
+                mode=SearchMode(mode),
+                layer=Layer(layer) if layer else None,
+                session_id=session_id,
+                since=since,
+                until=until,
+                limit=limit,
+                token_budget=token_budget,
             )
+        )
         return SearchOut.of(query, result, explain=explain)
 
     @tool(mcp, toolset=Toolset.CORE, title="Learn a fact", annotations=_WRITE)
@@ -249,9 +245,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         project: Project = None,
     ) -> LearnOut:
         """Store semantic knowledge under a key, replacing any previous value of that key."""
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("learn", ctx.request_id):
-            outcome = await app.memories.learn(app.project(project), key, value, metadata=metadata)
+        app = container(ctx)
+        outcome = await app.memories.learn(app.project(project), key, value, metadata=metadata)
         return LearnOut(
             id=outcome.memory.id,
             key=outcome.memory.key or key,
@@ -272,9 +267,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
 
         A missing key is not an error: `found` is false and `suggestions` lists close keys.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("recall", ctx.request_id):
-            result = await app.memories.recall(app.project(project), key)
+        app = container(ctx)
+        result = await app.memories.recall(app.project(project), key)
         return RecallOut.of(result)
 
     @tool(mcp, toolset=Toolset.CORE, title="Load recent context", annotations=_READ)
@@ -298,20 +292,19 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         session), cut to `token_budget` (2,000 tokens by default). The `limit` most recently
         used memories (ACTIVE first, then RECENT, ARCHIVED, EXPIRED) are in `items` either way.
         """
-        app = ctx.request_context.lifespan_context.container
+        app = container(ctx)
         name = app.project(project)
         briefing = None
-        with domain_errors_as_tool_errors("load_context", ctx.request_id):
-            result = await app.memories.load_context(
-                name, layer=Layer(layer) if layer else None, limit=limit, token_budget=token_budget
+        result = await app.memories.load_context(
+            name, layer=Layer(layer) if layer else None, limit=limit, token_budget=token_budget
+        )
+        if layer is None:
+            start = await app.start.build(
+                name,
+                user=app.settings.hooks.user_id,
+                token_budget=token_budget or app.settings.hooks.start_tokens,
             )
-            if layer is None:
-                start = await app.start.build(
-                    name,
-                    user=app.settings.hooks.user_id,
-                    token_budget=token_budget or app.settings.hooks.start_tokens,
-                )
-                briefing = start.text or None
+            briefing = start.text or None
         return ContextOut.of(name, result, briefing=briefing)
 
     @tool(
@@ -349,16 +342,15 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         newest `keep_last` rules. Deletes the older entries (their summaries stay), so use it
         when a layer has grown long, not routinely. Reports progress if the client asks.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("compact", ctx.request_id):
-            result = await app.memories.compact(
-                app.project(project),
-                Layer(layer),
-                keep_last=keep_last,
-                summarize_older=summarize_older,
-                session_id=session_id,
-                progress=progress_reporter(ctx, "compacted {done} of {total} steps"),
-            )
+        app = container(ctx)
+        result = await app.memories.compact(
+            app.project(project),
+            Layer(layer),
+            keep_last=keep_last,
+            summarize_older=summarize_older,
+            session_id=session_id,
+            progress=progress_reporter(ctx, "compacted {done} of {total} steps"),
+        )
         return CompactOut(
             layer=Layer(layer),
             removed=result.removed,
@@ -382,12 +374,9 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         project: Project = None,
     ) -> ClearOut:
         """Permanently delete every memory of a layer, or of the whole project."""
-        app = ctx.request_context.lifespan_context.container
+        app = container(ctx)
         name = app.project(project)
-        with domain_errors_as_tool_errors("clear", ctx.request_id):
-            deleted = await app.memories.clear(
-                name, Layer(layer) if layer else None, confirm=confirm
-            )
+        deleted = await app.memories.clear(name, Layer(layer) if layer else None, confirm=confirm)
         return ClearOut(project=name, layer=Layer(layer) if layer else None, deleted=deleted)
 
     @tool(mcp, toolset=Toolset.CORE, title="Forget a memory", annotations=_DESTROY)
@@ -400,7 +389,6 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         project: Project = None,
     ) -> ForgetOut:
         """Permanently delete one memory by id (for example one that turned out wrong)."""
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("forget", ctx.request_id):
-            memory = await app.memories.forget(app.project(project), id)
+        app = container(ctx)
+        memory = await app.memories.forget(app.project(project), id)
         return ForgetOut(id=memory.id, deleted=True, content=memory.content)

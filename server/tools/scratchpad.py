@@ -10,7 +10,6 @@ from pydantic import Field
 
 from memory_core.domain.knowledge import PromotionTarget
 from server.app_context import AppContext
-from server.errors import domain_errors_as_tool_errors
 from server.schemas.knowledge import (
     EvictedOut,
     PromotionOut,
@@ -23,7 +22,7 @@ from server.schemas.knowledge import (
 )
 from server.settings import Settings
 from server.surface import MemstrataServer
-from server.tools import tool
+from server.tools import container, tool
 from server.toolsets import Toolset
 
 __all__ = ["register"]
@@ -86,16 +85,15 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         near-duplicate) has been written in several different sessions (3 by default).
         `promotion` in the result says where it went; once promoted, evicting it loses nothing.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("scratchpad_write", ctx.request_id):
-            result = await app.knowledge.scratchpad.write(
-                session_id,
-                snippet,
-                user=user,
-                tenant=tenant,
-                salient=salient,
-                promote_to=PromotionTarget(promote_to) if promote_to else None,
-            )
+        app = container(ctx)
+        result = await app.knowledge.scratchpad.write(
+            session_id,
+            snippet,
+            user=user,
+            tenant=tenant,
+            salient=salient,
+            promote_to=PromotionTarget(promote_to) if promote_to else None,
+        )
         return ScratchpadWriteOut(
             session_id=result.snippet.session_id,
             status="created" if result.created else "refreshed",
@@ -129,9 +127,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         A direct lookup (no search): use it at the start of a flow to bring the session's
         notes into context. Reading counts as use, so read snippets are evicted last.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("scratchpad_read", ctx.request_id):
-            snippets = await app.knowledge.scratchpad.read(session_id, ids)
+        app = container(ctx)
+        snippets = await app.knowledge.scratchpad.read(session_id, ids)
         return ScratchpadReadOut(
             session_id=session_id,
             count=len(snippets),
@@ -162,11 +159,10 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         Use when the user says to remember something for good. The snippet records where it
         went. Promoting it again to the same place changes nothing.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("scratchpad_promote", ctx.request_id):
-            promotion = await app.knowledge.scratchpad.promote(
-                session_id, id, PromotionTarget(target), user=user, tenant=tenant, key=key
-            )
+        app = container(ctx)
+        promotion = await app.knowledge.scratchpad.promote(
+            session_id, id, PromotionTarget(target), user=user, tenant=tenant, key=key
+        )
         return ScratchpadPromoteOut(
             session_id=session_id, id=id, promotion=PromotionOut.of(promotion)
         )
@@ -197,11 +193,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         Copies already promoted to preferences or business context stay: remove them with
         `preferences_delete` or `delete_documents`.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("scratchpad_delete", ctx.request_id):
-            deleted = await app.knowledge.scratchpad.delete(
-                session_id, ids, user=user, confirm=confirm
-            )
+        app = container(ctx)
+        deleted = await app.knowledge.scratchpad.delete(session_id, ids, user=user, confirm=confirm)
         return ScratchpadDeleteOut(
             session_id=session_id,
             user=user,
