@@ -34,10 +34,10 @@ import anyio
 
 from memory_core.domain.models import Layer
 from memory_core.errors import MemoryCoreError
+from memory_core.ports.transfer import Row
 from memory_core.services import transfer
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
 from memory_core.storage.sqlite.transfer import WRITER_GAP_S, SqliteMemoryTransfer
-from memory_core.transfer_ports import Row
 from server.container import open_container
 from server.logging import configure_logging
 from server.settings import ScheduleSettings, Settings

@@ -1,6 +1,6 @@
 """`python -m server`: the memstrata CLI (serves stdio by default)."""
 
-from server.cli import main
+from server.cli.commands import main
 
 if __name__ == "__main__":
     main()

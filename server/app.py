@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -21,7 +21,7 @@ from server.settings import Settings
 from server.surface import MemstrataServer
 from server.tools import admin, conversations, knowledge, memories, toolsets
 
-__all__ = ["INSTRUCTIONS", "build_server", "serve_http", "serve_stdio"]
+__all__ = ["INSTRUCTIONS", "build_server", "serve_stdio"]
 
 log = structlog.get_logger(__name__)
 
@@ -64,7 +64,7 @@ def build_server(
 ) -> MemstrataServer:
     """Build the MCP server; the store opens (and the scheduler starts) in its lifespan.
 
-    `token_verifier` and `auth` turn on bearer auth for HTTP (see server.http_app).
+    `token_verifier` and `auth` turn on bearer auth for HTTP (see server.http.app).
     `runtime_toolsets` registers `enable_toolset`; HTTP turns it off, because one HTTP server
     serves many clients and one client's choice must not change another's tool list.
     `live` receives the lifespan's context while it runs (the dashboard reads it).
@@ -128,38 +128,3 @@ def serve_stdio(settings: Settings) -> None:
     configure_logging(settings.log_level, settings.log_format)  # after MCPServer's own setup
     log.info("server.starting", transport="stdio", db=settings.store_location)
     mcp.run("stdio")
-
-
-async def serve_http(
-    settings: Settings,
-    host: str,
-    port: int,
-    *,
-    insecure: bool = False,
-    announce: Callable[[str], None] | None = None,
-) -> None:
-    """Serve streamable HTTP at http://host:port/mcp under our own uvicorn (logs stay JSON).
-
-    Bearer tokens, per-token grants, Host/Origin checks and the body limit: server.http_app.
-    The port is bound before `announce(url)` is called, so "serving at" is only said once
-    it is true.
-
-    Raises:
-        HttpStartError: Invalid tokens, or not loopback without a token nor `insecure`.
-        HttpBindError: The address is in use or may not be bound.
-    """
-    import uvicorn  # only HTTP needs it; stdio start-up skips the import (~57 ms)
-
-    from server.http_app import build_http_app, listen
-    from server.logging import configure_logging
-
-    app = await build_http_app(settings, host, port, insecure=insecure)
-    configure_logging(settings.log_level, settings.log_format)
-    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
-    sock = listen(host, port)
-    url = f"http://{host}:{port}/mcp"
-    log.info("server.starting", transport="http", url=url, db=settings.store_location)
-    if announce is not None:
-        announce(url)
-    with sock:
-        await uvicorn.Server(config).serve(sockets=[sock])

@@ -10,17 +10,22 @@ The PostgreSQL driver is an optional extra, imported only when a URL asks for it
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Callable
-from contextlib import AbstractAsyncContextManager, asynccontextmanager
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from datetime import datetime
-from typing import Literal, Protocol
+from typing import Literal
 
 import structlog
 
-from memory_core.conversation_ports import ConversationStore
 from memory_core.errors import StorageError
-from memory_core.hook_ports import HookSessionStore
-from memory_core.ports import KeywordSearch, MemoryRepository, VectorIndex
+from memory_core.ports import JobLeases, KeywordSearch, MemoryRepository, VectorIndex
+from memory_core.ports.conversations import ConversationStore
+from memory_core.ports.hooks import HookSessionStore
+from memory_core.ports.knowledge import (
+    DocumentStore,
+    PlaybookStore,
+    PreferenceStore,
+    ScratchpadStore,
+)
 from memory_core.storage.sqlite import (
     SqliteConversationStore,
     SqliteMemoryRepository,
@@ -31,13 +36,13 @@ from memory_core.storage.sqlite import (
 )
 from memory_core.storage.sqlite.documents import SqliteDocumentStore
 from memory_core.storage.sqlite.hook_sessions import SqliteHookSessionStore
+from memory_core.storage.sqlite.leases import LocalJobLeases
 from memory_core.storage.sqlite.preferences import SqlitePlaybookStore, SqlitePreferenceStore
 from memory_core.storage.sqlite.reader import SqliteKeywordReader
 from memory_core.storage.sqlite.scratchpad import SqliteScratchpadStore
-from server.knowledge_container import KnowledgeStores
 from server.settings import Settings, redacted_url
 
-__all__ = ["STORES", "Backend", "JobLeases", "open_backend", "redacted_url"]
+__all__ = ["STORES", "Backend", "KnowledgeStores", "open_backend", "redacted_url"]
 
 log = structlog.get_logger(__name__)
 
@@ -55,21 +60,14 @@ STORES = (
 )
 
 
-class JobLeases(Protocol):
-    """Who runs a scheduled job's fire: yields None to run it, else why this process skips."""
+@dataclass(frozen=True)
+class KnowledgeStores:
+    """The stores of the scratchpad, preferences, playbooks and documents, on one backend."""
 
-    def claim(self, job: str, slot: datetime) -> AbstractAsyncContextManager[str | None]:
-        """Claim `job` for the schedule slot `slot` (the fire time it belongs to)."""
-        ...
-
-
-class LocalJobLeases:
-    """One process per store (SQLite): every fire runs, as before replicas existed."""
-
-    @asynccontextmanager
-    async def claim(self, job: str, slot: datetime) -> AsyncIterator[str | None]:
-        """Always grant: SQLite jobs are idempotent and serialised by the file's write lock."""
-        yield None
+    scratchpad: ScratchpadStore
+    preferences: PreferenceStore
+    playbooks: PlaybookStore
+    documents: DocumentStore
 
 
 @dataclass(frozen=True)

@@ -12,21 +12,76 @@ import structlog
 from memory_core.clock import SystemClock
 from memory_core.embeddings import LazyEmbedder, load_embedder
 from memory_core.embeddings.token_count import token_counter_for
-from memory_core.ports import Clock, MemoryRepository
+from memory_core.ports import Clock, JobLeases, MemoryRepository
 from memory_core.services.conversations import ConversationService
 from memory_core.services.indexing import Indexer
+from memory_core.services.maintenance import MaintenanceService
 from memory_core.services.memories import MemoryService
 from memory_core.services.session_start import SessionStartService
-from server.backends import JobLeases, open_backend
-from server.knowledge_container import KnowledgeServices, build_knowledge
+from server.backends import KnowledgeStores, open_backend
 from server.settings import Settings
 
 if TYPE_CHECKING:
+    # The knowledge services load numpy; the hooks import this module (server.hooks.services)
+    # and never use them, so they are imported in build_knowledge, where they are built.
+    from memory_core.knowledge_config import KnowledgePolicy
+    from memory_core.ports.embeddings import EmbedderSource
+    from memory_core.services.business import BusinessService
+    from memory_core.services.preferences import PreferenceService
+    from memory_core.services.scratchpad import ScratchpadService
     from memory_core.summarizers import OpenAIChatSummarizer
 
-__all__ = ["Container", "open_container"]
+__all__ = ["Container", "KnowledgeServices", "build_knowledge", "open_container"]
 
 log = structlog.get_logger(__name__)
+
+
+@dataclass(frozen=True)
+class KnowledgeServices:
+    """The knowledge services: the session scratchpad, user preferences, tenant documents."""
+
+    scratchpad: ScratchpadService
+    preferences: PreferenceService
+    business: BusinessService
+
+
+def build_knowledge(
+    stores: KnowledgeStores,
+    embedder: EmbedderSource | None,
+    clock: Clock,
+    policy: KnowledgePolicy,
+    *,
+    read_wait: float = 0.0,
+) -> KnowledgeServices:
+    """Build the services on the stores of the configured backend.
+
+    `read_wait` is how long a search by meaning waits for a model still loading.
+    """
+    from memory_core.services.business import BusinessService
+    from memory_core.services.embedding_access import EmbeddingAccess
+    from memory_core.services.preferences import PreferenceService
+    from memory_core.services.scratchpad import ScratchpadService
+
+    access = EmbeddingAccess(
+        source=embedder, write_wait=policy.embed_wait_seconds, read_wait=read_wait
+    )
+    preferences = PreferenceService(
+        preferences=stores.preferences,
+        playbooks=stores.playbooks,
+        embedding=access,
+        clock=clock,
+        policy=policy,
+    )
+    business = BusinessService(store=stores.documents, embedding=access, clock=clock, policy=policy)
+    scratchpad = ScratchpadService(
+        store=stores.scratchpad,
+        preferences=preferences,
+        business=business,
+        embedding=access,
+        clock=clock,
+        policy=policy,
+    )
+    return KnowledgeServices(scratchpad=scratchpad, preferences=preferences, business=business)
 
 
 @dataclass(frozen=True)
@@ -42,6 +97,7 @@ class Container:
     conversations: ConversationService
     knowledge: KnowledgeServices
     start: SessionStartService  # the session-start briefing (hooks, load_context, a prompt)
+    maintenance: MaintenanceService  # tiers, pruning, stats (tools, CLI, scheduler)
     leases: JobLeases | None = None  # who runs scheduled jobs (None: this process always does)
 
     def project(self, name: str | None) -> str:
@@ -152,6 +208,7 @@ async def open_container(
                 preferences=backend.knowledge.preferences,
                 hook_sessions=backend.hook_sessions,
             ),
+            maintenance=MaintenanceService(repo=repo, clock=the_clock, policy=settings.tiers),
             leases=backend.leases,
         )
     finally:

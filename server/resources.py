@@ -4,11 +4,10 @@ from mcp.server.mcpserver import Context
 from mcp.types import Resource
 
 from memory_core.errors import InvalidInputError
-from memory_core.services import maintenance
 from server.app_context import AppContext
 from server.container import Container
 from server.errors import domain_errors_as_resource_errors
-from server.schemas import ContextOut, MemoryOut, StatsOut
+from server.schemas.memories import ContextOut, MemoryOut, StatsOut
 from server.settings import Settings
 from server.surface import MemstrataServer
 
@@ -56,9 +55,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         """Counts per tier and layer, sizes, dates and health notes of a project."""
         app = _container(ctx)
         with domain_errors_as_resource_errors(f"memory://{project}/stats"):
-            report = await maintenance.memory_stats(
-                app.repo, app.clock, app.settings.tiers, project
-            )
+            report = await app.maintenance.stats(project)
         return StatsOut.of(report).model_dump_json(indent=2)
 
     @mcp.resource(

@@ -12,18 +12,16 @@ from typing import Any
 
 import structlog
 from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.triggers.cron import CronTrigger
 
-from memory_core.services import maintenance
-from server.backends import LocalJobLeases
+from memory_core.storage.sqlite.leases import LocalJobLeases
 from server.container import Container
+from server.cron import parse_cron
 
 __all__ = [
     "JobRun",
     "JobRuns",
     "build_scheduler",
     "once_per_schedule",
-    "parse_cron",
     "prune_job",
     "recalculate_job",
 ]
@@ -56,81 +54,16 @@ RECALCULATE_JOB = "recalculate_tiers"
 PRUNE_JOB = "prune_expired"
 
 
-_DAY_NAMES = ("sun", "mon", "tue", "wed", "thu", "fri", "sat")
-
-
-def _standard_day_of_week(field: str) -> str:
-    """Translate a crontab day-of-week field (0 or 7 = Sunday) into day names.
-
-    APScheduler 3 numbers days from Monday = 0, so `CronTrigger.from_crontab("0 0 * * 0")` fires
-    on Mondays. Spelling the days out keeps the crontab meaning every user expects. Parts that
-    are already names (`sat`, `mon-fri`) pass through; numeric parts are converted.
-    """
-    if field == "*":
-        return field
-    names: list[str] = []
-    for part in field.split(","):
-        if part.isalpha() or (part.replace("-", "").isalpha() and part.count("-") == 1):
-            names.append(part.lower())
-            continue
-        span, slash, step_text = part.partition("/")
-        if slash and not step_text.isdigit():
-            raise ValueError(f"invalid day-of-week field {field!r}: a step needs a number")
-        step = int(step_text) if step_text else 1
-        try:
-            if span == "*":
-                first, last = 0, 6
-            elif "-" in span:
-                first_text, last_text = span.split("-", 1)
-                first, last = int(first_text), int(last_text)
-            else:
-                first = int(span)
-                last = 6 if slash else first
-        except ValueError:
-            raise ValueError(
-                f"invalid day-of-week field {field!r} (use 0-7, 0 and 7 = Sunday, or names)"
-            ) from None
-        if not (0 <= first <= 7 and 0 <= last <= 7 and first <= last and step >= 1):
-            raise ValueError(f"invalid day-of-week field {field!r} (use 0-7, 0 and 7 = Sunday)")
-        names.extend(_DAY_NAMES[d % 7] for d in range(first, last + 1, step))
-    return ",".join(dict.fromkeys(names))
-
-
-def parse_cron(expression: str) -> Any:
-    """A UTC CronTrigger from a five-field crontab expression, with crontab's day numbering.
-
-    Raises:
-        ValueError: The expression is malformed.
-    """
-    fields = expression.split()
-    if len(fields) != 5:
-        raise ValueError(f"Wrong number of fields; got {len(fields)}, expected 5")
-    minute, hour, day, month, day_of_week = fields
-    return CronTrigger(
-        minute=minute,
-        hour=hour,
-        day=day,
-        month=month,
-        day_of_week=_standard_day_of_week(day_of_week),
-        timezone="UTC",
-    )
-
-
 async def recalculate_job(container: Container) -> int:
     """Recalculate tiers across all projects."""
-    changed = await maintenance.recalculate_tiers(
-        container.repo, container.clock, container.settings.tiers, None
-    )
+    changed = await container.maintenance.recalculate_tiers(None)
     log.info("job.ran", job=RECALCULATE_JOB, changed=changed)
     return changed
 
 
 async def prune_job(container: Container) -> int:
     """Prune EXPIRED memories across all projects, up to the configured limit."""
-    outcome = await maintenance.prune_expired(
-        container.repo,
-        container.clock,
-        container.settings.tiers,
+    outcome = await container.maintenance.prune_expired(
         project=None,
         limit=container.settings.schedule.prune_limit,
     )

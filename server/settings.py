@@ -74,7 +74,7 @@ def default_db_path() -> Path:
 
 def _valid_cron(value: str | None) -> str | None:
     if value:
-        from server.scheduler import parse_cron  # deferred: scheduler imports settings
+        from server.cron import parse_cron  # deferred: apscheduler loads only to check a cron
 
         parse_cron(value)  # raises ValueError with the reason
     return value

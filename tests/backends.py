@@ -9,15 +9,15 @@ from typing import Any, Protocol
 import aiosqlite
 import pytest
 
-from memory_core.conversation_ports import ConversationStore
-from memory_core.hook_ports import HookSessionStore
-from memory_core.knowledge_ports import (
+from memory_core.ports import MemoryRepository, VectorIndex
+from memory_core.ports.conversations import ConversationStore
+from memory_core.ports.hooks import HookSessionStore
+from memory_core.ports.knowledge import (
     DocumentStore,
     PlaybookStore,
     PreferenceStore,
     ScratchpadStore,
 )
-from memory_core.ports import MemoryRepository, VectorIndex
 from memory_core.storage.postgres import (
     PostgresConversationStore,
     PostgresDocumentStore,

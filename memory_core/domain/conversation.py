@@ -9,6 +9,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
 
+from memory_core.domain.frozen import Frozen as _Frozen
+
 __all__ = [
     "CachedResult",
     "CompressionPlan",
@@ -52,10 +54,6 @@ class Role(StrEnum):
 
 
 SummarySource = Literal["summarizer", "client", "fallback"]
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
 
 
 class EntryDraft(_Frozen):

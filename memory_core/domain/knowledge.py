@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import datetime
 from enum import StrEnum
 
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import JsonValue
+
+from memory_core.domain.frozen import Frozen as _Frozen
 
 __all__ = [
     "Chunk",
@@ -43,10 +45,6 @@ class DocumentOrigin(StrEnum):
     INGEST = "ingest"
     AGENT_MD = "agent_md"
     PROMOTED = "promoted"
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
 
 
 class SnippetDraft(_Frozen):

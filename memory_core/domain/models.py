@@ -7,8 +7,9 @@ from datetime import datetime
 from enum import StrEnum
 from typing import Annotated, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, JsonValue
+from pydantic import AfterValidator, Field, JsonValue
 
+from memory_core.domain.frozen import Frozen as _Frozen
 from memory_core.domain.match import Match
 
 __all__ = [
@@ -56,10 +57,6 @@ class Tier(StrEnum):
     RECENT = "RECENT"
     ARCHIVED = "ARCHIVED"
     EXPIRED = "EXPIRED"
-
-
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
 
 
 class MemoryDraft(_Frozen):

@@ -16,12 +16,12 @@ from memory_core.domain.knowledge_inputs import check_name
 from memory_core.domain.ranking import fuse_ranks
 from memory_core.errors import ConfirmationRequiredError, InvalidInputError, InvalidQueryError
 from memory_core.knowledge_config import KnowledgePolicy
-from memory_core.knowledge_ports import DocumentStore
 from memory_core.ports import Clock
+from memory_core.ports.knowledge import DocumentStore
 from memory_core.services.embedding_access import EmbeddingAccess
 
 if TYPE_CHECKING:
-    from memory_core.knowledge_ports import Vector
+    from memory_core.ports.embeddings import Vector
 
 
 __all__ = [

@@ -13,12 +13,6 @@ import structlog
 from pydantic import JsonValue, ValidationError
 
 from memory_core.config import ConversationPolicy
-from memory_core.conversation_ports import (
-    ConversationStore,
-    SessionNotes,
-    Summarizer,
-    TokenCounter,
-)
 from memory_core.domain.condense import (
     cache_key,
     cached_line,
@@ -65,6 +59,12 @@ from memory_core.errors import (
     SummarizerError,
 )
 from memory_core.ports import Clock
+from memory_core.ports.conversations import (
+    ConversationStore,
+    SessionNotes,
+    Summarizer,
+)
+from memory_core.ports.embeddings import TokenCounter
 
 __all__ = [
     "CompressionResult",

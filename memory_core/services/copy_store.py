@@ -10,54 +10,16 @@ verification compares counts, store by store.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any
 
-from memory_core.domain.models import Memory
 from memory_core.errors import InvalidInputError
-from memory_core.transfer_ports import TABLES, MemoryTransfer
+from memory_core.ports.transfer import TABLES, CopyEndpoint, MemoryTransfer
 
-__all__ = ["BATCH", "CopyEndpoint", "CopyReport", "CopyRow", "copy_store"]
+__all__ = ["BATCH", "CopyReport", "copy_store"]
 
-if TYPE_CHECKING:
-    # An annotation only: the CLI imports this module for every command it parses.
-    import numpy as np
-    import numpy.typing as npt
-
-    Vector = npt.NDArray[np.float32]
-
-# A row, and its embedding with the hash of the text embedded, when it has one.
-CopyRow = tuple[Memory, str | None, "Vector | None"]
 BATCH = 500
-
-
-class CopyEndpoint(Protocol):
-    """One store as a copy source or target (a storage backend implements it)."""
-
-    async def model(self) -> tuple[str, int] | None:
-        """The embedding model recorded in the store (id, dims), if any."""
-        ...
-
-    async def counts(self) -> tuple[int, int]:
-        """(memories, embeddings) in the whole store."""
-        ...
-
-    async def read(self, after_id: int, limit: int) -> list[CopyRow]:
-        """Up to `limit` rows with ids above `after_id`, in id order, with their vectors."""
-        ...
-
-    async def prepare(self, model: tuple[str, int] | None) -> None:
-        """Get an empty target ready (record the model, size the vector index)."""
-        ...
-
-    async def write(self, rows: Sequence[CopyRow]) -> None:
-        """Insert rows keeping their ids, and their vectors, in one transaction."""
-        ...
-
-    async def finish(self) -> None:
-        """After the last batch: make new ids continue above the copied ones."""
-        ...
 
 
 @dataclass(frozen=True)

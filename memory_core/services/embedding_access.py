@@ -9,11 +9,11 @@ from typing import TYPE_CHECKING
 import anyio
 
 from memory_core.errors import EmbeddingUnavailableError
-from memory_core.knowledge_ports import EmbeddingProvider
 from memory_core.ports import Embedder
+from memory_core.ports.embeddings import EmbedderSource
 
 if TYPE_CHECKING:
-    from memory_core.knowledge_ports import Vector
+    from memory_core.ports.embeddings import Vector
 
 
 __all__ = ["EmbeddingAccess", "cosine"]
@@ -32,14 +32,14 @@ def cosine(a: Vector, b: Vector) -> float:
 class EmbeddingAccess:
     """The configured model, if any, with the waits of writes and reads."""
 
-    provider: EmbeddingProvider | None
+    source: EmbedderSource | None
     write_wait: float
     read_wait: float = 0.0
 
     @property
     def model_id(self) -> str | None:
         """The configured model's id, or None."""
-        return None if self.provider is None else self.provider.model_id
+        return None if self.source is None else self.source.model_id
 
     async def for_write(self) -> tuple[Embedder | None, str | None]:
         """The embedder, waiting up to `write_wait` s for it to load; else None and why.
@@ -59,10 +59,10 @@ class EmbeddingAccess:
         return await self._get(self.read_wait)
 
     async def _get(self, wait: float) -> tuple[Embedder | None, str | None]:
-        if self.provider is None:
+        if self.source is None:
             return None, NO_MODEL_NOTE
         try:
-            return await self.provider.wait(wait), None
+            return await self.source.wait(wait), None
         except EmbeddingUnavailableError as exc:
             return None, f"The embedding model is unavailable ({exc.reason})"
 

@@ -1,8 +1,13 @@
-"""Keeping the store healthy: tier recalculation, pruning and stats (plain async functions)."""
+"""Keeping the store healthy: tier recalculation, pruning and stats.
+
+The functions take the repository, clock and policy; MaintenanceService binds them once, so
+the tools, resources, CLI and scheduler call one service method each.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 
 import structlog
 from pydantic import BaseModel, ConfigDict
@@ -15,7 +20,14 @@ from memory_core.domain.tiers import tier_cutoffs
 from memory_core.errors import InvalidInputError
 from memory_core.ports import Clock, MemoryRepository
 
-__all__ = ["StatsReport", "memory_stats", "prune_expired", "recalculate_tiers", "use_ages"]
+__all__ = [
+    "MaintenanceService",
+    "StatsReport",
+    "memory_stats",
+    "prune_expired",
+    "recalculate_tiers",
+    "use_ages",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -136,3 +148,39 @@ async def use_ages(
         raise InvalidInputError("max_days", f"must be 1 to 3650 (got {max_days})")
     found = await repo.use_ages(check_project(project), clock.now(), max_days=max_days)
     return {day: found.get(day, 0) for day in range(max_days + 1)}
+
+
+@dataclass(frozen=True, kw_only=True)
+class MaintenanceService:
+    """Tier recalculation, pruning and stats of one store under its tier policy."""
+
+    repo: MemoryRepository
+    clock: Clock
+    policy: TierPolicy
+
+    async def recalculate_tiers(self, project: str | None = None) -> int:
+        """Re-derive tiers of a project (None: every project); how many rows changed tier."""
+        return await recalculate_tiers(self.repo, self.clock, self.policy, project)
+
+    async def prune_expired(
+        self,
+        *,
+        project: str | None,
+        limit: int | None = None,
+        dry_run: bool = False,
+        progress: Callable[[int, int], Awaitable[None]] | None = None,
+    ) -> PruneOutcome:
+        """Delete (or with `dry_run` list) up to `limit` EXPIRED memories; see prune_expired."""
+        return await prune_expired(
+            self.repo,
+            self.clock,
+            self.policy,
+            project=project,
+            limit=limit,
+            dry_run=dry_run,
+            progress=progress,
+        )
+
+    async def stats(self, project: str) -> StatsReport:
+        """Counts per tier and layer, sizes, dates and health notes of a project."""
+        return await memory_stats(self.repo, self.clock, self.policy, project)

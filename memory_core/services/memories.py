@@ -10,11 +10,12 @@ from datetime import datetime
 from typing import Literal
 
 import structlog
-from pydantic import BaseModel, ConfigDict, JsonValue
+from pydantic import ConfigDict, Field, JsonValue
 
 from memory_core.config import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.budget import fit_to_budget
 from memory_core.domain.compaction import chunk_entries, summarize_entries
+from memory_core.domain.frozen import Frozen as _Frozen
 from memory_core.domain.fts_query import search_words, to_fts5_query
 from memory_core.domain.inputs import (
     check_author,
@@ -86,10 +87,6 @@ MAX_QUERIES = 5
 APPEND_BATCH_MAX = 1000
 
 
-class _Frozen(BaseModel):
-    model_config = ConfigDict(frozen=True)
-
-
 class AppendResult(_Frozen):
     """The outcome of an append, how many old working entries it trimmed, a near-duplicate."""
 
@@ -98,7 +95,7 @@ class AppendResult(_Frozen):
     outcome: AddOutcome
     trimmed: int = 0
     near_duplicate: NearDuplicate | None = None
-    redacted: dict[str, int] = {}
+    redacted: dict[str, int] = Field(default_factory=dict)
     # The project held no memory before this write: a mistyped name creates a new project
     # silently, so the answer says so.
     new_project: bool = False
@@ -125,7 +122,7 @@ class SearchResult(_Frozen):
     hits: list[SearchHit]
     mode: SearchMode
     omitted: int = 0
-    notes: list[str] = []
+    notes: list[str] = Field(default_factory=list)
     # Candidates left out because they matched below the request's `min_match`.
     dropped: int = 0
 

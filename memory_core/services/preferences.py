@@ -16,17 +16,17 @@ from memory_core.domain.knowledge_inputs import check_json_size, check_name, che
 from memory_core.domain.similarity import keyword_overlap
 from memory_core.errors import ConfirmationRequiredError, InvalidInputError
 from memory_core.knowledge_config import KnowledgePolicy
-from memory_core.knowledge_ports import PlaybookStore, PreferenceStore
 from memory_core.ports import Clock, Embedder
+from memory_core.ports.knowledge import PlaybookStore, PreferenceStore
 from memory_core.services.embedding_access import EmbeddingAccess, cosine
 
 if TYPE_CHECKING:
-    from memory_core.knowledge_ports import Vector
+    from memory_core.ports.embeddings import Vector
 
 __all__ = [
     "Deleted",
     "FindResult",
-    "Match",
+    "Found",
     "PlaybookRecord",
     "PreferenceService",
     "PreferenceUpdate",
@@ -49,7 +49,7 @@ MAX_DELETE_ITEMS = 1_000
 
 
 @dataclass(frozen=True)
-class Match(Generic[T]):
+class Found(Generic[T]):
     """A found item, its score in [0, 1] and how it matched."""
 
     item: T
@@ -61,7 +61,7 @@ class Match(Generic[T]):
 class FindResult(Generic[T]):
     """Matches best first, the mode used, and notes for the client."""
 
-    matches: list[Match[T]]
+    matches: list[Found[T]]
     mode: Literal["flow", "semantic", "keyword"]
     notes: list[str] = field(default_factory=list)
 
@@ -211,13 +211,13 @@ class PreferenceService:
         embedder, why = await self.embedding.for_read()
         rows = await self.preferences.list_user(user, embedder.model_id if embedder else None)
         if flow_id is not None:
-            in_flow = [Match(p, 1.0, "flow") for p, _ in rows if p.flow_id == flow_id]
+            in_flow = [Found(p, 1.0, "flow") for p, _ in rows if p.flow_id == flow_id]
             if in_flow:
                 return FindResult(in_flow[:limit], "flow")
         notes = [] if flow_id is None else [f"No rules recorded for flow {flow_id!r}."]
         if embedder is None:
             scored = [
-                Match(p, round(keyword_overlap(situation, _preference_text(p)), 4), "keyword")
+                Found(p, round(keyword_overlap(situation, _preference_text(p)), 4), "keyword")
                 for p, _ in rows
             ]
             notes.append(f"{why}; matched by words.")
@@ -227,14 +227,14 @@ class PreferenceService:
         )
         query = (await self.embedding.embed(embedder, [situation]))[0]
         scored = [
-            Match(p, round(cosine(query, v), 4), "semantic")
+            Found(p, round(cosine(query, v), 4), "semantic")
             for (p, _), v in zip(rows, vectors, strict=True)
         ]
         return self._cut(scored, self.policy.preference_similarity, limit, "semantic", notes)
 
     def _cut(
         self,
-        scored: list[Match[Preference]],
+        scored: list[Found[Preference]],
         cut: float,
         limit: int,
         mode: Literal["semantic", "keyword"],
@@ -251,7 +251,7 @@ class PreferenceService:
         scored.sort(key=lambda m: (-m.score, m.item.id))
         if not 0 < len(scored) <= self.policy.preference_rank_all_max:
             return FindResult([m for m in scored if m.score >= cut][:limit], mode, notes)
-        shown = [m if m.score >= cut else Match(m.item, m.score, "weak") for m in scored][:limit]
+        shown = [m if m.score >= cut else Found(m.item, m.score, "weak") for m in scored][:limit]
         if any(m.how == "weak" for m in shown):
             notes.append(
                 f"This user has {len(scored)} rules, so all are ranked; match=weak scored "
@@ -337,7 +337,7 @@ class PreferenceService:
             ranked = await self._rank_playbooks(embedder, rows, query)
             if not ranked:
                 notes.insert(0, f"No playbooks recorded for flow {flow!r}.")
-            exact = [Match(m.item, m.score, "flow") for m in ranked]
+            exact = [Found(m.item, m.score, "flow") for m in ranked]
             return FindResult(exact[:limit], "flow", notes)
         ranked = await self._rank_playbooks(embedder, rows, query)
         cut = self.policy.playbook_similarity if embedder else self.policy.keyword_overlap
@@ -349,11 +349,11 @@ class PreferenceService:
         embedder: Embedder | None,
         rows: Sequence[tuple[Playbook, Vector | None]],
         query: str,
-    ) -> list[Match[Playbook]]:
+    ) -> list[Found[Playbook]]:
         """Playbooks scored against `query` (cosine, else word overlap), best then newest first."""
         if embedder is None:
             scored = [
-                Match(p, round(keyword_overlap(query, p.user_query), 4), "keyword") for p, _ in rows
+                Found(p, round(keyword_overlap(query, p.user_query), 4), "keyword") for p, _ in rows
             ]
         else:
             vectors = await self._fill_vectors(
@@ -361,7 +361,7 @@ class PreferenceService:
             )
             vector = (await self.embedding.embed(embedder, [query]))[0]
             scored = [
-                Match(p, round(cosine(vector, v), 4), "semantic")
+                Found(p, round(cosine(vector, v), 4), "semantic")
                 for (p, _), v in zip(rows, vectors, strict=True)
             ]
         scored.sort(key=lambda m: (-m.score, -m.item.id))

@@ -24,14 +24,14 @@ from memory_core.domain.knowledge_inputs import (
 from memory_core.domain.similarity import normalised_hash
 from memory_core.errors import ConfirmationRequiredError, InvalidInputError, NotFoundError
 from memory_core.knowledge_config import KnowledgePolicy
-from memory_core.knowledge_ports import ScratchpadStore
 from memory_core.ports import Clock
+from memory_core.ports.knowledge import ScratchpadStore
 from memory_core.services.business import BusinessService
 from memory_core.services.embedding_access import EmbeddingAccess, cosine
 from memory_core.services.preferences import MAX_KEY_CHARS, PreferenceService, check_items
 
 if TYPE_CHECKING:
-    from memory_core.knowledge_ports import Vector
+    from memory_core.ports.embeddings import Vector
 
 __all__ = ["Promotion", "ScratchpadService", "ScratchpadWrite"]
 

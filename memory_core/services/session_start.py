@@ -25,16 +25,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memory_core.config import TierPolicy
-from memory_core.conversation_ports import TokenCounter
 from memory_core.domain.inputs import check_project
 from memory_core.domain.models import Layer, Memory
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
-from memory_core.hook_ports import HookSessionStore
 from memory_core.ports import Clock, MemoryRepository
+from memory_core.ports.embeddings import TokenCounter
+from memory_core.ports.hooks import HookSessionStore
 
 if TYPE_CHECKING:
-    # An annotation only: knowledge_ports loads numpy, which the session-start hook never needs.
-    from memory_core.knowledge_ports import PreferenceStore
+    # An annotation only: ports.knowledge loads numpy, which the session-start hook never needs.
+    from memory_core.ports.knowledge import PreferenceStore
 
 __all__ = ["SESSION_SUMMARY_KIND", "ScreenContext", "SessionStartService", "StartContext"]
 

@@ -26,8 +26,8 @@ from memory_core.domain.hook_session import TranscriptCursor
 from memory_core.domain.models import Layer
 from memory_core.domain.transcript import TranscriptEntry, read_transcript
 from memory_core.errors import InvalidInputError, MemoryNotFoundError
-from memory_core.hook_ports import HookSessionStore
 from memory_core.ports import Clock
+from memory_core.ports.hooks import HookSessionStore
 from memory_core.services.conversations import ConversationService
 from memory_core.services.memories import MemoryService
 from memory_core.services.session_start import SESSION_SUMMARY_KIND

@@ -3,7 +3,7 @@
 The export format, version 2: a header line
 `{"format": "memstrata-export", "format_version": 2, "schema_version": N, "exported_at": ...,
 "project": null | "name"}`, then one line per record, each an object whose `kind` names what
-it holds (memory_core.transfer_ports.TABLES, in that order): `memory` (every column of the
+it holds (memory_core.ports.transfer.TABLES, in that order): `memory` (every column of the
 row, tier and access fields included: `last_accessed`, `access_count`, `memory_tier`, ...),
 then the conversations (`conversation_session`, `conversation_summary`,
 `conversation_entry`, `conversation_exchange`, `tool_result`), the scratchpad
@@ -40,8 +40,7 @@ from memory_core.domain.models import Layer, Memory, Tier
 from memory_core.errors import InvalidInputError
 from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports import Clock
-from memory_core.services.transfer_records import RecordLimits, check_time, encode_row, parse_row
-from memory_core.transfer_ports import (
+from memory_core.ports.transfer import (
     TABLES,
     ImportCounts,
     MemoryTransfer,
@@ -50,6 +49,7 @@ from memory_core.transfer_ports import (
     TableSpec,
     table,
 )
+from memory_core.services.transfer_records import RecordLimits, check_time, encode_row, parse_row
 
 __all__ = [
     "FORMAT",

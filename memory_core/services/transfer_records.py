@@ -1,6 +1,6 @@
 """The records of an export besides memories: typed, and checked with the tools' own limits.
 
-Each kind of record (memory_core.transfer_ports.TABLES) is a JSON object with `kind` and one
+Each kind of record (memory_core.ports.transfer.TABLES) is a JSON object with `kind` and one
 field per column. `parse_row` turns one into a row the storage writes, or refuses it with an
 InvalidInputError naming the field. An export file is trusted no more than a tool call: the
 texts go through the limits the tools that write them apply (`add_session_entry`,
@@ -31,7 +31,7 @@ from memory_core.domain.knowledge import DocumentOrigin, PromotionReason, Promot
 from memory_core.domain.knowledge_inputs import check_name, check_optional_name
 from memory_core.errors import InvalidInputError
 from memory_core.knowledge_config import KnowledgePolicy
-from memory_core.transfer_ports import ColumnType, Row, TableSpec
+from memory_core.ports.transfer import ColumnType, Row, TableSpec
 
 __all__ = ["RecordLimits", "check_time", "encode_row", "parse_row"]
 

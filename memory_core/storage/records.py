@@ -1,15 +1,17 @@
-"""Rows to domain objects, shared by the SQLite and PostgreSQL backends.
+"""Rows to domain objects and back, shared by the SQLite and PostgreSQL backends.
 
 Both backends store the conversation and knowledge tables with the same columns and the same
 JSON text; they differ only in how a time comes back (ISO text from SQLite, a datetime from
 asyncpg) and in how their drivers are called. So each backend builds one `RowReader` with
-its time decoder, and the mapping of columns to fields lives here once.
+its time decoder, and the mapping of columns to fields lives here once. Writing is the same
+in reverse: a `RowWriter` with the backend's time encoder (and boolean form) turns domain
+objects into parameter tuples in column order; each backend keeps only its SQL text.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -25,9 +27,11 @@ from memory_core.domain.conversation import (
     Role,
     SessionInfo,
     Summary,
+    canonical_json,
 )
 from memory_core.domain.knowledge import (
     Chunk,
+    ChunkDraft,
     DocumentOrigin,
     DocumentRecord,
     Playbook,
@@ -40,11 +44,12 @@ from memory_core.errors import SchemaMismatchError
 if TYPE_CHECKING:
     import numpy as np
 
-    from memory_core.knowledge_ports import Vector
+    from memory_core.ports.embeddings import Vector
 
 __all__ = [
     "ChunkMatrix",
     "RowReader",
+    "RowWriter",
     "json_text",
     "next_number",
     "vector_from_bytes",
@@ -303,3 +308,125 @@ class RowReader:
         if not model_id or row["embed_model"] != model_id:
             return None
         return vector_from_bytes(row["embedding"])
+
+
+class RowWriter:
+    """Builds the parameter tuples of one backend's inserts from domain objects.
+
+    `time` encodes an instant (ISO text for SQLite, an aware datetime for asyncpg); `flag`
+    encodes a boolean (0/1 for SQLite's INTEGER columns, bool for PostgreSQL's boolean). Each
+    tuple is in the column order its method's docstring names.
+    """
+
+    def __init__(self, time: Callable[[datetime], Any], flag: Callable[[bool], Any] = bool) -> None:
+        self._time = time
+        self._flag = flag
+
+    def _opt_time(self, value: datetime | None) -> Any:
+        return self._time(value) if value is not None else None
+
+    def summary(self, project: str, session_id: str, s: Summary) -> tuple[Any, ...]:
+        """A conversation_summaries row.
+
+        Columns: project, session_id, summary_no, text, entry_ids, token_count,
+        original_tokens, ratio, covers_from, covers_until, source, created_at.
+        """
+        return (
+            project,
+            session_id,
+            s.id,
+            s.text,
+            json.dumps(list(s.entry_ids)),
+            s.token_count,
+            s.original_tokens,
+            s.ratio,
+            self._time(s.covers_from),
+            self._time(s.covers_until),
+            s.source,
+            self._time(s.created_at),
+        )
+
+    def entry(self, project: str, session_id: str, e: Entry) -> tuple[Any, ...]:
+        """A conversation_entries row.
+
+        Columns: project, session_id, entry_no, type, role, content, tool_name, arguments,
+        source, is_error, created_at, token_count, compressed, summary_no.
+        """
+        return (
+            project,
+            session_id,
+            e.id,
+            e.type.value,
+            e.role.value,
+            e.content,
+            e.tool_name,
+            json_text(e.arguments) if e.arguments is not None else None,
+            e.source,
+            self._flag(e.is_error),
+            self._time(e.timestamp),
+            e.token_count,
+            self._flag(e.compressed),
+            e.summary_id,
+        )
+
+    def exchange(self, project: str, session_id: str, x: Exchange) -> tuple[Any, ...]:
+        """A conversation_exchanges row.
+
+        Columns: project, session_id, exchange_no, question, answer, answer_shortened,
+        created_at, folded.
+        """
+        return (
+            project,
+            session_id,
+            x.id,
+            x.question,
+            x.answer,
+            self._flag(x.answer_shortened),
+            self._time(x.timestamp),
+            self._flag(x.folded),
+        )
+
+    def cached(self, project: str, session_id: str, c: CachedResult) -> tuple[Any, ...]:
+        """A tool_result_cache row.
+
+        Columns: project, session_id, cache_key, tool_name, parameters, result, duration,
+        remaining, created_at.
+        """
+        return (
+            project,
+            session_id,
+            c.key,
+            c.tool_name,
+            canonical_json(c.parameters),
+            json_text(c.result),
+            c.duration,
+            c.remaining,
+            self._time(c.created_at),
+        )
+
+    def chunks(
+        self,
+        document_id: int,
+        tenant: str,
+        chunks: Sequence[ChunkDraft],
+        vectors: Vector | None,
+        model_id: str | None,
+    ) -> list[tuple[Any, ...]]:
+        """knowledge_chunks rows of one document, row i carrying vector i (if any).
+
+        Columns: document_id, tenant, position, start_char, end_char, text, embedding,
+        embed_model.
+        """
+        return [
+            (
+                document_id,
+                tenant,
+                c.position,
+                c.start,
+                c.end,
+                c.text,
+                vector_to_bytes(vectors[i]) if vectors is not None else None,
+                model_id if vectors is not None else None,
+            )
+            for i, c in enumerate(chunks)
+        ]

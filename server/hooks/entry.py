@@ -31,7 +31,7 @@ UserPromptSubmit when there is something to inject, and always exits 0."""
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
-    """List `hook` in `memstrata --help` (server.cli_entry runs it before argparse)."""
+    """List `hook` in `memstrata --help` (server.cli runs it before argparse)."""
     import argparse
 
     parser = sub.add_parser(

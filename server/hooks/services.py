@@ -13,11 +13,11 @@ from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from memory_core.clock import SystemClock
-from memory_core.conversation_ports import TokenCounter
 from memory_core.embeddings import LazyEmbedder, load_embedder
 from memory_core.embeddings.token_count import CharTokenCounter, token_counter_for
-from memory_core.hook_ports import HookSessionStore
 from memory_core.ports import Clock
+from memory_core.ports.embeddings import TokenCounter
+from memory_core.ports.hooks import HookSessionStore
 from memory_core.services.conversations import ConversationService
 from memory_core.services.indexing import Indexer
 from memory_core.services.memories import MemoryService

@@ -6,7 +6,11 @@ The `tool` decorator adds what every tool shares:
   for docs/tools.md only, so the model does not pay for it on every turn;
 - its answer: the result model goes out whole as `structuredContent` (for programs) and, as
   the text a model reads, the model's own compact `as_text()` rendering (or compact JSON
-  without empty fields), never indented JSON.
+  without empty fields), never indented JSON;
+- its errors: the body runs with `tool=<its name>` and `request_id` bound to the log context,
+  and domain errors become ToolErrors (server.errors), so no tool retypes its own name.
+
+A tool body gets the container with `container(ctx)`.
 """
 
 from __future__ import annotations
@@ -17,13 +21,25 @@ import json
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, Protocol, TypeVar, runtime_checkable
 
+from mcp.server.mcpserver import Context
 from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import BaseModel, Field
 
+from server.app_context import AppContext
+from server.container import Container
+from server.errors import domain_errors_as_tool_errors
 from server.surface import MemstrataServer
 from server.toolsets import Toolset
 
-__all__ = ["DETAILS_MARKER", "Project", "TextRendered", "compact_json", "render_text", "tool"]
+__all__ = [
+    "DETAILS_MARKER",
+    "Project",
+    "TextRendered",
+    "compact_json",
+    "container",
+    "render_text",
+    "tool",
+]
 
 F = TypeVar("F", bound=Callable[..., Awaitable[Any]])
 
@@ -31,6 +47,11 @@ DETAILS_MARKER = "Details:"
 
 # The `project` argument of every project-scoped memory tool.
 Project = Annotated[str | None, Field(description="Memory scope; omit for the default project.")]
+
+
+def container(ctx: Context[AppContext]) -> Container:
+    """The services of the running server, as the lifespan built them."""
+    return ctx.request_context.lifespan_context.container
 
 
 @runtime_checkable
@@ -70,10 +91,17 @@ def split_doc(doc: str | None) -> tuple[str, str]:
     return head.strip(), tail.strip() if marker else ""
 
 
+def _request_id(kwargs: dict[str, Any]) -> str | None:
+    """The id of the request a tool runs for (the SDK passes the Context as a keyword)."""
+    ctx = next((v for v in kwargs.values() if isinstance(v, Context)), None)
+    return None if ctx is None else ctx.request_id
+
+
 def _answering_in_text(fn: F) -> F:
     @functools.wraps(fn)
     async def call(*args: Any, **kwargs: Any) -> Any:
-        result = await fn(*args, **kwargs)
+        with domain_errors_as_tool_errors(fn.__name__, _request_id(kwargs)):
+            result = await fn(*args, **kwargs)
         if not isinstance(result, BaseModel):
             return result
         return CallToolResult(

@@ -6,13 +6,11 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
-from memory_core.services import maintenance
 from server.app_context import AppContext
-from server.errors import domain_errors_as_tool_errors
-from server.schemas import PruneOut, RecalculateOut, StatsOut
+from server.schemas.memories import PruneOut, RecalculateOut, StatsOut
 from server.settings import Settings
 from server.surface import MemstrataServer
-from server.tools import Project, tool
+from server.tools import Project, container, tool
 from server.tools.progress import progress_reporter
 from server.toolsets import Toolset
 
@@ -35,11 +33,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         project: Project = None,
     ) -> StatsOut:
         """Count memories per tier and layer, with sizes, dates and health suggestions."""
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("get_memory_stats", ctx.request_id):
-            report = await maintenance.memory_stats(
-                app.repo, app.clock, app.settings.tiers, app.project(project)
-            )
+        app = container(ctx)
+        report = await app.maintenance.stats(app.project(project))
         return StatsOut.of(report)
 
     @tool(
@@ -60,11 +55,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         ] = None,
     ) -> RecalculateOut:
         """Re-derive every memory's tier (ACTIVE/RECENT/ARCHIVED/EXPIRED) from its last use."""
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("recalculate_memory_tiers", ctx.request_id):
-            changed = await maintenance.recalculate_tiers(
-                app.repo, app.clock, app.settings.tiers, project
-            )
+        app = container(ctx)
+        changed = await app.maintenance.recalculate_tiers(project)
         return RecalculateOut(scope=project or "*", changed=changed)
 
     @tool(
@@ -96,18 +88,14 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         recently is safe. Try dry_run=true first, and ask the user before deleting. Reports
         progress if the client asks.
         """
-        app = ctx.request_context.lifespan_context.container
+        app = container(ctx)
         name = app.project(project)
-        with domain_errors_as_tool_errors("prune_expired_contexts", ctx.request_id):
-            outcome = await maintenance.prune_expired(
-                app.repo,
-                app.clock,
-                app.settings.tiers,
-                project=name,
-                limit=limit,
-                dry_run=dry_run,
-                progress=progress_reporter(ctx, "pruned {done} of {total} expired memories"),
-            )
+        outcome = await app.maintenance.prune_expired(
+            project=name,
+            limit=limit,
+            dry_run=dry_run,
+            progress=progress_reporter(ctx, "pruned {done} of {total} expired memories"),
+        )
         return PruneOut(
             project=name,
             dry_run=dry_run,

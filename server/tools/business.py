@@ -7,8 +7,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from server.app_context import AppContext
-from server.errors import domain_errors_as_tool_errors
-from server.knowledge_schemas import (
+from server.schemas.knowledge import (
     BusinessHitOut,
     BusinessSearchOut,
     DocumentDeleteOut,
@@ -20,7 +19,7 @@ from server.knowledge_schemas import (
 )
 from server.settings import Settings
 from server.surface import MemstrataServer
-from server.tools import tool
+from server.tools import container, tool
 from server.toolsets import Toolset
 
 __all__ = ["register"]
@@ -59,13 +58,12 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         with new text it replaces the old version (status "replaced"). Large documents report
         progress while they are embedded. Find chunks with `search_business_context`.
         """
-        app = ctx.request_context.lifespan_context.container
+        app = container(ctx)
 
         async def progress(done: int, total: int) -> None:
             await ctx.report_progress(done, total, "embedding chunks")
 
-        with domain_errors_as_tool_errors("ingest_document", ctx.request_id):
-            result = await app.knowledge.business.ingest(tenant, source, text, progress=progress)
+        result = await app.knowledge.business.ingest(tenant, source, text, progress=progress)
         return IngestOut.of(result)
 
     @tool(mcp, toolset=Toolset.DOCUMENTS, title="Search business context", annotations=_READ)
@@ -83,9 +81,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         (a few chunks per document at most while others match), so the answer covers more
         than one long document. Quote `source` when you use a hit.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("search_business_context", ctx.request_id):
-            found = await app.knowledge.business.search(tenant, query, limit=limit)
+        app = container(ctx)
+        found = await app.knowledge.business.search(tenant, query, limit=limit)
         return BusinessSearchOut(
             tenant=tenant,
             mode=found.mode,
@@ -106,13 +103,12 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         Each `#`/`##` section becomes a document `agent.md#<heading>`. Uploading the file
         again changes only the sections that changed.
         """
-        app = ctx.request_context.lifespan_context.container
+        app = container(ctx)
 
         async def progress(done: int, total: int) -> None:
             await ctx.report_progress(done, total, "ingesting sections")
 
-        with domain_errors_as_tool_errors("seed_tenant_from_agent_md", ctx.request_id):
-            done = await app.knowledge.business.seed_from_agent_md(tenant, text, progress=progress)
+        done = await app.knowledge.business.seed_from_agent_md(tenant, text, progress=progress)
         sections = [IngestOut.of(r) for r in done]
         return SeedOut(
             tenant=tenant,
@@ -134,17 +130,15 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         Promoted scratchpad snippets appear under "## Learned". Uploading the text with
         `seed_tenant_from_agent_md` recreates the context in another tenant or store.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("export_agent_md", ctx.request_id):
-            text, seeded, learned = await app.knowledge.business.export_agent_md(tenant)
+        app = container(ctx)
+        text, seeded, learned = await app.knowledge.business.export_agent_md(tenant)
         return ExportOut(tenant=tenant, seeded_sections=seeded, learned_items=learned, text=text)
 
     @tool(mcp, toolset=Toolset.DOCUMENTS, title="List business documents", annotations=_READ)
     async def list_documents(tenant: Tenant, ctx: Context[AppContext]) -> DocumentListOut:
         """List a tenant's documents (source, origin, size), oldest first, without their text."""
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("list_documents", ctx.request_id):
-            docs = await app.knowledge.business.list_documents(tenant)
+        app = container(ctx)
+        docs = await app.knowledge.business.list_documents(tenant)
         return DocumentListOut(
             tenant=tenant, count=len(docs), documents=[DocumentOut.of(d) for d in docs]
         )
@@ -165,11 +159,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
 
         Without `sources`, deletes every document of the tenant: only with confirm=true.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("delete_documents", ctx.request_id):
-            deleted = await app.knowledge.business.delete_documents(
-                tenant, sources, confirm=confirm
-            )
+        app = container(ctx)
+        deleted = await app.knowledge.business.delete_documents(tenant, sources, confirm=confirm)
         return DocumentDeleteOut(
             tenant=tenant,
             deleted=deleted,

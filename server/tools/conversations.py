@@ -10,7 +10,7 @@ from pydantic import Field, JsonValue
 from memory_core.config import ConversationPolicy
 from memory_core.domain.conversation import EntryType, Role, SessionExport
 from server.app_context import AppContext
-from server.conversation_schemas import (
+from server.schemas.conversations import (
     CacheLookupOut,
     CachePutOut,
     ClearSessionOut,
@@ -25,18 +25,13 @@ from server.conversation_schemas import (
     SessionOut,
     SessionStatsOut,
 )
-from server.errors import domain_errors_as_tool_errors
 from server.settings import Settings
 from server.surface import MemstrataServer
-from server.tools import tool
+from server.tools import Project, container, tool
 from server.toolsets import Toolset
 
 __all__ = ["register"]
 
-Project = Annotated[
-    str | None,
-    Field(description="Project (memory scope) to use; omit for the server's default project."),
-]
 SessionId = Annotated[
     str, Field(description="The session's id, as returned by `start_session`.", max_length=128)
 ]
@@ -78,9 +73,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         Sessions keep a conversation across restarts: record entries with `add_session_entry`,
         read it back with `get_session_context`.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("start_session", ctx.request_id):
-            info, created = await app.conversations.start(app.project(project), session_id)
+        app = container(ctx)
+        info, created = await app.conversations.start(app.project(project), session_id)
         return SessionOut.of(info, created)
 
     @tool(mcp, toolset=Toolset.CONVERSATIONS, title="List conversation sessions", annotations=_READ)
@@ -92,9 +86,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         project: Project = None,
     ) -> SessionListOut:
         """List the project's sessions, most recently updated first."""
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("list_sessions", ctx.request_id):
-            infos = await app.conversations.list_sessions(app.project(project), limit)
+        app = container(ctx)
+        infos = await app.conversations.list_sessions(app.project(project), limit)
         return SessionListOut(sessions=[SessionOut.of(i) for i in infos])
 
     @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Record a session entry", annotations=_WRITE)
@@ -144,19 +137,18 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         `submit_session_summary` (the request comes once; later answers say
         'summary_pending' until you submit). The answer echoes ids and counts, not the entry.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("add_session_entry", ctx.request_id):
-            added = await app.conversations.add_entry(
-                app.project(project),
-                session_id,
-                type=EntryType(type),
-                content=content,
-                role=Role(role) if role else None,
-                tool_name=tool_name,
-                arguments=arguments,
-                source=source,
-                is_error=is_error,
-            )
+        app = container(ctx)
+        added = await app.conversations.add_entry(
+            app.project(project),
+            session_id,
+            type=EntryType(type),
+            content=content,
+            role=Role(role) if role else None,
+            tool_name=tool_name,
+            arguments=arguments,
+            source=source,
+            is_error=is_error,
+        )
         return EntryAddedOut(
             session_id=session_id,
             entry_id=added.entry.id,
@@ -185,9 +177,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         1,000 bytes; `lookup_tool_result` gives one whole). With a token_budget the newest
         parts are kept, conversation before cached results.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("get_session_context", ctx.request_id):
-            c = await app.conversations.context(app.project(project), session_id, token_budget)
+        app = container(ctx)
+        c = await app.conversations.context(app.project(project), session_id, token_budget)
         return SessionContextOut(
             session_id=session_id,
             text=c.text,
@@ -206,9 +197,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         session_id: SessionId, ctx: Context[AppContext], project: Project = None
     ) -> SessionStatsOut:
         """Count a session's entries (active, compressed), summaries, tokens and cached results."""
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("get_session_stats", ctx.request_id):
-            stats = await app.conversations.stats(app.project(project), session_id)
+        app = container(ctx)
+        stats = await app.conversations.stats(app.project(project), session_id)
         conv = app.conversations
         return SessionStatsOut.of(session_id, stats, conv.counter_name, conv.summarizer_name)
 
@@ -232,9 +222,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         `transcript` (whole entries: `read_summary_request`) and call `submit_session_summary`
         with what you wrote.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("compress_session", ctx.request_id):
-            result = await app.conversations.compress(app.project(project), session_id, source)
+        app = container(ctx)
+        result = await app.conversations.compress(app.project(project), session_id, source)
         return CompressionOut.of(result)
 
     @tool(
@@ -256,9 +245,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         The request in a 'summary_requested' answer is condensed; this gives every entry
         word for word, in pages of about summary_request_bytes.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("read_summary_request", ctx.request_id):
-            p = await app.conversations.read_request(app.project(project), session_id, page)
+        app = container(ctx)
+        p = await app.conversations.read_request(app.project(project), session_id, page)
         return RequestPageOut(
             session_id=session_id,
             entry_ids=list(p.entry_ids),
@@ -276,11 +264,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         project: Project = None,
     ) -> CompressionOut:
         """Store the summary you wrote after a 'summary_requested'; it replaces those entries."""
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("submit_session_summary", ctx.request_id):
-            result = await app.conversations.submit_summary(
-                app.project(project), session_id, summary
-            )
+        app = container(ctx)
+        result = await app.conversations.submit_summary(app.project(project), session_id, summary)
         return CompressionOut.of(result)
 
     @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Finalise a Q&A exchange", annotations=_WRITE)
@@ -296,11 +281,10 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         The newest exchanges stay whole; older ones fold into the session summary. A long
         answer is stored shortened. Every cached tool result loses one exchange of life.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("finalize_exchange", ctx.request_id):
-            done = await app.conversations.finalize_exchange(
-                app.project(project), session_id, question, answer
-            )
+        app = container(ctx)
+        done = await app.conversations.finalize_exchange(
+            app.project(project), session_id, question, answer
+        )
         return ExchangeOut.of(session_id, done)
 
     @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Export a session", annotations=_READ)
@@ -311,9 +295,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
 
         `import_session` takes the same object back, losslessly.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("export_session", ctx.request_id):
-            return await app.conversations.export(app.project(project), session_id)
+        app = container(ctx)
+        return await app.conversations.export(app.project(project), session_id)
 
     @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Import a session", annotations=_WRITE)
     async def import_session(
@@ -327,9 +310,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         project: Project = None,
     ) -> ImportSessionOut:
         """Recreate a session from an `export_session` object; an existing id is refused."""
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("import_session", ctx.request_id):
-            done = await app.conversations.import_(app.project(project), data, session_id)
+        app = container(ctx)
+        done = await app.conversations.import_(app.project(project), data, session_id)
         return ImportSessionOut(
             session_id=done.session_id,
             entries=len(done.entries),
@@ -348,11 +330,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         project: Project = None,
     ) -> ClearSessionOut:
         """Delete a session with all its entries, summaries, exchanges and cached results."""
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("clear_session", ctx.request_id):
-            removed = await app.conversations.clear(
-                app.project(project), session_id, confirm=confirm
-            )
+        app = container(ctx)
+        removed = await app.conversations.clear(app.project(project), session_id, confirm=confirm)
         return ClearSessionOut(session_id=session_id, entries_removed=removed)
 
     @tool(
@@ -375,11 +354,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         project: Project = None,
     ) -> SessionConfigOut:
         """Change compression thresholds and limits for one session, at run time."""
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("update_memory_config", ctx.request_id):
-            policy = await app.conversations.update_config(
-                app.project(project), session_id, changes
-            )
+        app = container(ctx)
+        policy = await app.conversations.update_config(app.project(project), session_id, changes)
         return SessionConfigOut(session_id=session_id, config=policy)
 
     @tool(
@@ -404,11 +380,10 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         project: Project = None,
     ) -> CachePutOut:
         """Keep a tool's result for a number of exchanges, to reuse instead of calling again."""
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("cache_tool_result", ctx.request_id):
-            item = await app.conversations.cache_put(
-                app.project(project), session_id, tool_name, parameters, result, duration
-            )
+        app = container(ctx)
+        item = await app.conversations.cache_put(
+            app.project(project), session_id, tool_name, parameters, result, duration
+        )
         return CachePutOut.of(session_id, item)
 
     @tool(
@@ -430,11 +405,10 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
 
         Parameters match whatever their key order. On a miss, call the tool and cache it.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("lookup_tool_result", ctx.request_id):
-            item = await app.conversations.cache_lookup(
-                app.project(project), session_id, tool_name, parameters
-            )
+        app = container(ctx)
+        item = await app.conversations.cache_lookup(
+            app.project(project), session_id, tool_name, parameters
+        )
         if item is None:
             return CacheLookupOut(session_id=session_id, hit=False)
         return CacheLookupOut(

@@ -13,8 +13,7 @@ from memory_core.domain.match import Match
 from memory_core.domain.models import Layer, SearchMode
 from memory_core.services.memories import MAX_QUERIES, AppendItem, SearchRequest
 from server.app_context import AppContext
-from server.errors import domain_errors_as_tool_errors
-from server.schemas import (
+from server.schemas.memories import (
     AppendItemIn,
     AppendManyOut,
     AppendOut,
@@ -22,24 +21,24 @@ from server.schemas import (
     CompactOut,
     ContextOut,
     ForgetOut,
+    LayerName,
     LearnOut,
     RecallOut,
     SearchOut,
 )
 from server.settings import Settings
 from server.surface import MemstrataServer
-from server.tools import Project, tool
+from server.tools import Project, container, tool
 from server.tools.progress import progress_reporter
 from server.toolsets import Toolset
 
 __all__ = ["register"]
 
-LayerName = Literal["working", "episodic", "semantic", "procedural"]
 TokenBudget = Annotated[
     int | None,
     Field(ge=1, le=10**9, description="Cut the answer to about this many tokens of memory text."),
 ]
-Metadata = Annotated[
+MetadataIn = Annotated[
     dict[str, JsonValue] | None, Field(description="Optional JSON object stored with the memory.")
 ]
 Author = Annotated[
@@ -84,7 +83,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         ],
         content: Annotated[str, Field(description="The text to remember.")],
         ctx: Context[AppContext],
-        metadata: Metadata = None,
+        metadata: MetadataIn = None,
         key: Annotated[
             str | None,
             Field(
@@ -107,17 +106,16 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         (the text answer says "similar to #id"). Credentials (API keys, private keys, tokens,
         passwords in URLs) are stored as [REDACTED:<kind>]; `redacted` counts them.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("append", ctx.request_id):
-            result = await app.memories.append(
-                app.project(project),
-                Layer(layer),
-                content,
-                key=key,
-                metadata=metadata,
-                session_id=session_id,
-                author=author,
-            )
+        app = container(ctx)
+        result = await app.memories.append(
+            app.project(project),
+            Layer(layer),
+            content,
+            key=key,
+            metadata=metadata,
+            session_id=session_id,
+            author=author,
+        )
         m = result.outcome.memory
         near = result.near_duplicate
         return AppendOut(
@@ -153,23 +151,22 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         semantic items upsert by key, credentials are redacted). Faster than many `append`
         calls for imports; it does not report near-duplicates (`similar_to`).
         """
-        app = ctx.request_context.lifespan_context.container
+        app = container(ctx)
         name = app.project(project)
-        with domain_errors_as_tool_errors("append_many", ctx.request_id):
-            results = await app.memories.append_many(
-                name,
-                [
-                    AppendItem(
-                        layer=Layer(i.layer),
-                        content=i.content,
-                        key=i.key,
-                        metadata=i.metadata,
-                        session_id=i.session_id,
-                        author=i.author,
-                    )
-                    for i in items
-                ],
-            )
+        results = await app.memories.append_many(
+            name,
+            [
+                AppendItem(
+                    layer=Layer(i.layer),
+                    content=i.content,
+                    key=i.key,
+                    metadata=i.metadata,
+                    session_id=i.session_id,
+                    author=i.author,
+                )
+                for i in items
+            ],
+        )
         return AppendManyOut(
             project=name,
             new_project=any(r.new_project for r in results) and project is not None,
@@ -248,24 +245,23 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         written; `explain=true` adds the signals behind its rank, which `structuredContent`
         always carries.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("search", ctx.request_id):
-            result = await app.memories.search(
-                SearchRequest(
-                    project=app.project(project),
-                    query=query,
-                    queries=tuple(queries or ()),
-                    mode=SearchMode(mode),
-                    layer=Layer(layer) if layer else None,
-                    session_id=session_id,
-                    author=author,
-                    since=since,
-                    until=until,
-                    limit=limit,
-                    token_budget=token_budget,
-                    min_match=Match(min_match) if min_match else None,
-                )
+        app = container(ctx)
+        result = await app.memories.search(
+            SearchRequest(
+                project=app.project(project),
+                query=query,
+                queries=tuple(queries or ()),
+                mode=SearchMode(mode),
+                layer=Layer(layer) if layer else None,
+                session_id=session_id,
+                author=author,
+                since=since,
+                until=until,
+                limit=limit,
+                token_budget=token_budget,
+                min_match=Match(min_match) if min_match else None,
             )
+        )
         shown = " | ".join(([query] if query is not None else []) + (queries or []))
         return SearchOut.of(shown, result, explain=explain)
 
@@ -274,13 +270,12 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         key: Annotated[str, Field(description="The fact's name, e.g. 'user.preferred_language'.")],
         value: Annotated[str, Field(description="What is true about it.")],
         ctx: Context[AppContext],
-        metadata: Metadata = None,
+        metadata: MetadataIn = None,
         project: Project = None,
     ) -> LearnOut:
         """Store semantic knowledge under a key, replacing any previous value of that key."""
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("learn", ctx.request_id):
-            outcome = await app.memories.learn(app.project(project), key, value, metadata=metadata)
+        app = container(ctx)
+        outcome = await app.memories.learn(app.project(project), key, value, metadata=metadata)
         return LearnOut(
             id=outcome.memory.id,
             key=outcome.memory.key or key,
@@ -301,9 +296,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
 
         A missing key is not an error: `found` is false and `suggestions` lists close keys.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("recall", ctx.request_id):
-            result = await app.memories.recall(app.project(project), key)
+        app = container(ctx)
+        result = await app.memories.recall(app.project(project), key)
         return RecallOut.of(result)
 
     @tool(mcp, toolset=Toolset.CORE, title="Load recent context", annotations=_READ)
@@ -327,20 +321,19 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         session), cut to `token_budget` (2,000 tokens by default). The `limit` most recently
         used memories (ACTIVE first, then RECENT, ARCHIVED, EXPIRED) are in `items` either way.
         """
-        app = ctx.request_context.lifespan_context.container
+        app = container(ctx)
         name = app.project(project)
         briefing = None
-        with domain_errors_as_tool_errors("load_context", ctx.request_id):
-            result = await app.memories.load_context(
-                name, layer=Layer(layer) if layer else None, limit=limit, token_budget=token_budget
+        result = await app.memories.load_context(
+            name, layer=Layer(layer) if layer else None, limit=limit, token_budget=token_budget
+        )
+        if layer is None:
+            start = await app.start.build(
+                name,
+                user=app.settings.hooks.user_id,
+                token_budget=token_budget or app.settings.hooks.start_tokens,
             )
-            if layer is None:
-                start = await app.start.build(
-                    name,
-                    user=app.settings.hooks.user_id,
-                    token_budget=token_budget or app.settings.hooks.start_tokens,
-                )
-                briefing = start.text or None
+            briefing = start.text or None
         return ContextOut.of(name, result, briefing=briefing)
 
     @tool(
@@ -378,16 +371,15 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         newest `keep_last` rules. Deletes the older entries (their summaries stay), so use it
         when a layer has grown long, not routinely. Reports progress if the client asks.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("compact", ctx.request_id):
-            result = await app.memories.compact(
-                app.project(project),
-                Layer(layer),
-                keep_last=keep_last,
-                summarize_older=summarize_older,
-                session_id=session_id,
-                progress=progress_reporter(ctx, "compacted {done} of {total} steps"),
-            )
+        app = container(ctx)
+        result = await app.memories.compact(
+            app.project(project),
+            Layer(layer),
+            keep_last=keep_last,
+            summarize_older=summarize_older,
+            session_id=session_id,
+            progress=progress_reporter(ctx, "compacted {done} of {total} steps"),
+        )
         return CompactOut(
             layer=Layer(layer),
             removed=result.removed,
@@ -411,12 +403,9 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         project: Project = None,
     ) -> ClearOut:
         """Permanently delete every memory of a layer, or of the whole project."""
-        app = ctx.request_context.lifespan_context.container
+        app = container(ctx)
         name = app.project(project)
-        with domain_errors_as_tool_errors("clear", ctx.request_id):
-            deleted = await app.memories.clear(
-                name, Layer(layer) if layer else None, confirm=confirm
-            )
+        deleted = await app.memories.clear(name, Layer(layer) if layer else None, confirm=confirm)
         return ClearOut(project=name, layer=Layer(layer) if layer else None, deleted=deleted)
 
     @tool(mcp, toolset=Toolset.CORE, title="Forget a memory", annotations=_DESTROY)
@@ -429,7 +418,6 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         project: Project = None,
     ) -> ForgetOut:
         """Permanently delete one memory by id (for example one that turned out wrong)."""
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("forget", ctx.request_id):
-            memory = await app.memories.forget(app.project(project), id)
+        app = container(ctx)
+        memory = await app.memories.forget(app.project(project), id)
         return ForgetOut(id=memory.id, deleted=True, content=memory.content)

@@ -7,8 +7,7 @@ from mcp.types import ToolAnnotations
 from pydantic import Field, JsonValue
 
 from server.app_context import AppContext
-from server.errors import domain_errors_as_tool_errors
-from server.knowledge_schemas import (
+from server.schemas.knowledge import (
     PlaybookBriefOut,
     PlaybookFindOut,
     PlaybookMatchOut,
@@ -24,7 +23,7 @@ from server.knowledge_schemas import (
 )
 from server.settings import Settings
 from server.surface import MemstrataServer
-from server.tools import tool
+from server.tools import container, tool
 from server.toolsets import Toolset
 
 __all__ = ["register"]
@@ -62,9 +61,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         Use when the user states a lasting preference (verbosity, tone, units, tools to use).
         Rules apply across all of the user's conversations and are never seen by others.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("preferences_update", ctx.request_id):
-            result = await app.knowledge.preferences.update(user, key, value, flow_id=flow_id)
+        app = container(ctx)
+        result = await app.knowledge.preferences.update(user, key, value, flow_id=flow_id)
         return PreferenceUpdateOut(
             user=result.preference.user,
             status="created" if result.previous_value is None else "updated",
@@ -83,9 +81,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
 
         Use `preferences_find` when you know the situation but not the key.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("preferences_get", ctx.request_id):
-            found = await app.knowledge.preferences.get(user, key)
+        app = container(ctx)
+        found = await app.knowledge.preferences.get(user, key)
         return PreferenceGetOut(
             user=user,
             key=key,
@@ -121,11 +118,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         A user with few rules gets all of them ranked; match="weak" ones scored under the
         cut: follow those only if they fit. Call it before acting for a user.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("preferences_find", ctx.request_id):
-            result = await app.knowledge.preferences.find(
-                user, situation, flow_id=flow_id, limit=limit
-            )
+        app = container(ctx)
+        result = await app.knowledge.preferences.find(user, situation, flow_id=flow_id, limit=limit)
         return PreferenceFindOut(
             user=user,
             mode=result.mode,
@@ -145,9 +139,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         Playbooks are listed without their slots and tool calls (`playbook_find` returns
         those). Remove entries with `preferences_delete`.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("preferences_list", ctx.request_id):
-            rules, playbooks = await app.knowledge.preferences.list_all(user)
+        app = container(ctx)
+        rules, playbooks = await app.knowledge.preferences.list_all(user)
         return PreferenceListOut(
             user=user,
             rules=[PreferenceOut.of(p) for p in rules],
@@ -178,11 +171,10 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         With neither `keys` nor `playbook_ids`, deletes everything of the user: only when
         the user asked, with confirm=true.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("preferences_delete", ctx.request_id):
-            done = await app.knowledge.preferences.delete(
-                user, keys=keys, playbook_ids=playbook_ids, confirm=confirm
-            )
+        app = container(ctx)
+        done = await app.knowledge.preferences.delete(
+            user, keys=keys, playbook_ids=playbook_ids, confirm=confirm
+        )
         missing = [k for k in keys or [] if k not in done.keys]
         missing += [str(i) for i in playbook_ids or [] if i not in done.playbook_ids]
         return PreferenceDeleteOut(
@@ -211,11 +203,10 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         Call after a flow succeeds. Recording the identical trajectory again keeps one copy
         (status "duplicate"). Find playbooks with `playbook_find`.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("playbook_record", ctx.request_id):
-            result = await app.knowledge.preferences.record_playbook(
-                user, flow, slots, tool_calls, outcome, user_query
-            )
+        app = container(ctx)
+        result = await app.knowledge.preferences.record_playbook(
+            user, flow, slots, tool_calls, outcome, user_query
+        )
         return PlaybookRecordOut(
             user=result.playbook.user,
             status="created" if result.created else "duplicate",
@@ -248,17 +239,12 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         empty list means none is close enough, so plan from scratch. With `session_id`, the
         best one is also written into that session's scratchpad.
         """
-        app = ctx.request_context.lifespan_context.container
+        app = container(ctx)
         seeded: int | None = None
-        with domain_errors_as_tool_errors("playbook_find", ctx.request_id):
-            result = await app.knowledge.preferences.find_playbooks(
-                user, query, flow=flow, limit=limit
-            )
-            if session_id is not None and result.matches:
-                note = await app.knowledge.scratchpad.seed_playbook(
-                    session_id, result.matches[0].item
-                )
-                seeded = note.id
+        result = await app.knowledge.preferences.find_playbooks(user, query, flow=flow, limit=limit)
+        if session_id is not None and result.matches:
+            note = await app.knowledge.scratchpad.seed_playbook(session_id, result.matches[0].item)
+            seeded = note.id
         return PlaybookFindOut(
             user=user,
             mode=result.mode,

@@ -2,7 +2,7 @@
 
 # No `from __future__ import annotations`: argument descriptions are built from settings at
 # registration time, so annotations must be evaluated objects.
-from typing import Annotated, Literal
+from typing import Annotated
 
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
@@ -10,8 +10,7 @@ from pydantic import Field
 
 from memory_core.domain.knowledge import PromotionTarget
 from server.app_context import AppContext
-from server.errors import domain_errors_as_tool_errors
-from server.knowledge_schemas import (
+from server.schemas.knowledge import (
     EvictedOut,
     PromotionOut,
     ScratchpadDeleteOut,
@@ -19,10 +18,11 @@ from server.knowledge_schemas import (
     ScratchpadReadOut,
     ScratchpadWriteOut,
     SnippetOut,
+    Target,
 )
 from server.settings import Settings
 from server.surface import MemstrataServer
-from server.tools import tool
+from server.tools import container, tool
 from server.toolsets import Toolset
 
 __all__ = ["register"]
@@ -38,10 +38,9 @@ _DESTROY = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
 
-SessionId = Annotated[
+ScratchpadSession = Annotated[
     str, Field(description="The session (flow) whose scratchpad this is.", max_length=128)
 ]
-Target = Literal["preferences", "business_context"]
 
 
 def register(mcp: MemstrataServer, settings: Settings) -> None:
@@ -50,7 +49,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
 
     @tool(mcp, toolset=Toolset.SCRATCHPAD, title="Write a scratchpad snippet", annotations=_WRITE)
     async def scratchpad_write(
-        session_id: SessionId,
+        session_id: ScratchpadSession,
         snippet: Annotated[str, Field(description="A short, reflective note in plain language.")],
         ctx: Context[AppContext],
         user: Annotated[
@@ -86,16 +85,15 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         near-duplicate) has been written in several different sessions (3 by default).
         `promotion` in the result says where it went; once promoted, evicting it loses nothing.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("scratchpad_write", ctx.request_id):
-            result = await app.knowledge.scratchpad.write(
-                session_id,
-                snippet,
-                user=user,
-                tenant=tenant,
-                salient=salient,
-                promote_to=PromotionTarget(promote_to) if promote_to else None,
-            )
+        app = container(ctx)
+        result = await app.knowledge.scratchpad.write(
+            session_id,
+            snippet,
+            user=user,
+            tenant=tenant,
+            salient=salient,
+            promote_to=PromotionTarget(promote_to) if promote_to else None,
+        )
         return ScratchpadWriteOut(
             session_id=result.snippet.session_id,
             status="created" if result.created else "refreshed",
@@ -117,7 +115,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
 
     @tool(mcp, toolset=Toolset.SCRATCHPAD, title="Read the scratchpad", annotations=_READ)
     async def scratchpad_read(
-        session_id: SessionId,
+        session_id: ScratchpadSession,
         ctx: Context[AppContext],
         ids: Annotated[
             list[int] | None,
@@ -129,9 +127,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         A direct lookup (no search): use it at the start of a flow to bring the session's
         notes into context. Reading counts as use, so read snippets are evicted last.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("scratchpad_read", ctx.request_id):
-            snippets = await app.knowledge.scratchpad.read(session_id, ids)
+        app = container(ctx)
+        snippets = await app.knowledge.scratchpad.read(session_id, ids)
         return ScratchpadReadOut(
             session_id=session_id,
             count=len(snippets),
@@ -141,7 +138,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
 
     @tool(mcp, toolset=Toolset.SCRATCHPAD, title="Promote a scratchpad snippet", annotations=_WRITE)
     async def scratchpad_promote(
-        session_id: SessionId,
+        session_id: ScratchpadSession,
         id: Annotated[int, Field(description="The snippet's id (from scratchpad_read).")],
         target: Annotated[Target, Field(description="preferences or business_context.")],
         ctx: Context[AppContext],
@@ -162,11 +159,10 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         Use when the user says to remember something for good. The snippet records where it
         went. Promoting it again to the same place changes nothing.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("scratchpad_promote", ctx.request_id):
-            promotion = await app.knowledge.scratchpad.promote(
-                session_id, id, PromotionTarget(target), user=user, tenant=tenant, key=key
-            )
+        app = container(ctx)
+        promotion = await app.knowledge.scratchpad.promote(
+            session_id, id, PromotionTarget(target), user=user, tenant=tenant, key=key
+        )
         return ScratchpadPromoteOut(
             session_id=session_id, id=id, promotion=PromotionOut.of(promotion)
         )
@@ -197,11 +193,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         Copies already promoted to preferences or business context stay: remove them with
         `preferences_delete` or `delete_documents`.
         """
-        app = ctx.request_context.lifespan_context.container
-        with domain_errors_as_tool_errors("scratchpad_delete", ctx.request_id):
-            deleted = await app.knowledge.scratchpad.delete(
-                session_id, ids, user=user, confirm=confirm
-            )
+        app = container(ctx)
+        deleted = await app.knowledge.scratchpad.delete(session_id, ids, user=user, confirm=confirm)
         return ScratchpadDeleteOut(
             session_id=session_id,
             user=user,

@@ -310,7 +310,7 @@ class Exit(BaseException):
 def stop(code):
     raise Exit(code)
 os._exit = stop  # the hook ends with os._exit; stop here instead and look at sys.modules
-from server.cli_entry import main
+from server.cli import main
 try:
     main(["hook", sys.argv[1]])
 except Exit:

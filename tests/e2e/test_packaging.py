@@ -40,13 +40,13 @@ def test_the_wheel_holds_migrations_tokenizer_and_console_script(wheel: Path) ->
     data = "memory_core/embeddings/data/all-MiniLM-L6-v2/"
     assert {data + "tokenizer.json", data + "NOTICE"} <= names
     # The dashboard's templates and its one stylesheet (no CDN: the pages work offline).
-    dashboard = "server/dashboard/"
+    dashboard = "server/http/dashboard/"
     templates = {
         dashboard + "templates/" + p.name
-        for p in (ROOT / "server" / "dashboard" / "templates").glob("*.html")
+        for p in (ROOT / "server" / "http" / "dashboard" / "templates").glob("*.html")
     }
     assert templates and templates | {dashboard + "static/dashboard.css"} <= names
-    assert "memstrata = server.cli_entry:main" in scripts  # hooks dispatch before server.cli
+    assert "memstrata = server.cli:main" in scripts  # hooks dispatch before server.cli.commands
     assert not [n for n in names if "/tests/" in n or n.startswith("tests/")]
 
 
@@ -60,16 +60,17 @@ def test_code_from_the_wheel_finds_its_packaged_data(wheel: Path, tmp_path: Path
 import json, sys
 sys.path.insert(0, {str(unpacked)!r})
 import memory_core
-from memory_core.storage.sqlite.migrate import default_migrations_dir, load_migrations
+from memory_core.storage.migrations import load_migrations
+from memory_core.storage.sqlite.migrate import default_migrations_dir
 from memory_core.embeddings.minilm_onnx import TOKENIZER_PATH
 print(json.dumps({{
     "package": memory_core.__file__,
     "migrations": str(default_migrations_dir()),
-    "count": len(load_migrations()),
+    "count": len(load_migrations(default_migrations_dir())),
     "tokenizer": str(TOKENIZER_PATH),
     "tokenizer_exists": TOKENIZER_PATH.is_file(),
 }}))
-from server.cli import main
+from server.cli.commands import main
 main(["doctor", "--json"])
 """
     env = {

@@ -10,7 +10,7 @@ import pytest
 
 from memory_core.domain.models import Layer
 from memory_core.storage.sqlite import SqliteSession, SqliteVectorIndex, open_database
-from server.cli import main
+from server.cli.commands import main
 from server.container import open_container
 from server.settings import ScheduleSettings, Settings
 
@@ -247,7 +247,7 @@ def test_serve_never_loads_the_cli_output_modules() -> None:
     import sys
 
     probe = (
-        "import sys, server.cli, server.app; "
+        "import sys, server.cli.commands, server.app; "
         "print(sorted(m for m in sys.modules if m.startswith('server.cli_')))"
     )
     done = subprocess.run(

@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from server.claude_settings import (
+from server.cli.claude_settings import (
     HOOK_EVENTS,
     SettingsShapeError,
     command_executable,
@@ -28,7 +28,7 @@ from server.claude_settings import (
     remove_server,
     server_entry,
 )
-from server.cli import main
+from server.cli.commands import main
 
 Run = tuple[int, str, str]
 USER_CLAUDE_JSON: dict[str, Any] = {

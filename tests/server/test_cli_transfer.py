@@ -11,7 +11,7 @@ import pytest
 import sqlean
 
 from memory_core.domain.models import Layer
-from server.cli import main
+from server.cli.commands import main
 from server.container import open_container
 from server.settings import ScheduleSettings, Settings
 from tests.fakes import FrozenClock
@@ -400,7 +400,7 @@ def test_a_failed_export_leaves_no_partial_and_a_killed_ones_litter_is_removed(
     import os
     import time
 
-    from server import cli_transfer
+    from server.cli import transfer as cli_transfer
 
     db = use_db(monkeypatch, tmp_path / "m.db")
     seed(db)

@@ -8,7 +8,7 @@ import pytest
 import sqlean
 
 from memory_core.domain.models import Layer
-from server.cli_copy import copy_between
+from server.cli.copy import copy_between
 from server.container import open_container
 from server.settings import Settings
 from tests.fakes import FrozenClock, ready_fake

@@ -6,9 +6,9 @@ import pytest
 
 from memory_core.config import TierPolicy
 from memory_core.domain.models import Tier
-from server.auth import Grant, TokenAuthority
-from server.dashboard.access import DashboardAccess, Visitor
-from server.dashboard.chart import age_bars, tier_bands, tier_of_day
+from server.http.auth import Grant, TokenAuthority
+from server.http.dashboard.access import DashboardAccess, Visitor
+from server.http.dashboard.chart import age_bars, tier_bands, tier_of_day
 
 ADMIN = Grant(name="admin", token="admin-token-0123456789abcdef")
 ALPHA = Grant(

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from server.auth import Grant
-from server.http_app import build_http_app
-from server.http_guard import HttpGuard, _messages, refusal
+from server.http.app import build_http_app
+from server.http.auth import Grant
+from server.http.guard import HttpGuard, _messages, refusal
 from server.settings import Settings
 
 ALPHA = Grant(name="alpha", token="a" * 32, projects=("alpha",))

@@ -36,7 +36,7 @@ HEAVY = (
 
 _CLI_RUNNER = """
 import json, sys
-from server.cli_entry import main
+from server.cli import main
 try:
     main(sys.argv[1:])
 except SystemExit as exc:

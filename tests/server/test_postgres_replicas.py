@@ -14,9 +14,10 @@ from mcp import Client
 
 from memory_core.domain.models import Layer
 from server.app import build_server
-from server.cli_copy import copy_between
+from server.cli.copy import copy_between
 from server.container import Container, open_container
-from server.scheduler import once_per_schedule, parse_cron, prune_job, recalculate_job
+from server.cron import parse_cron
+from server.scheduler import once_per_schedule, prune_job, recalculate_job
 from server.settings import Settings
 from tests.fakes import FrozenClock, ready_fake
 

@@ -23,7 +23,7 @@ async def test_the_tools_the_readme_says_take_project_do(settings: Settings) -> 
 
 
 def test_the_readme_lists_every_cli_exit_code() -> None:
-    from server import cli
+    from server.cli import commands as cli
 
     table = README.read_text()
     for code in re.findall(r"^  (\d+) ", cli._EXIT_CODES, flags=re.MULTILINE):

@@ -9,13 +9,13 @@ from structlog.testing import capture_logs
 
 from memory_core.domain.models import Layer
 from server.container import Container, open_container
+from server.cron import parse_cron
 from server.scheduler import (
     PRUNE_JOB,
     RECALCULATE_JOB,
     JobRuns,
     build_scheduler,
     once_per_schedule,
-    parse_cron,
     prune_job,
     recalculate_job,
 )

@@ -10,7 +10,7 @@ import pytest
 from memory_core.domain.models import Layer
 from memory_core.embeddings import LazyEmbedder
 from memory_core.errors import SchemaMismatchError
-from server.cli import main
+from server.cli.commands import main
 from server.container import open_container
 from server.settings import ScheduleSettings, Settings
 from tests.catalog import TOOL_NAMES

@@ -5,7 +5,7 @@ from pathlib import Path
 import pytest
 import structlog
 
-from server.cli import main
+from server.cli.commands import main
 from server.logging import configure_logging
 from server.settings import Settings, default_db_path
 

@@ -239,7 +239,7 @@ async def test_answers_are_compact_text_beside_the_whole_structured_object(
 def test_memstrata_tools_prints_every_toolset_with_its_cost(
     capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, tmp_path: Any
 ) -> None:
-    from server.cli import main
+    from server.cli.commands import main
 
     monkeypatch.setenv("MEMSTRATA_DB", str(tmp_path / "memory.db"))
     monkeypatch.setenv("MEMSTRATA_TOOLSETS", "core,maintenance")

@@ -42,3 +42,26 @@ async def test_prune_limit_must_be_positive(service: MemoryService, clock: Froze
     with pytest.raises(InvalidInputError) as info:
         await maintenance.prune_expired(service.repo, clock, POLICY, project="p", limit=0)
     assert info.value.field == "limit"
+
+
+async def test_the_service_binds_repo_clock_and_policy(
+    service: MemoryService, clock: FrozenClock
+) -> None:
+    upkeep = maintenance.MaintenanceService(
+        repo=service.repo, clock=clock, policy=TierPolicy(archived_days=10)
+    )
+    await service.append("p", Layer.EPISODIC, "old")
+    await service.append("p", Layer.EPISODIC, "older")
+    clock.advance(days=11)  # expired under this service's policy, not under the default
+    assert await maintenance.recalculate_tiers(service.repo, clock, POLICY, "p") == 2  # archived
+    assert await upkeep.recalculate_tiers("p") == 2
+    assert (await upkeep.stats("p")).stats.total == 2
+    seen: list[tuple[int, int]] = []
+
+    async def progress(done: int, total: int) -> None:
+        seen.append((done, total))
+
+    listed = await upkeep.prune_expired(project="p", dry_run=True)
+    pruned = await upkeep.prune_expired(project="p", limit=1, progress=progress)
+    assert len(listed.ids) == 2 and len(pruned.ids) == 1 and seen[-1] == (1, 1)
+    assert (await upkeep.stats("p")).stats.total == 1

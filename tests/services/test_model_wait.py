@@ -11,8 +11,8 @@ import pytest
 from memory_core.config import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.models import Layer, Memory, SearchMode
 from memory_core.embeddings import LazyEmbedder
-from memory_core.knowledge_ports import Vector
 from memory_core.ports import Embedder, MemoryRepository, VectorIndex
+from memory_core.ports.embeddings import Vector
 from memory_core.services.embedding_access import EmbeddingAccess
 from memory_core.services.indexing import Indexer
 from memory_core.services.memories import MemoryService, SearchRequest
@@ -172,14 +172,14 @@ async def test_a_long_backfill_is_waited_for_once_then_only_noted(
 
 async def test_knowledge_reads_wait_for_the_model_within_their_bound() -> None:
     lazy, fake, release = blocked_fake()
-    patient = EmbeddingAccess(provider=lazy, write_wait=0, read_wait=30)
+    patient = EmbeddingAccess(source=lazy, write_wait=0, read_wait=30)
     asyncio.get_running_loop().call_later(0.2, release.set)
     embedder, why = await patient.for_read()
     assert embedder is fake and why is None
 
     other, _, never = blocked_fake()
     try:
-        hasty = EmbeddingAccess(provider=other, write_wait=0, read_wait=0.05)
+        hasty = EmbeddingAccess(source=other, write_wait=0, read_wait=0.05)
         embedder, why = await hasty.for_read()
         assert embedder is None
         assert why == "The embedding model is unavailable (the model is still loading after 0.05 s)"

@@ -12,8 +12,8 @@ import pytest
 
 from memory_core.domain.condense import cache_key
 from memory_core.errors import InvalidInputError
+from memory_core.ports.transfer import TABLES
 from memory_core.services.transfer import FORMAT_VERSION, ParsedExport, parse_export
-from memory_core.transfer_ports import TABLES
 
 NOW = datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
 T = "2026-11-20T10:00:00Z"

@@ -12,13 +12,14 @@ from memory_core.domain.fts_query import search_words
 from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import Layer, MemoryDraft, TextQuery
 from memory_core.ports import MemoryRepository
+from memory_core.storage.migrations import load_migrations
 from memory_core.storage.sqlite import (
     SqliteMemoryRepository,
     SqliteSession,
     apply_migrations,
     open_database,
 )
-from memory_core.storage.sqlite.migrate import load_migrations
+from memory_core.storage.sqlite.migrate import default_migrations_dir
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
@@ -130,7 +131,7 @@ async def test_upgrading_indexes_the_metadata_of_stored_rows(tmp_path: Path) -> 
     """Rows written before migration 0007 are found by their metadata after it."""
     folder = tmp_path / "sql"
     folder.mkdir()
-    earlier = [m for m in load_migrations() if m.number < 7]
+    earlier = [m for m in load_migrations(default_migrations_dir()) if m.number < 7]
     for migration in earlier:
         (folder / f"{migration.name}.sql").write_text(migration.sql, encoding="utf-8")
     db = await open_database(tmp_path / "old.db")

@@ -10,12 +10,20 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from memory_core.domain.knowledge import ChunkDraft, DocumentOrigin, PlaybookDraft, SnippetDraft
+from memory_core.domain.knowledge import (
+    ChunkDraft,
+    DocumentOrigin,
+    PlaybookDraft,
+    PromotionReason,
+    PromotionTarget,
+    SnippetDraft,
+)
 from memory_core.domain.similarity import normalised_hash
 from tests.backends import StorageUnderTest
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 MODEL = "test-model"
+REASON = PromotionReason.EXPLICIT
 
 
 def unit(*values: float) -> np.ndarray:
@@ -128,3 +136,103 @@ async def test_documents_delete_by_source_or_all_and_forget_their_vectors(
     assert await store.delete_documents("acme", None) == ["b.md"]
     assert await store.documents("acme", None) == []
     assert [d.source for d, _ in await store.documents("other", None)] == ["a.md"]
+
+
+async def test_scratchpad_write_refreshes_the_same_text_and_evicts_the_least_recently_used(
+    storage: StorageUnderTest,
+) -> None:
+    store = storage.scratchpad()
+    t = [T0 + timedelta(minutes=i) for i in range(6)]
+    one = await store.write(snippet("s", "one", "ann"), unit(1, 0), MODEL, t[0], cap=2)
+    two = await store.write(snippet("s", "two", "ann"), None, None, t[1], cap=2)
+    again = await store.write(snippet("s", "one", "ann"), None, None, t[2], cap=2)
+    assert one.created and two.created and one.evicted == [] and two.evicted == []
+    assert not again.created and again.snippet.id == one.snippet.id and again.evicted == []
+    # "two" is now the least recently used: a third snippet evicts it, not "one".
+    three = await store.write(snippet("s", "three", "ann"), None, None, t[3], cap=2)
+    assert [s.id for s in three.evicted] == [two.snippet.id]
+    assert [s.text for s in await store.read("s", None, t[4])] == ["three", "one"]
+    # Reading one snippet makes exactly it the most recently used; get marks nothing.
+    assert [s.text for s in await store.read("s", [one.snippet.id], t[5])] == ["one"]
+    assert [s.text for s in await store.read("s", None, t[5])] == ["one", "three"]
+    got = await store.get("s", one.snippet.id)
+    assert got is not None and got.last_used_at == t[5]
+    assert await store.get("other", one.snippet.id) is None  # another session's id
+
+
+async def test_scratchpad_peers_carry_the_vector_of_the_asked_model_and_promotions(
+    storage: StorageUnderTest,
+) -> None:
+    store = storage.scratchpad()
+    mine = (await store.write(snippet("s1", "a", "ann"), unit(1, 0), MODEL, T0, cap=5)).snippet
+    other = (await store.write(snippet("s2", "b", "ann"), unit(0, 1), "old", T0, cap=5)).snippet
+    await store.write(snippet("s3", "c", "bob"), None, None, T0, cap=5)
+    peers = {s.id: v for s, v in await store.peers("ann", None, MODEL)}
+    assert set(peers) == {mine.id, other.id}
+    assert peers[other.id] is None  # embedded by another model
+    mine_vector = peers[mine.id]
+    assert mine_vector is not None and np.allclose(mine_vector, unit(1, 0))
+    await store.mark_promoted([mine.id], PromotionTarget.PREFERENCES, "units", REASON, T0)
+    marked = await store.get("s1", mine.id)
+    assert marked is not None and marked.promoted_to == PromotionTarget.PREFERENCES
+
+
+async def test_preference_and_playbook_vectors_are_stored_later_under_a_model(
+    storage: StorageUnderTest,
+) -> None:
+    preferences, playbooks = storage.preferences(), storage.playbooks()
+    rule, _ = await preferences.upsert("ann", "units", "metric", None, "client", None, None, T0)
+    book, _ = await playbooks.add(playbook("ann", "f", "q"), None, None, T0)
+    await preferences.set_vectors([(rule.id, unit(1, 0))], MODEL)
+    await playbooks.set_vectors([(book.id, unit(0, 1))], MODEL)
+    [(_, rule_vector)] = await preferences.list_user("ann", MODEL)
+    [(_, book_vector)] = await playbooks.list_user("ann", None, MODEL)
+    assert rule_vector is not None and np.allclose(rule_vector, unit(1, 0))
+    assert book_vector is not None and np.allclose(book_vector, unit(0, 1))
+    assert [v for _, v in await preferences.list_user("ann", "another-model")] == [None]
+
+
+async def test_a_document_is_created_left_alone_when_unchanged_and_replaced_with_its_chunks(
+    storage: StorageUnderTest,
+) -> None:
+    store = storage.documents()
+    first = [
+        ChunkDraft(position=0, start=0, end=5, text="alpha"),
+        ChunkDraft(position=1, start=6, end=10, text="beta"),
+    ]
+    vectors = np.stack([unit(1, 0), unit(0, 1)])
+
+    async def put(text: str, digest: str, chunks: list[ChunkDraft], vecs: np.ndarray | None) -> str:
+        origin = DocumentOrigin.INGEST
+        written = await store.put_document(
+            "acme",
+            "a.md",
+            origin,
+            text,
+            digest,
+            chunks,
+            vecs,
+            MODEL if vecs is not None else None,
+            T0,
+        )
+        return written.status
+
+    assert await put("alpha beta", "h1", first, vectors) == "created"
+    doc = await store.get_document("acme", "a.md")
+    assert doc is not None and await store.embedded_chunks(doc.id, MODEL) == 2
+    assert await store.embedded_chunks(doc.id, "another-model") == 0
+    near = await store.vector_candidates("acme", unit(0, 1), MODEL, limit=5)
+    ids = [i for i, _ in near]
+    assert [c.text for c in await store.chunks("acme", ids)] == ["beta", "alpha"]
+    assert [c.text for c in await store.chunks("other", ids)] == []  # another tenant's ids
+    assert await put("alpha beta", "h1", first, vectors) == "unchanged"
+    second = [ChunkDraft(position=0, start=0, end=5, text="gamma")]
+    assert await put("gamma", "h2", second, None) == "replaced"
+    assert await store.keyword_candidates("acme", '"alpha"', limit=5) == []
+    [gamma] = await store.keyword_candidates("acme", '"gamma"', limit=5)
+    assert [c.text for c in await store.chunks("acme", [gamma])] == ["gamma"]
+    # The old chunks are gone (SQLite may hand their ids to new rows; PostgreSQL does not).
+    assert {c.text for c in await store.chunks("acme", ids)} <= {"gamma"}
+    [(record, text)] = await store.documents("acme", [DocumentOrigin.INGEST])
+    assert record.source == "a.md" and text == "gamma"
+    assert await store.documents("acme", [DocumentOrigin.AGENT_MD]) == []

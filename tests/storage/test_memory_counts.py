@@ -22,7 +22,8 @@ from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import Layer, Memory, MemoryDraft, StoreStats, Tier
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
 from memory_core.ports import MemoryRepository
-from memory_core.services.copy_store import CopyEndpoint, copy_store
+from memory_core.ports.transfer import CopyEndpoint
+from memory_core.services.copy_store import copy_store
 from memory_core.services.transfer import memory_row
 from memory_core.storage.postgres import PostgresSession, PostgresStore
 from memory_core.storage.postgres.copy import PostgresCopyEndpoint

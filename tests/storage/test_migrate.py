@@ -3,15 +3,16 @@ from pathlib import Path
 import pytest
 
 from memory_core.errors import SchemaMismatchError, StorageError
+from memory_core.storage.migrations import load_migrations
 from memory_core.storage.sqlite import apply_migrations, open_database, schema_version
-from memory_core.storage.sqlite.migrate import load_migrations
+from memory_core.storage.sqlite.migrate import default_migrations_dir
 
 
 async def test_migrations_apply_once_and_rerun_is_a_noop(tmp_path: Path) -> None:
     db = await open_database(tmp_path / "m.db")
     try:
         assert await schema_version(db) == 0
-        names = [m.name for m in load_migrations()]
+        names = [m.name for m in load_migrations(default_migrations_dir())]
         assert names[:4] == [
             "0001_initial",
             "0002_embeddings",
@@ -20,7 +21,7 @@ async def test_migrations_apply_once_and_rerun_is_a_noop(tmp_path: Path) -> None
         ]
         assert await apply_migrations(db) == names
         assert await apply_migrations(db) == []
-        assert await schema_version(db) == len(load_migrations())
+        assert await schema_version(db) == len(load_migrations(default_migrations_dir()))
         async with db.execute("pragma journal_mode") as cur:
             row = await cur.fetchone()
         assert row is not None and row[0] == "wal"
@@ -38,7 +39,7 @@ async def test_two_connections_racing_to_migrate_both_succeed(tmp_path: Path) ->
     try:
         results = await asyncio.gather(apply_migrations(a), apply_migrations(b))
         assert sorted(name for names in results for name in names) == [
-            m.name for m in load_migrations()
+            m.name for m in load_migrations(default_migrations_dir())
         ]
     finally:
         await a.close()

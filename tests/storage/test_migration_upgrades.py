@@ -17,15 +17,16 @@ import aiosqlite
 import pytest
 
 from memory_core.domain.models import Layer
+from memory_core.storage.migrations import load_migrations
 from memory_core.storage.sqlite import (
     SqliteMemoryRepository,
     SqliteSession,
     apply_migrations,
     open_database,
 )
-from memory_core.storage.sqlite.migrate import default_migrations_dir, load_migrations
+from memory_core.storage.sqlite.migrate import default_migrations_dir
 
-MIGRATIONS = load_migrations()
+MIGRATIONS = load_migrations(default_migrations_dir())
 ROWS_PER_TABLE = 3
 STAMP = "2026-01-01T00:00:00.000000Z"
 

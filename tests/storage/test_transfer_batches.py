@@ -11,12 +11,12 @@ import aiosqlite
 import pytest
 import sqlean
 
+from memory_core.ports.transfer import MemoryTransfer
 from memory_core.services import transfer
 from memory_core.storage.postgres import PostgresSession, PostgresStore
 from memory_core.storage.postgres.transfer import PostgresMemoryTransfer
 from memory_core.storage.sqlite import SqliteSession
 from memory_core.storage.sqlite.transfer import SqliteMemoryTransfer
-from memory_core.transfer_ports import MemoryTransfer
 from server.settings import Settings
 
 NOW = datetime(2026, 11, 23, tzinfo=UTC)

@@ -1,15 +1,15 @@
 """The export covers every column of every store, on both backends; a new table or column
-fails here until it is exported (memory_core.transfer_ports.TABLES) or listed as left out."""
+fails here until it is exported (memory_core.ports.transfer.TABLES) or listed as left out."""
 
 from __future__ import annotations
 
 import aiosqlite
 
+from memory_core.ports.transfer import TABLES, table
 from memory_core.services.transfer import _Record
 from memory_core.storage.postgres import PostgresStore
 from memory_core.storage.postgres.transfer import _TABLE as PG_TABLE
 from memory_core.storage.sqlite.transfer import _TABLE as SQLITE_TABLE
-from memory_core.transfer_ports import TABLES, table
 
 # Tables an export leaves out, and why (README, `export`).
 LEFT_OUT = {

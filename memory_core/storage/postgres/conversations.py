@@ -14,7 +14,6 @@ from typing import Any
 
 from pydantic import JsonValue
 
-from memory_core.conversation_ports import FoldFn
 from memory_core.domain.conversation import (
     CachedResult,
     Entry,
@@ -29,13 +28,15 @@ from memory_core.domain.conversation import (
     canonical_json,
 )
 from memory_core.errors import ConflictError, SessionNotFoundError
+from memory_core.ports.conversations import FoldFn
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.session import PostgresSession, rowcount
-from memory_core.storage.records import RowReader, json_text, next_number
+from memory_core.storage.records import RowReader, RowWriter, json_text, next_number
 
 __all__ = ["PostgresConversationStore"]
 
 _ROWS = RowReader(aware)
+_WRITE = RowWriter(aware)
 
 
 def _opt(value: datetime | None) -> datetime | None:
@@ -363,15 +364,7 @@ class PostgresConversationStore:
                 " tool_name = EXCLUDED.tool_name, parameters = EXCLUDED.parameters,"
                 " result = EXCLUDED.result, duration = EXCLUDED.duration,"
                 " remaining = EXCLUDED.remaining, created_at = EXCLUDED.created_at",
-                project,
-                session_id,
-                item.key,
-                item.tool_name,
-                canonical_json(item.parameters),
-                json_text(item.result),
-                item.duration,
-                item.remaining,
-                aware(item.created_at),
+                *_WRITE.cached(project, session_id, item),
             )
 
     async def cache_get(self, project: str, session_id: str, key: str) -> CachedResult | None:
@@ -461,85 +454,26 @@ class PostgresConversationStore:
                 "INSERT INTO conversation_summaries (project, session_id, summary_no, text,"
                 " entry_ids, token_count, original_tokens, ratio, covers_from, covers_until,"
                 " source, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-                [
-                    (
-                        project,
-                        sid,
-                        s.id,
-                        s.text,
-                        json.dumps(list(s.entry_ids)),
-                        s.token_count,
-                        s.original_tokens,
-                        s.ratio,
-                        aware(s.covers_from),
-                        aware(s.covers_until),
-                        s.source,
-                        aware(s.created_at),
-                    )
-                    for s in data.summaries
-                ],
+                [_WRITE.summary(project, sid, s) for s in data.summaries],
             )
             await conn.executemany(
                 "INSERT INTO conversation_entries (project, session_id, entry_no, type, role,"
                 " content, tool_name, arguments, source, is_error, created_at, token_count,"
                 " compressed, summary_no)"
                 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-                [
-                    (
-                        project,
-                        sid,
-                        e.id,
-                        e.type.value,
-                        e.role.value,
-                        e.content,
-                        e.tool_name,
-                        json_text(e.arguments) if e.arguments is not None else None,
-                        e.source,
-                        e.is_error,
-                        aware(e.timestamp),
-                        e.token_count,
-                        e.compressed,
-                        e.summary_id,
-                    )
-                    for e in data.entries
-                ],
+                [_WRITE.entry(project, sid, e) for e in data.entries],
             )
             await conn.executemany(
                 "INSERT INTO conversation_exchanges (project, session_id, exchange_no, question,"
                 " answer, answer_shortened, created_at, folded)"
                 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                [
-                    (
-                        project,
-                        sid,
-                        x.id,
-                        x.question,
-                        x.answer,
-                        x.answer_shortened,
-                        aware(x.timestamp),
-                        x.folded,
-                    )
-                    for x in data.exchanges
-                ],
+                [_WRITE.exchange(project, sid, x) for x in data.exchanges],
             )
             await conn.executemany(
                 "INSERT INTO tool_result_cache (project, session_id, cache_key, tool_name,"
                 " parameters, result, duration, remaining, created_at)"
                 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                [
-                    (
-                        project,
-                        sid,
-                        c.key,
-                        c.tool_name,
-                        canonical_json(c.parameters),
-                        json_text(c.result),
-                        c.duration,
-                        c.remaining,
-                        aware(c.created_at),
-                    )
-                    for c in data.cache
-                ],
+                [_WRITE.cached(project, sid, c) for c in data.cache],
             )
 
     async def delete_session(self, project: str, session_id: str) -> int:

@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
 import numpy as np
 
+from memory_core.ports.transfer import CopyRow
 from memory_core.storage.postgres.rows import COLUMNS, aware, row_to_memory
 from memory_core.storage.postgres.session import PostgresSession
 from memory_core.storage.postgres.vectors import PostgresVectorIndex
 
 __all__ = ["PostgresCopyEndpoint"]
-
-CopyRow = tuple[Any, str | None, Any]
 
 
 class PostgresCopyEndpoint:

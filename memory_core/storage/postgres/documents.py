@@ -9,16 +9,18 @@ from typing import Any
 import numpy as np
 
 from memory_core.domain.knowledge import Chunk, ChunkDraft, DocumentOrigin, DocumentRecord
-from memory_core.knowledge_ports import DocumentWrite, Vector
+from memory_core.ports.embeddings import Vector
+from memory_core.ports.knowledge import DocumentWrite
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.scratchpad import lock_text
 from memory_core.storage.postgres.session import PostgresSession
 from memory_core.storage.postgres.tsquery import to_tsquery_text
-from memory_core.storage.records import ChunkMatrix, RowReader, vector_to_bytes
+from memory_core.storage.records import ChunkMatrix, RowReader, RowWriter
 
 __all__ = ["PostgresDocumentStore"]
 
 _ROWS = RowReader(aware)
+_WRITE = RowWriter(aware)
 
 
 # The keyword rank of context_snapshots (repository.py): normalisation 1 favours short chunks.
@@ -101,19 +103,7 @@ class PostgresDocumentStore:
             await conn.executemany(
                 "INSERT INTO knowledge_chunks (document_id, tenant, position, start_char,"
                 " end_char, text, embedding, embed_model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                [
-                    (
-                        row["id"],
-                        tenant,
-                        c.position,
-                        c.start,
-                        c.end,
-                        c.text,
-                        vector_to_bytes(vectors[i]) if vectors is not None else None,
-                        model_id if vectors is not None else None,
-                    )
-                    for i, c in enumerate(chunks)
-                ],
+                _WRITE.chunks(row["id"], tenant, chunks, vectors, model_id),
             )
             await conn.execute(
                 "INSERT INTO knowledge_revisions AS r (tenant, revision) VALUES ($1, 1)"

@@ -13,7 +13,7 @@ from typing import Any
 import structlog
 
 from memory_core.errors import SchemaMismatchError, StorageError
-from memory_core.storage.sqlite.migrate import Migration, load_migrations
+from memory_core.storage.migrations import Migration, load_migrations, migrations_dir
 
 __all__ = ["MIGRATION_LOCK", "apply_migrations", "default_migrations_dir", "schema_version"]
 
@@ -24,11 +24,8 @@ MIGRATION_LOCK = 0x6D656D73
 
 
 def default_migrations_dir() -> Path:
-    """The SQL files: inside the installed wheel, else the checkout's migrations/postgres."""
-    packaged = Path(__file__).with_name("sql")
-    if packaged.is_dir():
-        return packaged
-    return Path(__file__).resolve().parents[3] / "migrations" / "postgres"
+    """Where the PostgreSQL migration files are (packaged, else migrations/postgres)."""
+    return migrations_dir("postgres")
 
 
 async def _applied(conn: Any) -> set[str]:

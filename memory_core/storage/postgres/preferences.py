@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference
-from memory_core.knowledge_ports import Vector
+from memory_core.ports.embeddings import Vector
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.scratchpad import lock_text
 from memory_core.storage.postgres.session import PostgresSession

@@ -7,7 +7,8 @@ from datetime import datetime
 from typing import Any
 
 from memory_core.domain.knowledge import PromotionReason, PromotionTarget, Snippet, SnippetDraft
-from memory_core.knowledge_ports import SnippetWrite, Vector
+from memory_core.ports.embeddings import Vector
+from memory_core.ports.knowledge import SnippetWrite
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.session import PostgresSession
 from memory_core.storage.records import RowReader, vector_to_bytes

@@ -7,10 +7,10 @@ from pathlib import Path
 from typing import Any
 
 from memory_core.errors import InvalidInputError
+from memory_core.ports.transfer import TABLES, BackupReport, Progress, Row, TableSpec, table
 from memory_core.storage.postgres.migrate import schema_version
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.session import PostgresSession
-from memory_core.transfer_ports import TABLES, BackupReport, Progress, Row, TableSpec, table
 
 __all__ = ["PostgresMemoryTransfer"]
 

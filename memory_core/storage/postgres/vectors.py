@@ -7,16 +7,14 @@ from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
-import numpy.typing as npt
 
 from memory_core.domain.models import Layer, Memory, VectorMatch
+from memory_core.ports.embeddings import Vector
 from memory_core.storage.postgres.rows import COLUMNS
 from memory_core.storage.postgres.session import PostgresSession
 from memory_core.storage.records import model_recorded
 
 __all__ = ["EXACT_SEARCH_MAX", "PostgresVectorIndex"]
-
-Vector = npt.NDArray[np.float32]
 
 # Projects up to this many rows are searched exactly (a scan of the project's vectors, ordered
 # by distance); larger ones through the HNSW index. HNSW filters by project *after* the graph

@@ -9,7 +9,6 @@ from typing import Any
 import aiosqlite
 from pydantic import JsonValue
 
-from memory_core.conversation_ports import FoldFn
 from memory_core.domain.conversation import (
     CachedResult,
     Entry,
@@ -24,13 +23,15 @@ from memory_core.domain.conversation import (
     canonical_json,
 )
 from memory_core.errors import ConflictError, SessionNotFoundError
-from memory_core.storage.records import RowReader, json_text, next_number
+from memory_core.ports.conversations import FoldFn
+from memory_core.storage.records import RowReader, RowWriter, json_text, next_number
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
 
 __all__ = ["SqliteConversationStore"]
 
 _ROWS = RowReader(decode_time)
+_WRITE = RowWriter(encode_time, flag=int)
 
 _SCOPE = "project = :project AND session_id = :session_id"
 
@@ -338,17 +339,7 @@ class SqliteConversationStore:
                 "INSERT OR REPLACE INTO tool_result_cache (project, session_id, cache_key, "
                 "tool_name, parameters, result, duration, remaining, created_at) VALUES "
                 "(?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                (
-                    project,
-                    session_id,
-                    item.key,
-                    item.tool_name,
-                    canonical_json(item.parameters),
-                    json_text(item.result),
-                    item.duration,
-                    item.remaining,
-                    encode_time(item.created_at),
-                ),
+                _WRITE.cached(project, session_id, item),
             )
 
     async def cache_get(self, project: str, session_id: str, key: str) -> CachedResult | None:
@@ -438,83 +429,24 @@ class SqliteConversationStore:
                 "INSERT INTO conversation_summaries (project, session_id, summary_no, text, "
                 "entry_ids, token_count, original_tokens, ratio, covers_from, covers_until, "
                 "source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        project,
-                        data.session_id,
-                        s.id,
-                        s.text,
-                        json.dumps(list(s.entry_ids)),
-                        s.token_count,
-                        s.original_tokens,
-                        s.ratio,
-                        encode_time(s.covers_from),
-                        encode_time(s.covers_until),
-                        s.source,
-                        encode_time(s.created_at),
-                    )
-                    for s in data.summaries
-                ],
+                [_WRITE.summary(project, data.session_id, s) for s in data.summaries],
             )
             await db.executemany(
                 "INSERT INTO conversation_entries (project, session_id, entry_no, type, role, "
                 "content, tool_name, arguments, source, is_error, created_at, token_count, "
                 "compressed, summary_no) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        project,
-                        data.session_id,
-                        e.id,
-                        e.type.value,
-                        e.role.value,
-                        e.content,
-                        e.tool_name,
-                        json_text(e.arguments) if e.arguments is not None else None,
-                        e.source,
-                        int(e.is_error),
-                        encode_time(e.timestamp),
-                        e.token_count,
-                        int(e.compressed),
-                        e.summary_id,
-                    )
-                    for e in data.entries
-                ],
+                [_WRITE.entry(project, data.session_id, e) for e in data.entries],
             )
             await db.executemany(
                 "INSERT INTO conversation_exchanges (project, session_id, exchange_no, question, "
                 "answer, answer_shortened, created_at, folded) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        project,
-                        data.session_id,
-                        x.id,
-                        x.question,
-                        x.answer,
-                        int(x.answer_shortened),
-                        encode_time(x.timestamp),
-                        int(x.folded),
-                    )
-                    for x in data.exchanges
-                ],
+                [_WRITE.exchange(project, data.session_id, x) for x in data.exchanges],
             )
             await db.executemany(
                 "INSERT INTO tool_result_cache (project, session_id, cache_key, tool_name, "
                 "parameters, result, duration, remaining, created_at) "
                 "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        project,
-                        data.session_id,
-                        c.key,
-                        c.tool_name,
-                        canonical_json(c.parameters),
-                        json_text(c.result),
-                        c.duration,
-                        c.remaining,
-                        encode_time(c.created_at),
-                    )
-                    for c in data.cache
-                ],
+                [_WRITE.cached(project, data.session_id, c) for c in data.cache],
             )
 
     async def delete_session(self, project: str, session_id: str) -> int:

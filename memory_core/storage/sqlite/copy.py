@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import json
 from collections.abc import Sequence
-from typing import Any
 
+from memory_core.ports.transfer import CopyRow
 from memory_core.storage.sqlite.rows import encode_time, row_to_memory
 from memory_core.storage.sqlite.session import SqliteSession
 from memory_core.storage.sqlite.vectors import EXACT_SEARCH_MAX, SqliteVectorIndex
 
 __all__ = ["SqliteCopyEndpoint"]
-
-CopyRow = tuple[Any, str | None, Any]
 
 
 class SqliteCopyEndpoint:

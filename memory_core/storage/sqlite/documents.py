@@ -7,18 +7,19 @@ from datetime import datetime
 from typing import TYPE_CHECKING
 
 from memory_core.domain.knowledge import Chunk, ChunkDraft, DocumentOrigin, DocumentRecord
-from memory_core.knowledge_ports import DocumentWrite
-from memory_core.storage.records import ChunkMatrix, RowReader, vector_to_bytes
+from memory_core.ports.knowledge import DocumentWrite
+from memory_core.storage.records import ChunkMatrix, RowReader, RowWriter
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
 
 if TYPE_CHECKING:
-    from memory_core.knowledge_ports import Vector
+    from memory_core.ports.embeddings import Vector
 
 
 __all__ = ["SqliteDocumentStore"]
 
 _ROWS = RowReader(decode_time)
+_WRITE = RowWriter(encode_time, flag=int)
 
 
 class SqliteDocumentStore:
@@ -87,19 +88,7 @@ class SqliteDocumentStore:
             await db.executemany(
                 "INSERT INTO knowledge_chunks (document_id, tenant, position, start_char,"
                 " end_char, text, embedding, embed_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        doc_id,
-                        tenant,
-                        c.position,
-                        c.start,
-                        c.end,
-                        c.text,
-                        vector_to_bytes(vectors[i]) if vectors is not None else None,
-                        model_id if vectors is not None else None,
-                    )
-                    for i, c in enumerate(chunks)
-                ],
+                _WRITE.chunks(doc_id, tenant, chunks, vectors, model_id),
             )
             await db.execute(
                 "INSERT INTO knowledge_revisions (tenant, revision) VALUES (?, 1)"

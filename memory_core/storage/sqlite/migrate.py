@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import re
-from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -11,51 +9,17 @@ import aiosqlite
 import structlog
 
 from memory_core.errors import SchemaMismatchError, StorageError
+from memory_core.storage.migrations import load_migrations, migrations_dir
 from memory_core.storage.sqlite.connection import DriverError
 
-__all__ = [
-    "Migration",
-    "apply_migrations",
-    "default_migrations_dir",
-    "load_migrations",
-    "schema_version",
-]
+__all__ = ["apply_migrations", "default_migrations_dir", "schema_version"]
 
 log = structlog.get_logger(__name__)
 
-_NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
-
-
-@dataclass(frozen=True)
-class Migration:
-    """One numbered SQL file."""
-
-    number: int
-    name: str
-    sql: str
-
 
 def default_migrations_dir() -> Path:
-    """Where the SQL files are: in the installed wheel, else the checkout's migrations/."""
-    packaged = Path(__file__).with_name("sql")
-    if packaged.is_dir():
-        return packaged
-    return Path(__file__).resolve().parents[3] / "migrations" / "sqlite"
-
-
-def load_migrations(directory: Path | None = None) -> list[Migration]:
-    """Read and order the migration files; numbers must be unique and contiguous from 1."""
-    folder = directory or default_migrations_dir()
-    found: list[Migration] = []
-    for path in sorted(folder.glob("*.sql")):
-        match = _NAME.match(path.name)
-        if match is None:
-            raise StorageError(f"reading migrations: unexpected file name {path.name!r}")
-        found.append(Migration(int(match.group(1)), path.stem, path.read_text(encoding="utf-8")))
-    numbers = [m.number for m in found]
-    if numbers != list(range(1, len(found) + 1)):
-        raise StorageError(f"reading migrations: numbers must run 1..n, found {numbers}")
-    return found
+    """Where the SQLite migration files are (packaged, else the checkout's migrations/sqlite)."""
+    return migrations_dir("sqlite")
 
 
 async def _applied(db: aiosqlite.Connection) -> set[str]:
@@ -74,7 +38,7 @@ async def apply_migrations(db: aiosqlite.Connection, directory: Path | None = No
         SchemaMismatchError: The database has migrations this code does not know (it is newer).
         StorageError: A migration failed.
     """
-    migrations = load_migrations(directory)
+    migrations = load_migrations(directory or default_migrations_dir())
     await db.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations"
         " (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"

@@ -13,7 +13,7 @@ from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
 
 if TYPE_CHECKING:
-    from memory_core.knowledge_ports import Vector
+    from memory_core.ports.embeddings import Vector
 
 __all__ = ["SqlitePlaybookStore", "SqlitePreferenceStore"]
 

@@ -12,13 +12,13 @@ from memory_core.domain.knowledge import (
     Snippet,
     SnippetDraft,
 )
-from memory_core.knowledge_ports import SnippetWrite
+from memory_core.ports.knowledge import SnippetWrite
 from memory_core.storage.records import RowReader, vector_to_bytes
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
 
 if TYPE_CHECKING:
-    from memory_core.knowledge_ports import Vector
+    from memory_core.ports.embeddings import Vector
 
 __all__ = ["SqliteScratchpadStore"]
 

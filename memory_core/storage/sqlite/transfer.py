@@ -14,15 +14,15 @@ import sqlite_vec
 
 from memory_core.errors import StorageError
 from memory_core.files import partial_beside
+from memory_core.ports.transfer import BackupReport, ColumnType, Progress, Row, TableSpec, table
 from memory_core.storage.sqlite.connection import DriverError
 from memory_core.storage.sqlite.migrate import schema_version
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
-from memory_core.transfer_ports import BackupReport, ColumnType, Progress, Row, TableSpec, table
 
 __all__ = ["SqliteMemoryTransfer"]
 
-# The table behind each record kind (memory_core.transfer_ports.TABLES); the columns are the
+# The table behind each record kind (memory_core.ports.transfer.TABLES); the columns are the
 # records' fields, the same on both backends.
 _TABLE = {
     "memory": "context_snapshots",

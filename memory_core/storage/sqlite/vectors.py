@@ -13,10 +13,7 @@ from memory_core.storage.records import model_recorded
 from memory_core.storage.sqlite.session import SqliteSession
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
-    Vector = npt.NDArray[np.float32]
+    from memory_core.ports.embeddings import Vector
 
 # numpy is imported where vectors are handled, not at the top: every process that opens the
 # store builds this index, and the hooks and keyword-only CLI commands never search vectors

@@ -17,7 +17,7 @@ from urllib.parse import unquote
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from server.auth import Grant, TokenAuthority
+from server.http.auth import Grant, TokenAuthority
 
 __all__ = ["HttpGuard", "refusal"]
 

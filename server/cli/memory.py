@@ -7,11 +7,10 @@ import argparse
 from rich.table import Table
 
 from memory_core.domain.models import Layer, SearchMode, Tier
-from memory_core.services import maintenance
 from memory_core.services.memories import SearchRequest
-from server.cli_output import Exit, err, out_json, progress_bar, stdout_console
+from server.cli.output import Exit, err, out_json, progress_bar, stdout_console
 from server.container import open_container
-from server.schemas import RecallOut, SearchOut, StatsOut
+from server.schemas.memories import RecallOut, SearchOut, StatsOut
 from server.settings import Settings
 
 __all__ = ["run_maintain", "run_recall", "run_reindex", "run_search", "run_stats"]
@@ -23,10 +22,7 @@ async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
         names = [args.project] if args.project else await c.repo.projects()
         if not names:
             names = [settings.default_project()]  # an empty store: show the default project's zeros
-        reports = [
-            StatsOut.of(await maintenance.memory_stats(c.repo, c.clock, settings.tiers, name))
-            for name in names
-        ]
+        reports = [StatsOut.of(await c.maintenance.stats(name)) for name in names]
     if args.json:
         out_json(
             {
@@ -141,15 +137,10 @@ async def run_maintain(settings: Settings, args: argparse.Namespace) -> int:
     result: dict[str, object] = {}
     async with open_container(settings) as c:
         if args.recalculate:
-            result["tiers_changed"] = await maintenance.recalculate_tiers(
-                c.repo, c.clock, settings.tiers, args.project
-            )
+            result["tiers_changed"] = await c.maintenance.recalculate_tiers(args.project)
         if args.prune:
             with progress_bar("prune") as bar:
-                outcome = await maintenance.prune_expired(
-                    c.repo,
-                    c.clock,
-                    settings.tiers,
+                outcome = await c.maintenance.prune_expired(
                     project=args.project,
                     limit=args.limit,
                     dry_run=args.dry_run,

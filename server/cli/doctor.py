@@ -18,16 +18,17 @@ from typing import Literal
 from rich.table import Table
 from rich.text import Text
 
+from memory_core.storage.migrations import load_migrations
 from memory_core.storage.sqlite.diagnostics import DatabaseProbe, probe_database, probe_driver
-from memory_core.storage.sqlite.migrate import load_migrations
-from server.claude_settings import (
+from memory_core.storage.sqlite.migrate import default_migrations_dir
+from server.cli.claude_settings import (
     HOOK_EVENTS,
     SERVER_NAME,
     command_executable,
     has_server,
     our_hook_commands,
 )
-from server.cli_output import Exit, out_json, stdout_console
+from server.cli.output import Exit, out_json, stdout_console
 from server.settings import Settings
 
 __all__ = ["Check", "claude_code_checks", "run_checks", "run_doctor"]
@@ -308,7 +309,7 @@ def _database_checks(settings: Settings) -> list[Check]:
 
 
 def _schema_check(probe: DatabaseProbe) -> Check:
-    shipped = [m.name for m in load_migrations()]
+    shipped = [m.name for m in load_migrations(default_migrations_dir())]
     applied = set(probe.applied_migrations)
     unknown = sorted(applied - set(shipped))
     pending = [name for name in shipped if name not in applied]

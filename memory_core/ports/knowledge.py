@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Protocol
 
 from memory_core.domain.knowledge import (
     Chunk,
@@ -25,50 +25,18 @@ from memory_core.domain.knowledge import (
     Snippet,
     SnippetDraft,
 )
-from memory_core.ports import Embedder
 
 __all__ = [
     "DocumentStore",
     "DocumentWrite",
-    "EmbeddingProvider",
     "PlaybookStore",
     "PreferenceStore",
     "ScratchpadStore",
     "SnippetWrite",
-    "Vector",
 ]
 
 if TYPE_CHECKING:
-    import numpy as np
-    import numpy.typing as npt
-
-    Vector = npt.NDArray[np.float32]
-
-
-def __getattr__(name: str) -> Any:
-    # `Vector` at run time (a type alias a module uses outside annotations) loads numpy on
-    # first use: this module is on the import path of processes that never see a vector.
-    if name == "Vector":
-        import numpy as np
-        import numpy.typing as npt
-
-        return npt.NDArray[np.float32]
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-
-
-class EmbeddingProvider(Protocol):
-    """An embedder that may still be loading (LazyEmbedder satisfies this)."""
-
-    model_id: str
-    dims: int
-
-    async def wait(self, max_wait: float | None = None) -> Embedder:
-        """The embedder, once loaded.
-
-        Raises:
-            EmbeddingUnavailableError: Loading failed or took longer than `max_wait` seconds.
-        """
-        ...
+    from memory_core.ports.embeddings import Vector
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ __all__ = [
     "ContextItemOut",
     "ContextOut",
     "ForgetOut",
+    "LayerName",
     "LearnOut",
     "MemoryOut",
     "PruneOut",
@@ -32,6 +33,9 @@ __all__ = [
     "SearchOut",
     "StatsOut",
 ]
+
+# A memory layer as a tool argument (the values of memory_core.domain.models.Layer).
+LayerName = Literal["working", "episodic", "semantic", "procedural"]
 
 
 # How many ids a text answer lists before saying "and N more" (structuredContent has all).
@@ -163,7 +167,7 @@ class AppendOut(BaseModel):
 class AppendItemIn(BaseModel):
     """One memory of `append_many` (the fields of `append`)."""
 
-    layer: Literal["working", "episodic", "semantic", "procedural"] = Field(
+    layer: LayerName = Field(
         description="working, episodic, semantic (needs `key`) or procedural (needs `key`)."
     )
     content: str = Field(description="The text to remember.")

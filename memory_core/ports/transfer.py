@@ -1,4 +1,4 @@
-"""The storage interface export, import and backup depend on (kept apart from ports.py).
+"""The storage interfaces export, import, backup and copy-store depend on.
 
 Every store moves as rows of tables whose columns are the export's record fields
 (`TABLES`): the same names and value types on both backends, so a file written by one
@@ -12,14 +12,18 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal, Protocol
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from pydantic import BaseModel, ConfigDict
+
+from memory_core.domain.models import Memory
 
 __all__ = [
     "TABLES",
     "BackupReport",
     "ColumnType",
+    "CopyEndpoint",
+    "CopyRow",
     "ImportCounts",
     "MemoryTransfer",
     "Progress",
@@ -27,6 +31,9 @@ __all__ = [
     "TableSpec",
     "table",
 ]
+
+if TYPE_CHECKING:
+    from memory_core.ports.embeddings import Vector
 
 # (done, total): awaited after each unit of long work, so a caller can report it.
 Progress = Callable[[int, int], Awaitable[None]]
@@ -339,4 +346,36 @@ class MemoryTransfer(Protocol):
 
     async def backup(self, target: Path, *, progress: Progress | None = None) -> BackupReport:
         """Copy the live store to `target` (replacing it) and verify the copy's integrity."""
+        ...
+
+
+# A row, and its embedding with the hash of the text embedded, when it has one.
+CopyRow = tuple[Memory, str | None, "Vector | None"]
+
+
+class CopyEndpoint(Protocol):
+    """One store as a copy source or target (a storage backend implements it)."""
+
+    async def model(self) -> tuple[str, int] | None:
+        """The embedding model recorded in the store (id, dims), if any."""
+        ...
+
+    async def counts(self) -> tuple[int, int]:
+        """(memories, embeddings) in the whole store."""
+        ...
+
+    async def read(self, after_id: int, limit: int) -> list[CopyRow]:
+        """Up to `limit` rows with ids above `after_id`, in id order, with their vectors."""
+        ...
+
+    async def prepare(self, model: tuple[str, int] | None) -> None:
+        """Get an empty target ready (record the model, size the vector index)."""
+        ...
+
+    async def write(self, rows: Sequence[CopyRow]) -> None:
+        """Insert rows keeping their ids, and their vectors, in one transaction."""
+        ...
+
+    async def finish(self) -> None:
+        """After the last batch: make new ids continue above the copied ones."""
         ...

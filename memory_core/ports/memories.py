@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import AbstractAsyncContextManager
 from datetime import datetime
 from typing import TYPE_CHECKING, Protocol
 
@@ -22,20 +23,14 @@ from memory_core.domain.models import (
 
 __all__ = [
     "Clock",
-    "Embedder",
-    "EmbedderSource",
+    "JobLeases",
     "KeywordSearch",
     "MemoryRepository",
     "VectorIndex",
 ]
 
 if TYPE_CHECKING:
-    # Only an annotation here: importing numpy costs ~120 ms of every cold process, and the
-    # hooks and most CLI commands never touch a vector.
-    import numpy as np
-    import numpy.typing as npt
-
-    Vector = npt.NDArray[np.float32]
+    from memory_core.ports.embeddings import Vector
 
 
 class Clock(Protocol):
@@ -190,45 +185,6 @@ class MemoryRepository(Protocol):
         ...
 
 
-class Embedder(Protocol):
-    """Turns texts into unit-length float32 vectors."""
-
-    model_id: str
-    dims: int
-
-    def embed(self, texts: Sequence[str]) -> Vector:
-        """Embed texts into an (n, dims) array; CPU-bound, so run it off the event loop."""
-        ...
-
-
-class EmbedderSource(Protocol):
-    """Where services get the embedder; it may still be loading."""
-
-    model_id: str
-    dims: int
-
-    def current(self) -> Embedder | None:
-        """The embedder if ready, else None (callers fall back to keyword search)."""
-        ...
-
-    async def wait(self, max_wait: float | None = None) -> Embedder:
-        """Start loading if needed and wait (at most `max_wait` s) until the embedder is ready.
-
-        Raises:
-            EmbeddingUnavailableError: Loading failed or did not finish in time.
-        """
-        ...
-
-    async def until_ready(self) -> Embedder | None:
-        """Wait, without starting a load, until one has finished; None if it failed."""
-        ...
-
-    @property
-    def failure(self) -> str | None:
-        """Why loading failed, if it did (None while loading or once ready)."""
-        ...
-
-
 class VectorIndex(Protocol):
     """Vectors of memories, scoped by project; kept apart from rows so backends can differ."""
 
@@ -267,4 +223,12 @@ class VectorIndex(Protocol):
 
     async def vector_stats(self) -> tuple[int, int]:
         """(rows with a vector, rows without one) across the store."""
+        ...
+
+
+class JobLeases(Protocol):
+    """Who runs a scheduled job's fire: yields None to run it, else why this process skips."""
+
+    def claim(self, job: str, slot: datetime) -> AbstractAsyncContextManager[str | None]:
+        """Claim `job` for the schedule slot `slot` (the fire time it belongs to)."""
         ...

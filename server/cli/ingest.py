@@ -8,7 +8,7 @@ from pathlib import Path
 import anyio
 
 from memory_core.services.ingest_files import ingest_path
-from server.cli_output import Exit, err, out_json, progress_bar, stdout_console
+from server.cli.output import Exit, err, out_json, progress_bar, stdout_console
 from server.container import open_container
 from server.settings import Settings
 

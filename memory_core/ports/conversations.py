@@ -1,4 +1,4 @@
-"""The interfaces conversation memory depends on: its store, a token counter, a summarizer."""
+"""The interfaces conversation memory depends on: its store and a summarizer."""
 
 from __future__ import annotations
 
@@ -21,7 +21,7 @@ from memory_core.domain.conversation import (
     SummaryDraft,
 )
 
-__all__ = ["ConversationStore", "FoldFn", "SessionNotes", "Summarizer", "TokenCounter"]
+__all__ = ["ConversationStore", "FoldFn", "SessionNotes", "Summarizer"]
 
 # Given the running Q&A summary and the exchanges leaving the active window (oldest first),
 # return the new running summary. Pure; the store calls it inside its transaction.
@@ -29,16 +29,6 @@ FoldFn = Callable[[str, Sequence[Exchange]], str]
 
 # The texts of a session's scratchpad snippets, most recently used first ([] when none).
 SessionNotes = Callable[[str], Awaitable[list[str]]]
-
-
-class TokenCounter(Protocol):
-    """Counts tokens the way budgets and thresholds see them."""
-
-    name: str
-
-    def count(self, text: str) -> int:
-        """Tokens in `text` (at least 1 for non-empty text)."""
-        ...
 
 
 class Summarizer(Protocol):

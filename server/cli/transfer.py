@@ -17,11 +17,11 @@ from typing import TextIO
 
 from memory_core.clock import SystemClock
 from memory_core.files import is_database_file, partial_beside
+from memory_core.ports.transfer import MemoryTransfer
 from memory_core.services import transfer
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
 from memory_core.storage.sqlite.transfer import SqliteMemoryTransfer
-from memory_core.transfer_ports import MemoryTransfer
-from server.cli_output import Exit, err, out_json, progress_bar
+from server.cli.output import Exit, err, out_json, progress_bar
 from server.settings import Settings
 
 __all__ = ["run_backup", "run_export", "run_import"]

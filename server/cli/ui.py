@@ -40,14 +40,17 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
 
 def run_ui(settings: Settings, args: argparse.Namespace) -> int:
     """Serve on loopback until interrupted; 6 when the port cannot be bound."""
-    from server.app import serve_http
-    from server.cli import _preflight
-    from server.http_app import HttpBindError
+    from server.container import open_container
+    from server.http.app import HttpBindError, serve_http
+
+    async def preflight() -> None:
+        async with open_container(settings):
+            pass
 
     host, port = "127.0.0.1", args.port or settings.http_port
     settings = settings.model_copy(update={"http_dashboard": True})
     # As `serve`: open, migrate and check the store first, so a problem is one clear line.
-    asyncio.run(_preflight(settings))
+    asyncio.run(preflight())
 
     def announce(mcp_url: str) -> None:  # called once the port is bound
         url = f"http://{host}:{port}/"

@@ -283,20 +283,20 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("path", help="a text/markdown file or a folder of them")
     ingest.add_argument("--tenant", "-t", required=True, help="whose business context")
     _add_json(ingest)
-    from server import (  # light: rich loads only when they run
-        cli_copy,
-        cli_knowledge,
-        cli_setup,
-        cli_tools,
-        cli_ui,
+    from server.cli import (  # light: rich loads only when they run
+        copy,
+        knowledge,
+        setup,
+        tools,
+        ui,
     )
     from server.hooks import entry as hook_entry
 
-    cli_knowledge.add_parser(sub)
-    cli_copy.add_parser(sub)
-    cli_setup.add_parser(sub)
-    cli_tools.add_parser(sub)
-    cli_ui.add_parser(sub)
+    knowledge.add_parser(sub)
+    copy.add_parser(sub)
+    setup.add_parser(sub)
+    tools.add_parser(sub)
+    ui.add_parser(sub)
     hook_entry.add_parser(sub)
     return parser
 
@@ -349,7 +349,7 @@ async def _migrate(settings: Settings) -> int:
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
-    from server.app import serve_http, serve_stdio
+    from server.app import serve_stdio
 
     if getattr(args, "toolsets", None):
         try:
@@ -363,7 +363,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     # so a problem prints one clear line instead of a traceback from inside the SDK.
     asyncio.run(_preflight(settings))
     if getattr(args, "http", False):
-        from server.http_app import HttpBindError
+        from server.http.app import HttpBindError, serve_http
 
         host = args.host or settings.http_host
         port = args.port or settings.http_port
@@ -384,26 +384,26 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-# command -> (module under server/, function(settings, args)); async ones run under asyncio.
+# command -> (module under server/cli/, function(settings, args)); async ones run under asyncio.
 _RUNNERS = {
-    "doctor": ("cli_doctor", "run_doctor"),
-    "export": ("cli_transfer", "run_export"),
-    "import": ("cli_transfer", "run_import"),
-    "backup": ("cli_transfer", "run_backup"),
-    "copy-store": ("cli_copy", "run_command"),
-    "setup": ("cli_setup", "run_command"),
-    "tools": ("cli_tools", "run_command"),
-    "ui": ("cli_ui", "run_ui"),
-    "maintain": ("cli_memory", "run_maintain"),
-    "reindex": ("cli_memory", "run_reindex"),
-    "stats": ("cli_memory", "run_stats"),
-    "search": ("cli_memory", "run_search"),
-    "recall": ("cli_memory", "run_recall"),
-    "ingest": ("cli_ingest", "run_ingest"),
-    # cli_knowledge.COMMANDS, named here so listing them does not import the module.
-    "preferences": ("cli_knowledge", "run_command"),
-    "documents": ("cli_knowledge", "run_command"),
-    "scratchpad": ("cli_knowledge", "run_command"),
+    "doctor": ("doctor", "run_doctor"),
+    "export": ("transfer", "run_export"),
+    "import": ("transfer", "run_import"),
+    "backup": ("transfer", "run_backup"),
+    "copy-store": ("copy", "run_command"),
+    "setup": ("setup", "run_command"),
+    "tools": ("tools", "run_command"),
+    "ui": ("ui", "run_ui"),
+    "maintain": ("memory", "run_maintain"),
+    "reindex": ("memory", "run_reindex"),
+    "stats": ("memory", "run_stats"),
+    "search": ("memory", "run_search"),
+    "recall": ("memory", "run_recall"),
+    "ingest": ("ingest", "run_ingest"),
+    # knowledge.COMMANDS, named here so listing them does not import the module.
+    "preferences": ("knowledge", "run_command"),
+    "documents": ("knowledge", "run_command"),
+    "scratchpad": ("knowledge", "run_command"),
 }
 _ASYNC_COMMANDS = frozenset({"maintain", "reindex", "stats", "search", "recall", "ingest"})
 
@@ -425,7 +425,7 @@ def _run(command: str, settings: Settings, args: argparse.Namespace) -> int:
     if command == "migrate":
         return int(asyncio.run(_migrate(settings)))
     module, function = _RUNNERS[command]
-    run = getattr(importlib.import_module(f"server.{module}"), function)
+    run = getattr(importlib.import_module(f"server.cli.{module}"), function)
     if command in _ASYNC_COMMANDS:
         return int(asyncio.run(run(settings, args)))
     return int(run(settings, args))

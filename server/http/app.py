@@ -1,23 +1,33 @@
 """The ASGI app `serve --http` runs: MCP streamable HTTP behind auth, host checks and limits.
 
-The dashboard (server.dashboard) is mounted beside /mcp in the same app and process.
+The dashboard (server.http.dashboard) is mounted beside /mcp in the same app and process.
 """
 
 from __future__ import annotations
 
 import socket
+from collections.abc import Callable
 
 import structlog
 from mcp.server.auth.settings import AuthSettings
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.types import ASGIApp
 
+from server.app import build_server
 from server.app_context import LiveContext
-from server.auth import AuthConfigError, TokenAuthority, is_loopback, load_authority
-from server.http_guard import HttpGuard
+from server.http.auth import AuthConfigError, TokenAuthority, is_loopback, load_authority
+from server.http.guard import HttpGuard
+from server.logging import configure_logging
 from server.settings import Settings
 
-__all__ = ["HttpBindError", "HttpStartError", "build_http_app", "listen", "transport_security"]
+__all__ = [
+    "HttpBindError",
+    "HttpStartError",
+    "build_http_app",
+    "listen",
+    "serve_http",
+    "transport_security",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -89,8 +99,6 @@ async def build_http_app(
         HttpStartError: The token settings are invalid, or `host` is not loopback, no token
             is configured and not `insecure`.
     """
-    from server.app import build_server  # deferred: server.app imports this module lazily too
-
     try:
         authority: TokenAuthority | None = load_authority(settings)
     except AuthConfigError as exc:
@@ -127,8 +135,8 @@ async def build_http_app(
     )
     if settings.http_dashboard:
         # Deferred: Jinja2 and the templates load only when the dashboard is served.
-        from server.dashboard.access import DashboardAccess
-        from server.dashboard.routes import Dashboard
+        from server.http.dashboard.access import DashboardAccess
+        from server.http.dashboard.routes import Dashboard
 
         dashboard = Dashboard(
             live, DashboardAccess(authority), security, settings.default_project()
@@ -148,3 +156,35 @@ async def build_http_app(
         unscoped_tools=unscoped,
         max_body_bytes=settings.http_max_body_bytes,
     )
+
+
+async def serve_http(
+    settings: Settings,
+    host: str,
+    port: int,
+    *,
+    insecure: bool = False,
+    announce: Callable[[str], None] | None = None,
+) -> None:
+    """Serve streamable HTTP at http://host:port/mcp under our own uvicorn (logs stay JSON).
+
+    Bearer tokens, per-token grants, Host/Origin checks and the body limit: build_http_app.
+    The port is bound before `announce(url)` is called, so "serving at" is only said once
+    it is true.
+
+    Raises:
+        HttpStartError: Invalid tokens, or not loopback without a token nor `insecure`.
+        HttpBindError: The address is in use or may not be bound.
+    """
+    import uvicorn  # only HTTP needs it; stdio start-up skips the import (~57 ms)
+
+    app = await build_http_app(settings, host, port, insecure=insecure)
+    configure_logging(settings.log_level, settings.log_format)
+    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
+    sock = listen(host, port)
+    url = f"http://{host}:{port}/mcp"
+    log.info("server.starting", transport="http", url=url, db=settings.store_location)
+    if announce is not None:
+        announce(url)
+    with sock:
+        await uvicorn.Server(config).serve(sockets=[sock])

@@ -39,6 +39,7 @@ __all__ = [
     "ScratchpadWriteOut",
     "SeedOut",
     "SnippetOut",
+    "Target",
 ]
 
 Target = Literal["preferences", "business_context"]

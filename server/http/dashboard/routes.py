@@ -2,7 +2,7 @@
 
 Every request passes the same checks before any page code runs: the Host header (DNS
 rebinding: another site's name pointing at 127.0.0.1 must not read the pages), the session
-(see server.dashboard.access), the project grant (403 outside it), and for a POST the CSRF
+(see server.http.dashboard.access), the project grant (403 outside it), and for a POST the CSRF
 token and write permission. Pages are rendered by Jinja2 with autoescaping on, and sent with
 a Content-Security-Policy that allows nothing but this server's own stylesheet.
 """
@@ -25,8 +25,8 @@ from starlette.routing import BaseRoute, Route
 from memory_core.domain.models import Layer, SearchMode, Tier
 from memory_core.errors import InvalidInputError, MemoryNotFoundError
 from server.app_context import AppContext, LiveContext
-from server.dashboard import pages
-from server.dashboard.access import COOKIE, SESSION_SECONDS, DashboardAccess, Visitor
+from server.http.dashboard import pages
+from server.http.dashboard.access import COOKIE, SESSION_SECONDS, DashboardAccess, Visitor
 
 __all__ = ["Dashboard"]
 
@@ -104,13 +104,15 @@ class Dashboard:
         self.security = security
         self.default_project = default_project
         self.templates = Environment(
-            loader=PackageLoader("server.dashboard", "templates"),
+            loader=PackageLoader("server.http.dashboard", "templates"),
             autoescape=True,
             trim_blocks=True,
             lstrip_blocks=True,
         )
         self.templates.globals.update(project_url=_project_url, Tier=Tier, Layer=Layer)
-        self.css = resources.files("server.dashboard").joinpath("static/dashboard.css").read_bytes()
+        self.css = (
+            resources.files("server.http.dashboard").joinpath("static/dashboard.css").read_bytes()
+        )
 
     def routes(self) -> list[BaseRoute]:
         """The routes to mount beside /mcp."""

@@ -1,7 +1,7 @@
 """`memstrata setup claude-code|claude-desktop`: register memstrata in a client's settings files.
 
 For people who do not use the Claude Code plugin. Each settings file is read, memstrata's
-entries are merged in (server/claude_settings.py), and the file is written back only when that
+entries are merged in (server/cli/claude_settings.py), and the file is written back only when that
 changed something: a timestamped backup first, then an atomic replace. Everything else in the
 file stays as it was (keys, their order, other servers and hooks); the text is rewritten with the
 file's own indentation (two spaces for a new or one-line file). A file that is not valid JSON
@@ -27,7 +27,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from server.claude_settings import (
+from server.cli.claude_settings import (
     Document,
     SettingsShapeError,
     desktop_config_path,
@@ -311,7 +311,7 @@ def _plan_for(args: argparse.Namespace) -> list[Change]:
 
 def run_command(settings: Settings, args: argparse.Namespace) -> int:
     """`memstrata setup ...`: plan every file first, then write (or print the diffs)."""
-    from server.cli_output import Exit, err
+    from server.cli.output import Exit, err
 
     del settings  # the entries carry the environment setup runs in, not a resolved Settings
     try:

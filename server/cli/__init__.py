@@ -1,7 +1,8 @@
 """The `memstrata` console script: `memstrata hook ...` before anything heavy is imported.
 
 Claude Code runs a hook as a fresh process on every prompt, so its import path must stay
-lean: server.cli (and the services and rich output it reaches) loads only for other commands.
+lean: server.cli.commands (and the services and rich output it reaches) loads only for other
+commands.
 """
 
 from __future__ import annotations
@@ -24,6 +25,6 @@ def main(argv: Sequence[str] | None = None) -> None:
         # in console logs, ~100 ms of a cold command that prints one table; a command's logs
         # are JSON, and its exceptions print fine without it. Tables still use rich.
         sys.modules.setdefault("rich.traceback", None)  # type: ignore[arg-type]
-    from server.cli import main as cli_main
+    from server.cli.commands import main as cli_main
 
     cli_main(argv)

@@ -12,7 +12,7 @@ import asyncio
 import textwrap
 from typing import Any
 
-from server.cli_output import Exit, err, out_json, stdout_console
+from server.cli.output import Exit, err, out_json, stdout_console
 from server.container import open_container
 from server.settings import Settings
 

@@ -22,7 +22,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from server.auth import Grant, TokenAuthority
+from server.http.auth import Grant, TokenAuthority
 
 __all__ = ["COOKIE", "DashboardAccess", "Visitor"]
 

@@ -26,7 +26,7 @@ from memory_core.domain.tiers import classify_tier, tier_cutoffs
 from memory_core.services import maintenance
 from memory_core.services.memories import SearchRequest
 from server.app_context import AppContext
-from server.dashboard.chart import AgeBar, TierBand, age_bars, tier_bands
+from server.http.dashboard.chart import AgeBar, TierBand, age_bars, tier_bands
 
 __all__ = [
     "BrowsePage",

@@ -11,11 +11,11 @@ from pathlib import Path
 from typing import Any
 
 from memory_core.errors import InvalidInputError, MemoryCoreError
-from memory_core.services.copy_store import CopyEndpoint, CopyReport, copy_store
+from memory_core.ports.transfer import CopyEndpoint, MemoryTransfer
+from memory_core.services.copy_store import CopyReport, copy_store
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
 from memory_core.storage.sqlite.copy import SqliteCopyEndpoint
 from memory_core.storage.sqlite.vectors import EXACT_SEARCH_MAX
-from memory_core.transfer_ports import MemoryTransfer
 from server.backends import redacted_url
 from server.settings import Settings
 
@@ -131,7 +131,7 @@ async def copy_between(
     source_url: str, target_url: str, *, batch: int = 500, exact_max: int = EXACT_SEARCH_MAX
 ) -> CopyReport:
     """Open both stores and copy, with a progress bar on stderr."""
-    from server.cli_output import progress_bar  # rich loads for this command only
+    from server.cli.output import progress_bar  # rich loads for this command only
 
     async with (
         open_endpoint(source_url, create=False) as (source, source_rows),
@@ -153,7 +153,7 @@ def run_command(settings: Settings, args: argparse.Namespace) -> int:
 
 def run(args: argparse.Namespace, *, exact_max: int = EXACT_SEARCH_MAX) -> int:
     """Run `copy-store`; returns the exit code."""
-    from server.cli_output import Exit, err, out_json
+    from server.cli.output import Exit, err, out_json
 
     try:
         report = asyncio.run(

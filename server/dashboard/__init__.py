@@ -1,1 +1,0 @@
-"""The memory dashboard: server-rendered pages beside /mcp (see server.dashboard.routes)."""

@@ -1,0 +1,1 @@
+"""Streamable HTTP: the ASGI app, bearer tokens and per-token project grants."""

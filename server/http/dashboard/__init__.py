@@ -1,0 +1,1 @@
+"""The memory dashboard: server-rendered pages beside /mcp (see server.http.dashboard.routes)."""

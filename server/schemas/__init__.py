@@ -1,0 +1,1 @@
+"""The MCP tools' input and result models, one module per feature."""
