@@ -6,7 +6,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from pathlib import Path
 from typing import Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from memory_core.domain.models import Memory
 
@@ -24,6 +24,7 @@ class ImportCounts(BaseModel):
     imported: int = 0
     skipped: int = 0  # an identical memory (same identity) was already stored
     renumbered: int = 0  # imported under a new id because the original id was taken
+    redacted: dict[str, int] = Field(default_factory=dict)  # credentials taken out, by kind
 
 
 class BackupReport(BaseModel):

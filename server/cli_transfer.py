@@ -92,7 +92,7 @@ async def _import(settings: Settings, args: argparse.Namespace, lines: list[str]
         )
         with progress_bar("import") as bar:
             counts = await transfer.import_memories(
-                store, parsed, project=args.project, progress=bar
+                store, parsed, project=args.project, progress=bar, redaction=settings.redaction
             )
     if args.json:
         out_json(counts)
@@ -101,6 +101,9 @@ async def _import(settings: Settings, args: argparse.Namespace, lines: list[str]
             f"memstrata: imported {counts.imported} memories ({counts.renumbered} under new ids), "
             f"skipped {counts.skipped} already stored"
         )
+        if counts.redacted:
+            kinds = ", ".join(f"{kind} x{n}" for kind, n in counts.redacted.items())
+            err(f"memstrata: credentials redacted before storing: {kinds}")
         if counts.imported:
             err(
                 "memstrata: imported memories are found by keyword search now, and by meaning "

@@ -118,6 +118,7 @@ async def open_container(
             the_clock,
             settings.knowledge,
             read_wait=settings.embedding_wait,
+            redaction=settings.redaction,
         )
         conversations = ConversationService(
             store=backend.conversations,

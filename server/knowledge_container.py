@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from memory_core.domain.redaction import RedactionPolicy
+
 if TYPE_CHECKING:
     # The services load numpy; server.backends imports this module on every process that
     # opens a store (the hooks too), so they are imported where they are built.
@@ -50,16 +52,19 @@ def build_knowledge(
     policy: KnowledgePolicy,
     *,
     read_wait: float = 0.0,
+    redaction: RedactionPolicy | None = None,
 ) -> KnowledgeServices:
     """Build the services on the stores of the configured backend.
 
-    `read_wait` is how long a search by meaning waits for a model still loading.
+    `read_wait` is how long a search by meaning waits for a model still loading;
+    `redaction` is the gate every write of the three tiers passes (default: redact all).
     """
     from memory_core.services.business import BusinessService
     from memory_core.services.embedding_access import EmbeddingAccess
     from memory_core.services.preferences import PreferenceService
     from memory_core.services.scratchpad import ScratchpadService
 
+    gate = redaction or RedactionPolicy()
     access = EmbeddingAccess(
         provider=embedder, write_wait=policy.embed_wait_seconds, read_wait=read_wait
     )
@@ -69,8 +74,11 @@ def build_knowledge(
         embedding=access,
         clock=clock,
         policy=policy,
+        redaction=gate,
     )
-    business = BusinessService(store=stores.documents, embedding=access, clock=clock, policy=policy)
+    business = BusinessService(
+        store=stores.documents, embedding=access, clock=clock, policy=policy, redaction=gate
+    )
     scratchpad = ScratchpadService(
         store=stores.scratchpad,
         preferences=preferences,
@@ -78,5 +86,6 @@ def build_knowledge(
         embedding=access,
         clock=clock,
         policy=policy,
+        redaction=gate,
     )
     return KnowledgeServices(scratchpad=scratchpad, preferences=preferences, business=business)

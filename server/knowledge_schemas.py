@@ -113,6 +113,10 @@ class ScratchpadWriteOut(BaseModel):
     promotion: PromotionOut | None
     cap: int
     notes: list[str]
+    redacted: dict[str, int] = Field(
+        default_factory=dict,
+        description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
+    )
 
 
 class ScratchpadReadOut(BaseModel):
@@ -168,6 +172,10 @@ class PreferenceUpdateOut(BaseModel):
     preference: PreferenceOut
     previous_value: str | None
     notes: list[str]
+    redacted: dict[str, int] = Field(
+        default_factory=dict,
+        description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
+    )
 
 
 class PreferenceGetOut(BaseModel):
@@ -232,6 +240,10 @@ class PlaybookRecordOut(BaseModel):
     status: Literal["created", "duplicate"]
     playbook: PlaybookOut
     notes: list[str]
+    redacted: dict[str, int] = Field(
+        default_factory=dict,
+        description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
+    )
 
 
 class PlaybookMatchOut(BaseModel):
@@ -268,6 +280,10 @@ class IngestOut(BaseModel):
     chars: int
     embedded: bool = Field(description="False: the chunks are found by words only.")
     notes: list[str]
+    redacted: dict[str, int] = Field(
+        default_factory=dict,
+        description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
+    )
 
     @classmethod
     def of(cls, r: IngestResult) -> IngestOut:
@@ -280,6 +296,7 @@ class IngestOut(BaseModel):
             chars=r.document.char_count,
             embedded=r.embedded,
             notes=r.notes,
+            redacted=r.redacted,
         )
 
 
@@ -332,6 +349,10 @@ class SeedOut(BaseModel):
     replaced: int
     unchanged: int
     sections: list[IngestOut]
+    redacted: dict[str, int] = Field(
+        default_factory=dict,
+        description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
+    )
 
 
 class ExportOut(BaseModel):

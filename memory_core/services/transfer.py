@@ -26,7 +26,9 @@ from memory_core.domain.inputs import (
     check_text,
     content_hash,
 )
+from memory_core.domain.memory_redaction import redact_memory
 from memory_core.domain.models import Layer, Memory, Tier
+from memory_core.domain.redaction import RedactionPolicy, Redactor
 from memory_core.errors import InvalidInputError
 from memory_core.ports import Clock
 from memory_core.transfer_ports import ImportCounts, MemoryTransfer, Progress
@@ -302,6 +304,7 @@ async def import_memories(
     *,
     project: str | None = None,
     progress: Progress | None = None,
+    redaction: RedactionPolicy | None = None,
 ) -> ImportCounts:
     """Import a parsed export (only `project`'s rows when given), all or nothing.
 
@@ -309,11 +312,16 @@ async def import_memories(
     that already holds memories, a row whose identity is stored (the same key in its project
     and layer, or the same text in its project and layer, and session for working notes) is
     skipped and counted, never overwritten; a new row whose id is taken gets a new id.
+    Every row passes the redaction gate first, like a write through the tools (`redaction`,
+    default: every kind); the counts say what it took out.
     """
     memories = parsed.memories
     if project is not None:
         check_project(project)
         memories = [m for m in memories if m.project == project]
+    gate = Redactor(redaction or RedactionPolicy())
+    memories = [redact_memory(m, gate) for m in memories]
     counts = await transfer.import_memories(memories, progress=progress)
+    counts = counts.model_copy(update={"redacted": gate.counts()})
     log.info("memories.imported", **counts.model_dump())
     return counts

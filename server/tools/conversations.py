@@ -329,13 +329,15 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         """Recreate a session from an `export_session` object; an existing id is refused."""
         app = ctx.request_context.lifespan_context.container
         with domain_errors_as_tool_errors("import_session", ctx.request_id):
-            done = await app.conversations.import_(app.project(project), data, session_id)
+            imported = await app.conversations.import_(app.project(project), data, session_id)
+        done = imported.session
         return ImportSessionOut(
             session_id=done.session_id,
             entries=len(done.entries),
             summaries=len(done.summaries),
             exchanges=len(done.exchanges),
             cached_results=len(done.cache),
+            redacted=imported.redacted,
         )
 
     @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Delete a session", annotations=_DESTROY)

@@ -108,7 +108,7 @@ def test_export_import_export_round_trip_is_identical(
     use_db(monkeypatch, tmp_path / "second.db")
     code, out, _ = run_cli(capsys, "import", str(tmp_path / "one.jsonl"), "--json")
     assert code == 0
-    assert json.loads(out) == {"imported": 7, "skipped": 0, "renumbered": 0}
+    assert json.loads(out) == {"imported": 7, "skipped": 0, "renumbered": 0, "redacted": {}}
     code, _, _ = run_cli(capsys, "export", str(tmp_path / "two.jsonl"))
     assert code == 0
     assert rows(tmp_path / "two.jsonl") == rows(tmp_path / "one.jsonl")
@@ -152,7 +152,7 @@ def test_import_into_a_non_empty_store_skips_known_memories_and_renumbers(
     assert counts["imported"] == 6 and counts["skipped"] == 1
     assert counts["renumbered"] == 2  # ids 4 and 5 were taken by this store's own rows
     code, out, _ = run_cli(capsys, "import", str(tmp_path / "all.jsonl"), "--json")
-    assert json.loads(out) == {"imported": 0, "skipped": 7, "renumbered": 0}  # idempotent
+    assert json.loads(out) == {"imported": 0, "skipped": 7, "renumbered": 0, "redacted": {}}
     code, out, _ = run_cli(capsys, "stats", "--json")
     totals = {p["project"]: p["total"] for p in json.loads(out)["projects"]}
     assert totals == {"alpha": 5, "beta": 2, "gamma": 5}
