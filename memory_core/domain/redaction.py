@@ -233,7 +233,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         # scheme://[user]:password@host: only the password goes, the rest stays readable. The
         # password may hold `/` or `@` (the greedy match runs to the last `@` before the host).
         re.compile(
-            r"\b[A-Za-z][A-Za-z0-9+.\-]{1,20}://[^\s:/@]{0,256}:(?P<secret>[^\s]{1,256})@"
+            r"(?<=[A-Za-z0-9])://[^\s:/@]{0,256}:(?P<secret>[^\s]{1,256})@"
             r"(?=[A-Za-z0-9\[][^\s@]*(?:[\s\"'<>]|$))"
         ),
         _not_a_port,
@@ -273,6 +273,89 @@ _DETECTORS: tuple[_Detector, ...] = (
 )
 
 
+# Lower-case text a detector's match must contain: a detector whose triggers are all absent
+# is skipped (one C-speed `in` instead of a regex walk over every position). For the kinds in
+# _ANCHORED every match *starts* at a trigger, so the pattern is tried at those offsets only:
+# a 5 MB document is scanned at its few "password"/"token" words, not at 5 million places.
+_TRIGGERS: dict[SecretKind, tuple[str, ...]] = {
+    "private_key": ("private key",),
+    "aws_access_key": (
+        "akia",
+        "asia",
+        "agpa",
+        "aida",
+        "aroa",
+        "aipa",
+        "anpa",
+        "anva",
+        "abia",
+        "acca",
+    ),
+    "aws_secret_key": ("aws", "secret", "session"),
+    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+    "gitlab_token": ("glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glsoat-"),
+    "slack_token": ("xox",),
+    "slack_webhook": ("hooks.slack.com",),
+    "anthropic_key": ("sk-ant-",),
+    "openai_key": ("sk-",),
+    "stripe_key": ("_live_", "_test_"),
+    "google_api_key": ("aiza",),
+    "google_oauth_token": ("ya29.",),
+    "npm_token": ("npm_",),
+    "pypi_token": ("pypi-",),
+    "huggingface_token": ("hf_",),
+    "sendgrid_key": ("sg.",),
+    "jwt": ("eyj",),
+    "bearer_token": ("bearer",),
+    "basic_auth": ("basic", "-u", "--user"),
+    "url_password": ("://",),
+    "password": ("pass", "pwd"),
+    "secret_value": (
+        *("secret", "token", "api", "access", "private", "auth", "credential", "signature"),
+    ),
+}
+_ANCHORED: frozenset[SecretKind] = frozenset(
+    {"aws_secret_key", "bearer_token", "password", "secret_value", "url_password"}
+)
+
+
+_TRIGGER_KINDS: tuple[tuple[str, SecretKind], ...] = tuple(
+    (trigger, kind) for kind, triggers in _TRIGGERS.items() for trigger in triggers
+)
+
+
+def _starts(lowered: str, triggers: tuple[str, ...]) -> list[int]:
+    """Every offset where a trigger starts, in order."""
+    found: set[int] = set()
+    for trigger in triggers:
+        at = lowered.find(trigger)
+        while at != -1:
+            found.add(at)
+            at = lowered.find(trigger, at + 1)
+    return sorted(found)
+
+
+def _anchored_sub(
+    pattern: re.Pattern[str], text: str, starts: list[int], replace: Callable[[re.Match[str]], str]
+) -> str:
+    """`pattern.sub(replace, text)` for a pattern whose matches begin at one of `starts`."""
+    out: list[str] = []
+    last = 0
+    for at in starts:
+        if at < last:
+            continue  # inside the previous match
+        match = pattern.match(text, at)
+        if match is None:
+            continue
+        out.append(text[last : match.start()])
+        out.append(replace(match))
+        last = match.end()
+    if not out:
+        return text
+    out.append(text[last:])
+    return "".join(out)
+
+
 def _marker(kind: SecretKind, secret: str | None) -> str:
     if secret is None:
         return f"[REDACTED:{kind}]"
@@ -308,10 +391,16 @@ class Redaction:
 
 
 def _redact(text: str, policy: RedactionPolicy, report: Redaction, *, keyed: bool) -> str:
+    lowered = text.lower()
+    # Lower-casing keeps offsets unless a character lower-cases to several (a rare "İ"):
+    # then every pattern is tried everywhere, as without anchors.
+    aligned = len(lowered) == len(text)
+    present = {kind for trigger, kind in _TRIGGER_KINDS if trigger in lowered}
     for detector in _DETECTORS:
         kind = detector.kind
-        if kind not in policy.kinds:
+        if kind not in present or kind not in policy.kinds:
             continue
+        triggers = _TRIGGERS[kind]
 
         def replace(match: re.Match[str], detector: _Detector = detector) -> str:
             has_group = "secret" in match.re.groupindex
@@ -328,7 +417,14 @@ def _redact(text: str, policy: RedactionPolicy, report: Redaction, *, keyed: boo
             start, end = match.span("secret")
             return whole[: start - offset] + marker + whole[end - offset :]
 
-        text = detector.pattern.sub(replace, text)
+        if kind in _ANCHORED and aligned:
+            changed = _anchored_sub(detector.pattern, text, _starts(lowered, triggers), replace)
+        else:
+            changed = detector.pattern.sub(replace, text)
+        if changed != text:
+            text = changed
+            lowered = text.lower()
+            aligned = len(lowered) == len(text)
     return text
 
 
