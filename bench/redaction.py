@@ -17,6 +17,8 @@ import sys
 import time
 from collections.abc import Callable
 
+from pydantic import JsonValue
+
 from memory_core.domain.redaction import redact_json, redact_text
 
 PROSE = (
@@ -62,7 +64,7 @@ def main() -> None:
     rounds = parser.parse_args().rounds
     memory = (PROSE * 10)[:2000]
     with_secrets = memory[:1800] + SECRETS
-    metadata = {f"field_{i}": f"value {i} of {PROSE[:60]}" for i in range(64)}
+    metadata: JsonValue = {f"field_{i}": f"value {i} of {PROSE[:60]}" for i in range(64)}
     document = (PROSE * (5_000_000 // len(PROSE) + 1))[:5_000_000]
     print(f"import (after pydantic): {_import_ms(rounds):.1f} ms")
     print(
