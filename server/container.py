@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from memory_core.clock import SystemClock
+from memory_core.domain.redaction import RedactionPolicy
 from memory_core.embeddings import LazyEmbedder, load_embedder
 from memory_core.embeddings.token_count import token_counter_for
 from memory_core.ports import Clock, JobLeases, MemoryRepository
@@ -52,16 +53,19 @@ def build_knowledge(
     policy: KnowledgePolicy,
     *,
     read_wait: float = 0.0,
+    redaction: RedactionPolicy | None = None,
 ) -> KnowledgeServices:
     """Build the services on the stores of the configured backend.
 
-    `read_wait` is how long a search by meaning waits for a model still loading.
+    `read_wait` is how long a search by meaning waits for a model still loading;
+    `redaction` is the gate every write of the three tiers passes (default: redact all).
     """
     from memory_core.services.business import BusinessService
     from memory_core.services.embedding_access import EmbeddingAccess
     from memory_core.services.preferences import PreferenceService
     from memory_core.services.scratchpad import ScratchpadService
 
+    gate = redaction or RedactionPolicy()
     access = EmbeddingAccess(
         source=embedder, write_wait=policy.embed_wait_seconds, read_wait=read_wait
     )
@@ -71,8 +75,11 @@ def build_knowledge(
         embedding=access,
         clock=clock,
         policy=policy,
+        redaction=gate,
     )
-    business = BusinessService(store=stores.documents, embedding=access, clock=clock, policy=policy)
+    business = BusinessService(
+        store=stores.documents, embedding=access, clock=clock, policy=policy, redaction=gate
+    )
     scratchpad = ScratchpadService(
         store=stores.scratchpad,
         preferences=preferences,
@@ -80,6 +87,7 @@ def build_knowledge(
         embedding=access,
         clock=clock,
         policy=policy,
+        redaction=gate,
     )
     return KnowledgeServices(scratchpad=scratchpad, preferences=preferences, business=business)
 
@@ -174,6 +182,7 @@ async def open_container(
             the_clock,
             settings.knowledge,
             read_wait=settings.embedding_wait,
+            redaction=settings.redaction,
         )
         conversations = ConversationService(
             store=backend.conversations,

@@ -25,6 +25,7 @@ __all__ = [
     "check_time_range",
     "check_token_budget",
     "content_hash",
+    "is_unicode_text",
 ]
 
 # \Z, not $: `$` also matches before a final newline, and "work\n" is not a project name.
@@ -43,6 +44,11 @@ def check_project(project: str) -> str:
             "starting with a letter or digit",
         )
     return project
+
+
+def is_unicode_text(text: str) -> bool:
+    """True when `text` encodes as UTF-8 (holds no lone surrogate)."""
+    return _is_utf8(text)
 
 
 def _is_utf8(text: str) -> bool:

@@ -179,8 +179,9 @@ class VectorMatch(_Frozen):
 class RankSignals(_Frozen):
     """Why a hit ranked where it did."""
 
-    bm25_rank: int | None = Field(description="Rank in the keyword (BM25) list, if matched.")
-    bm25: float | None = Field(description="FTS5 bm25() value (lower is better).")
+    bm25_rank: int | None = Field(
+        description="Rank in the project's keyword (BM25) list, if matched."
+    )
     vector_rank: int | None = Field(description="Rank in the vector list, if retrieved.")
     vector_distance: float | None = Field(description="Cosine distance to the query.")
     relevance: float = Field(

@@ -34,6 +34,8 @@ class Candidate(BaseModel):
 
     memory: Memory
     bm25_rank: int | None = None
+    # The store's raw keyword score: orders the project's keyword list, never reported or
+    # scored (FTS5 computes it over every project; see `_keyword_rank_scores`).
     bm25: float | None = None
     vector_rank: int | None = None
     vector_distance: float | None = None
@@ -80,12 +82,29 @@ def _min_max(values: Sequence[float | None]) -> list[float]:
     ]
 
 
-def _convex(candidates: Sequence[Candidate], policy: RankingPolicy) -> list[float]:
-    """Score as a * BM25 + (1 - a) * cosine, each min-max normalised over this candidate set.
+def _keyword_rank_scores(candidates: Sequence[Candidate], policy: RankingPolicy) -> list[float]:
+    """1 / (k + rank) in the project's keyword list; 0 for a candidate not in it.
 
-    A candidate missing from one list scores 0 there; `a` is the keyword weight's share.
+    BM25 *values* are never scored: SQLite's FTS5 computes them with the document counts and
+    average length of every project in the table, so a score built from them would move when
+    another project gains rows holding the query's words (a channel between projects). The
+    rank within the project's own list carries the keyword evidence instead.
     """
-    keyword = _min_max([None if c.bm25 is None else -c.bm25 for c in candidates])
+    return [0.0 if c.bm25_rank is None else 1.0 / (policy.rrf_k + c.bm25_rank) for c in candidates]
+
+
+def _convex(candidates: Sequence[Candidate], policy: RankingPolicy) -> list[float]:
+    """Score as a * keyword + (1 - a) * cosine, each min-max normalised over this candidate set.
+
+    The keyword part is the reciprocal rank (see `_keyword_rank_scores`), not BM25. A
+    candidate missing from one list scores 0 there; `a` is the keyword weight's share.
+    """
+    keyword = _min_max(
+        [
+            None if c.bm25_rank is None else s
+            for c, s in zip(candidates, _keyword_rank_scores(candidates, policy), strict=True)
+        ]
+    )
     vector = _min_max(
         [None if c.vector_distance is None else 1.0 - c.vector_distance for c in candidates]
     )
@@ -100,8 +119,8 @@ def _text_scores(
 ) -> list[float]:
     """Each candidate's text score (bigger is better), on the scale of its mode."""
     if mode is SearchMode.KEYWORD:
-        # FTS5's bm25() is negative, more negative is better; flip it so bigger is better.
-        return [max(-(c.bm25 or 0.0), 0.0) for c in candidates]
+        # Ranks, not BM25 values: no other project's rows may move a score.
+        return _keyword_rank_scores(candidates, policy)
     if mode is SearchMode.SEMANTIC:
         return [
             max(1.0 - (c.vector_distance if c.vector_distance is not None else 1.0), 0.0)
@@ -273,7 +292,6 @@ def rank_candidates(
             continue
         signals = RankSignals(
             bm25_rank=c.bm25_rank,
-            bm25=c.bm25,
             vector_rank=c.vector_rank,
             vector_distance=None if c.vector_distance is None else round(c.vector_distance, 6),
             relevance=round(relevance, 6),

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, Field
 
 from memory_core.domain.models import Memory
 
@@ -296,6 +296,7 @@ class ImportCounts(BaseModel):
     imported: int = 0
     skipped: int = 0  # an identical memory (same identity) was already stored
     renumbered: int = 0  # imported under a new id because the original id was taken
+    redacted: dict[str, int] = Field(default_factory=dict)  # credentials taken out, by kind
     # Per record kind (memory included): {"imported": n, "skipped": n, "renumbered": n}.
     stores: dict[str, dict[str, int]] = {}
 

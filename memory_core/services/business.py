@@ -14,6 +14,7 @@ from memory_core.domain.inputs import check_text, content_hash
 from memory_core.domain.knowledge import Chunk, DocumentOrigin, DocumentRecord
 from memory_core.domain.knowledge_inputs import check_name
 from memory_core.domain.ranking import fuse_ranks
+from memory_core.domain.redaction import RedactionPolicy, Redactor
 from memory_core.errors import ConfirmationRequiredError, InvalidInputError, InvalidQueryError
 from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports import Clock
@@ -46,6 +47,7 @@ class IngestResult:
     status: Literal["created", "replaced", "unchanged"]
     embedded: bool
     notes: list[str] = field(default_factory=list)
+    redacted: dict[str, int] = field(default_factory=dict)  # credentials taken out, by kind
 
 
 @dataclass(frozen=True)
@@ -77,6 +79,7 @@ class BusinessService:
     embedding: EmbeddingAccess
     clock: Clock
     policy: KnowledgePolicy
+    redaction: RedactionPolicy = field(default_factory=RedactionPolicy)
 
     async def ingest(
         self,
@@ -110,11 +113,18 @@ class BusinessService:
         if not text.strip():
             raise InvalidInputError("text", "must not be empty")
         check_text("text", text, max_chars=self.policy.max_document_chars)
+        # Every way in (tool, agent.md seeding, CLI ingest, scratchpad promotion) lands here.
+        gate = Redactor(self.redaction)
+        source = gate.key(source)  # a source names one document: keep distinct ones distinct
+        text = gate.text(text)
         digest = content_hash(text)
         existing = await self.store.get_document(tenant, source)
         if existing is not None and existing.content_hash == digest:
             return IngestResult(
-                document=existing, status="unchanged", embedded=await self._embedded(existing)
+                document=existing,
+                status="unchanged",
+                embedded=await self._embedded(existing),
+                redacted=gate.counts(),
             )
         chunks = chunk_text(text, size=self.policy.chunk_chars, overlap=self.policy.chunk_overlap)
         if progress is not None:
@@ -154,7 +164,11 @@ class BusinessService:
             else "unchanged"
         )
         return IngestResult(
-            document=written.document, status=status, embedded=vectors is not None, notes=notes
+            document=written.document,
+            status=status,
+            embedded=vectors is not None,
+            notes=notes,
+            redacted=gate.counts(),
         )
 
     async def _embedded(self, document: DocumentRecord) -> bool:

@@ -48,7 +48,12 @@ from memory_core.domain.conversation import (
     SummarySource,
     canonical_json,
 )
-from memory_core.domain.inputs import check_project, check_session, check_text
+from memory_core.domain.inputs import (
+    check_project,
+    check_session,
+    check_text,
+    is_unicode_text,
+)
 from memory_core.domain.redaction import Redaction, RedactionPolicy, redact_json, redact_text
 from memory_core.domain.session_notes import notes_digest, notes_transcript
 from memory_core.errors import (
@@ -69,6 +74,7 @@ from memory_core.ports.embeddings import TokenCounter
 __all__ = [
     "CompressionResult",
     "ConversationService",
+    "ImportedSession",
     "RequestPage",
     "SessionContext",
     "SourceChoice",
@@ -157,6 +163,14 @@ class AddedEntry:
     redacted: dict[str, int] = field(default_factory=dict)
     active_entries: int = 0
     active_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class ImportedSession:
+    """A session as imported (redacted), and what the redaction took out."""
+
+    session: SessionExport
+    redacted: dict[str, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -354,6 +368,10 @@ class ConversationService:
         # redacted, and the result says what was taken out.
         text = redact_text(text, self._redaction, report)[0]
         arguments = _redacted_object(arguments, self._redaction, report)
+        if tool_name is not None:
+            tool_name = redact_text(tool_name, self._redaction, report)[0]
+        if source is not None:
+            source = redact_text(source, self._redaction, report)[0]
         counted = text
         if type is EntryType.TOOL_CALL:
             counted = f"{tool_name} {canonical_json(arguments or {})} {text}"
@@ -839,22 +857,27 @@ class ConversationService:
         """The whole session as plain data."""
         return await self._store.export_session(check_project(project), _session_id(session_id))
 
-    def _redacted_export(self, data: SessionExport) -> SessionExport:
+    def _redacted_export(self, data: SessionExport, report: Redaction) -> SessionExport:
         """An import is stored like any other write: with credentials redacted."""
         policy = self._redaction
 
         def text(value: str) -> str:
-            return redact_text(value, policy)[0]
+            return redact_text(value, policy, report)[0]
+
+        def optional(value: str | None) -> str | None:
+            return None if value is None else text(value)
 
         cache = []
         for c in data.cache:
-            params = redact_json(c.parameters, policy)[0]
+            params = redact_json(c.parameters, policy, report)[0]
+            tool_name = text(c.tool_name)
             cache.append(
                 c.model_copy(
                     update={
+                        "tool_name": tool_name,
                         "parameters": params,
-                        "result": redact_json(c.result, policy)[0],
-                        "key": cache_key(c.tool_name, params),
+                        "result": redact_json(c.result, policy, report)[0],
+                        "key": cache_key(tool_name, params),
                     }
                 )
             )
@@ -864,7 +887,9 @@ class ConversationService:
                     e.model_copy(
                         update={
                             "content": text(e.content),
-                            "arguments": _redacted_object(e.arguments, policy, Redaction()),
+                            "arguments": _redacted_object(e.arguments, policy, report),
+                            "tool_name": optional(e.tool_name),
+                            "source": optional(e.source),
                         }
                     )
                     for e in data.entries
@@ -881,8 +906,13 @@ class ConversationService:
 
     async def import_(
         self, project: str, data: JsonValue, session_id: str | None = None
-    ) -> SessionExport:
-        """Create a session from an export, under its own id or `session_id`."""
+    ) -> ImportedSession:
+        """Create a session from an export, under its own id or `session_id`.
+
+        Every text passes the limits `add_session_entry` applies (no NUL, entries at most
+        `max_entry_chars` of the session's settings) and the redaction gate; a bad field is
+        named with its entry's position and nothing is written.
+        """
         project = check_project(project)
         try:
             parsed = SessionExport.model_validate(data)
@@ -895,13 +925,15 @@ class ConversationService:
         parsed = parsed.model_copy(update={"session_id": _session_id(parsed.session_id)})
         _check_export(parsed)
         try:
-            self._policy.model_validate({**self._policy.model_dump(), **parsed.config})
+            effective = self._policy.model_validate({**self._policy.model_dump(), **parsed.config})
         except ValidationError as exc:
             where = ".".join(str(p) for p in exc.errors()[0]["loc"])
             raise InvalidInputError(
                 f"data.config.{where}" if where else "data.config", exc.errors()[0]["msg"]
             ) from None
-        parsed = self._redacted_export(parsed)
+        _check_export_texts(parsed, effective)
+        report = Redaction()
+        parsed = self._redacted_export(parsed, report)
         await self._store.import_session(project, parsed)
         log.info(
             "conversation.session_imported",
@@ -909,7 +941,7 @@ class ConversationService:
             session_id=parsed.session_id,
             entries=len(parsed.entries),
         )
-        return parsed
+        return ImportedSession(session=parsed, redacted=report.as_dict())
 
 
 def _id_list(ids: Sequence[int], shown: int = 12) -> str:
@@ -944,9 +976,12 @@ def _check_applicable(
 def _redacted_object(
     value: dict[str, JsonValue] | None, policy: RedactionPolicy, report: Redaction
 ) -> dict[str, JsonValue] | None:
+    """A JSON object redacted whole: keys, values, and values under secret-named keys."""
     if value is None:
         return None
-    return {k: redact_json(v, policy, report)[0] for k, v in value.items()}
+    out = redact_json(value, policy, report)[0]
+    assert isinstance(out, dict)  # an object stays an object
+    return out
 
 
 def _parameters(value: JsonValue) -> dict[str, JsonValue]:
@@ -981,6 +1016,45 @@ def _check_numbers(data: SessionExport) -> None:
     numbers += [c.remaining for c in data.cache]
     if any(not 0 <= n < 2**63 for n in numbers):
         raise InvalidInputError("data", "ids and durations must be whole numbers below 2^63")
+
+
+def _check_import_text(field_name: str, value: str, max_chars: int | None) -> None:
+    """The limits of `add_session_entry` on one imported text (which may be empty)."""
+    if "\x00" in value:
+        raise InvalidInputError(field_name, "must not contain NUL characters")
+    if not is_unicode_text(value):
+        raise InvalidInputError(field_name, "must be valid Unicode text (no lone surrogates)")
+    if max_chars is not None and len(value) > max_chars:
+        raise InvalidInputError(
+            field_name, f"must be at most {max_chars} characters (got {len(value)})"
+        )
+
+
+def _check_export_texts(data: SessionExport, policy: ConversationPolicy) -> None:
+    """Every text of an import within the limits a live session holds to.
+
+    Fields are named by their position in the export (`data.entries[3].content`), the way a
+    person finds them in the file.
+    """
+    cap = policy.max_entry_chars
+    for i, e in enumerate(data.entries):
+        _check_import_text(f"data.entries[{i}].content", e.content, cap)
+        if e.tool_name is not None:
+            _check_import_text(f"data.entries[{i}].tool_name", e.tool_name, _MAX_TOOL_NAME)
+        if e.source is not None:
+            _check_import_text(f"data.entries[{i}].source", e.source, _MAX_SOURCE)
+        if e.arguments is not None:
+            _check_json_size(f"data.entries[{i}].arguments", e.arguments)
+    for i, x in enumerate(data.summaries):
+        _check_import_text(f"data.summaries[{i}].text", x.text, None)
+    for i, q in enumerate(data.exchanges):
+        _check_import_text(f"data.exchanges[{i}].question", q.question, cap)
+        _check_import_text(f"data.exchanges[{i}].answer", q.answer, cap)
+    _check_import_text("data.qa_summary", data.qa_summary, None)
+    for i, c in enumerate(data.cache):
+        _check_import_text(f"data.cache[{i}].tool_name", c.tool_name, _MAX_TOOL_NAME)
+        _check_json_size(f"data.cache[{i}].parameters", c.parameters)
+        _check_json_size(f"data.cache[{i}].result", c.result)
 
 
 def _check_export(data: SessionExport) -> None:

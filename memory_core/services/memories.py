@@ -44,7 +44,7 @@ from memory_core.domain.models import (
     VectorMatch,
 )
 from memory_core.domain.ranking import Candidate, fuse_phrasings, name_words, rank_candidates
-from memory_core.domain.redaction import Redaction, RedactionPolicy, redact_json, redact_text
+from memory_core.domain.redaction import Redaction, RedactionPolicy, Redactor, redact_key
 from memory_core.domain.rules import rule_applies
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
 from memory_core.domain.tokens import estimate_tokens
@@ -314,7 +314,9 @@ class MemoryService:
             )
         content, key, metadata, redaction = self._redact(content, key, metadata)
         if author is not None:
-            author = redact_text(check_author(author) or "", self.redaction, redaction)[0]
+            gate = Redactor(self.redaction)
+            author = gate.optional_text(check_author(author))
+            redaction.counts.update(gate.report.counts)
         draft = self._draft(
             project,
             layer,
@@ -404,15 +406,15 @@ class MemoryService:
 
         Size is checked first so a huge input is refused before any pattern scans it.
         """
-        report = Redaction()
+        gate = Redactor(self.redaction)
         content = check_text("content", content, max_chars=self.limits.max_content_chars)
-        content = redact_text(content, self.redaction, report)[0]
+        content = gate.text(content)
         if key is not None:
-            key = redact_text(key, self.redaction, report)[0]
+            # Keyed markers carry a hash of the secret: two secrets stay two keys.
+            key = gate.key(key)
         if metadata is not None:
-            metadata = check_metadata(metadata, self.limits)
-            metadata = {k: redact_json(v, self.redaction, report)[0] for k, v in metadata.items()}
-        return content, key, metadata, report
+            metadata = gate.mapping(check_metadata(metadata, self.limits))
+        return content, key, metadata, gate.report
 
     async def learn(
         self,
@@ -433,7 +435,8 @@ class MemoryService:
         Not finding the key is a normal answer (value None), with the closest keys suggested.
         """
         project = check_project(project)
-        key = check_key("key", key, self.limits)
+        # Redacted the way `learn` stored it, so a key holding a secret finds its fact.
+        key = redact_key(check_key("key", key, self.limits), self.redaction)[0]
         value = await self.repo.get_by_key(project, Layer.SEMANTIC, key)
         rules: list[Memory] = []
         exact_rule = await self.repo.get_by_key(project, Layer.PROCEDURAL, key)

@@ -13,6 +13,7 @@ from pydantic import JsonValue
 from memory_core.domain.inputs import check_text
 from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference
 from memory_core.domain.knowledge_inputs import check_json_size, check_name, check_optional_name
+from memory_core.domain.redaction import RedactionPolicy, Redactor, redact_key
 from memory_core.domain.similarity import keyword_overlap
 from memory_core.errors import ConfirmationRequiredError, InvalidInputError
 from memory_core.knowledge_config import KnowledgePolicy
@@ -73,6 +74,7 @@ class PreferenceUpdate:
     preference: Preference
     previous_value: str | None
     notes: list[str]
+    redacted: dict[str, int] = field(default_factory=dict)  # credentials taken out, by kind
 
 
 @dataclass(frozen=True)
@@ -82,6 +84,7 @@ class PlaybookRecord:
     playbook: Playbook
     created: bool
     notes: list[str]
+    redacted: dict[str, int] = field(default_factory=dict)  # credentials taken out, by kind
 
 
 @dataclass(frozen=True)
@@ -118,6 +121,7 @@ class PreferenceService:
     embedding: EmbeddingAccess
     clock: Clock
     policy: KnowledgePolicy
+    redaction: RedactionPolicy = field(default_factory=RedactionPolicy)
 
     async def _vector(self, text: str) -> tuple[Vector | None, str | None, list[str]]:
         embedder, why = await self.embedding.for_write()
@@ -141,19 +145,24 @@ class PreferenceService:
             InvalidInputError: A field is empty, too long or badly formed; nothing is written.
         """
         user = check_name("user", user)
-        key = check_text("key", key, max_chars=MAX_KEY_CHARS)
-        value = check_text("value", value, max_chars=self.policy.max_value_chars)
+        gate = Redactor(self.redaction)
+        key = gate.key(check_text("key", key, max_chars=MAX_KEY_CHARS))
+        value = gate.text(check_text("value", value, max_chars=self.policy.max_value_chars))
         flow_id = check_optional_name("flow_id", flow_id)
         vector, model_id, notes = await self._vector(f"{key}: {value}")
         stored, previous = await self.preferences.upsert(
             user, key, value, flow_id, origin, vector, model_id, self.clock.now()
         )
-        return PreferenceUpdate(preference=stored, previous_value=previous, notes=notes)
+        return PreferenceUpdate(
+            preference=stored, previous_value=previous, notes=notes, redacted=gate.counts()
+        )
 
     async def get(self, user: str, key: str) -> Preference | None:
         """The rule `key` of `user`, or None."""
+        key = check_text("key", key, max_chars=MAX_KEY_CHARS)
+        # Redacted the way `update` stored it, so a key holding a secret finds its rule.
         return await self.preferences.get(
-            check_name("user", user), check_text("key", key, max_chars=MAX_KEY_CHARS)
+            check_name("user", user), redact_key(key, self.redaction)[0]
         )
 
     async def list_all(self, user: str) -> tuple[list[Preference], list[Playbook]]:
@@ -181,7 +190,10 @@ class PreferenceService:
         keys = check_items("keys", keys)
         playbook_ids = check_items("playbook_ids", playbook_ids)
         if keys is not None:
-            keys = [check_text("keys", k, max_chars=MAX_KEY_CHARS) for k in keys]
+            keys = [
+                redact_key(check_text("keys", k, max_chars=MAX_KEY_CHARS), self.redaction)[0]
+                for k in keys
+            ]
         if keys is None and playbook_ids is None:
             if not confirm:
                 raise ConfirmationRequiredError("deleting every rule and playbook of a user")
@@ -298,10 +310,18 @@ class PreferenceService:
         limit = self.policy.max_value_chars
         user = check_name("user", user)
         flow = check_name("flow", flow)
-        user_query = check_text("user_query", user_query, max_chars=limit)
-        outcome = check_text("outcome", outcome, max_chars=limit)
-        slots_json = check_json_size("slots", slots, max_chars=limit)
-        calls_json = check_json_size("tool_calls", tool_calls, max_chars=limit)
+        gate = Redactor(self.redaction)
+        user_query = gate.text(check_text("user_query", user_query, max_chars=limit))
+        outcome = gate.text(check_text("outcome", outcome, max_chars=limit))
+        check_json_size("slots", slots, max_chars=limit)
+        check_json_size("tool_calls", tool_calls, max_chars=limit)
+        slots = gate.mapping(slots)
+        redacted_calls = gate.json(list(tool_calls))
+        assert isinstance(redacted_calls, list)  # a list stays a list
+        tool_calls = redacted_calls
+        # Sizes are checked before redaction (a marker can be longer than a short secret).
+        slots_json = json.dumps(slots, ensure_ascii=False, sort_keys=True)
+        calls_json = json.dumps(tool_calls, ensure_ascii=False, sort_keys=True)
         identity = json.dumps([flow, user_query, slots_json, calls_json, outcome])
         draft = PlaybookDraft(
             user=user,
@@ -314,7 +334,7 @@ class PreferenceService:
         )
         vector, model_id, notes = await self._vector(user_query)
         stored, created = await self.playbooks.add(draft, vector, model_id, self.clock.now())
-        return PlaybookRecord(playbook=stored, created=created, notes=notes)
+        return PlaybookRecord(playbook=stored, created=created, notes=notes, redacted=gate.counts())
 
     async def find_playbooks(
         self, user: str, query: str, *, flow: str | None = None, limit: int = 5

@@ -21,6 +21,7 @@ from memory_core.domain.knowledge_inputs import (
     check_optional_name,
     check_session_id,
 )
+from memory_core.domain.redaction import RedactionPolicy, Redactor
 from memory_core.domain.similarity import normalised_hash
 from memory_core.errors import ConfirmationRequiredError, InvalidInputError, NotFoundError
 from memory_core.knowledge_config import KnowledgePolicy
@@ -58,6 +59,7 @@ class ScratchpadWrite:
     occurrences: int  # sessions (flows) holding this snippet or a near-duplicate of it
     promotion: Promotion | None
     notes: list[str] = field(default_factory=list)
+    redacted: dict[str, int] = field(default_factory=dict)  # credentials taken out, by kind
 
 
 def _default_target(user: str | None, tenant: str | None) -> PromotionTarget | None:
@@ -82,6 +84,7 @@ class ScratchpadService:
     embedding: EmbeddingAccess
     clock: Clock
     policy: KnowledgePolicy
+    redaction: RedactionPolicy = field(default_factory=RedactionPolicy)
 
     async def write(
         self,
@@ -105,7 +108,8 @@ class ScratchpadService:
             InvalidInputError: A field is empty, too long or badly formed, or a promotion has
                 no user/tenant to go to; nothing is written.
         """
-        draft = self._draft(session_id, snippet, user, tenant, salient, promote_to)
+        gate = Redactor(self.redaction)
+        draft = self._draft(session_id, snippet, user, tenant, salient, promote_to, gate)
         text, target = draft.text, draft.promote_to
         notes: list[str] = []
         vector: Vector | None = None
@@ -140,6 +144,7 @@ class ScratchpadService:
             occurrences=occurrences,
             promotion=promotion,
             notes=notes,
+            redacted=gate.counts(),
         )
 
     def _draft(
@@ -150,10 +155,11 @@ class ScratchpadService:
         tenant: str | None,
         salient: bool,
         promote_to: PromotionTarget | None,
+        gate: Redactor,
     ) -> SnippetDraft:
-        """Validate a write; its destination defaults to the user, else the tenant."""
+        """Validate a write (credentials redacted); its destination defaults to the user."""
         session_id = check_session_id(session_id)
-        text = check_text("snippet", snippet, max_chars=self.policy.max_snippet_chars)
+        text = gate.text(check_text("snippet", snippet, max_chars=self.policy.max_snippet_chars))
         user = check_optional_name("user", user)
         tenant = check_optional_name("tenant", tenant)
         target = promote_to or _default_target(user, tenant)
@@ -253,7 +259,7 @@ class ScratchpadService:
         limit = self.policy.max_snippet_chars
         if len(text) > limit:
             text = text[: limit - 1] + "\u2026"
-        draft = self._draft(session_id, text, None, None, False, None)
+        draft = self._draft(session_id, text, None, None, False, None, Redactor(self.redaction))
         written = await self.store.write(
             draft, None, None, self.clock.now(), cap=self.policy.scratchpad_cap
         )

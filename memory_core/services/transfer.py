@@ -36,7 +36,9 @@ from memory_core.domain.inputs import (
     check_text,
     content_hash,
 )
+from memory_core.domain.memory_redaction import redact_memory
 from memory_core.domain.models import Layer, Memory, Tier
+from memory_core.domain.redaction import RedactionPolicy, Redactor
 from memory_core.errors import InvalidInputError
 from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports import Clock
@@ -559,6 +561,7 @@ async def import_records(
     project: str | None = None,
     batch: int = IMPORT_BATCH,
     progress: Progress | None = None,
+    redaction: RedactionPolicy | None = None,
 ) -> ImportCounts:
     """Import a parsed export (only `project`'s rows when given), `batch` rows a transaction.
 
@@ -573,12 +576,20 @@ async def import_records(
     file writes nothing; a failure while writing (the disk full, the process killed) keeps
     the batches already committed, and importing the same file again completes it (stored
     rows are skipped).
+    Every memory passes the redaction gate first, like a write through the tools
+    (`redaction`, default: every kind); the counts say what it took out.
     """
     if project is not None:
         check_project(project)
     if batch < 1:
         raise InvalidInputError("batch", "must be at least 1")
     by_kind = _by_kind(parsed, project)
+    gate = Redactor(redaction or RedactionPolicy())
+    if "memory" in by_kind:
+        by_kind["memory"] = [
+            memory_row(redact_memory(_Record.model_validate(r).to_memory(), gate))
+            for r in by_kind["memory"]
+        ]
     tally = _Tally(sum(len(rows) for rows in by_kind.values()), progress)
     parents = _Parents()
     for spec in TABLES:
@@ -596,6 +607,7 @@ async def import_records(
         skipped=memory.get("skipped", 0),
         renumbered=memory.get("renumbered", 0),
         stores=tally.kinds,
+        redacted=gate.counts(),
     )
     log.info("stores.imported", **{k: v["imported"] for k, v in tally.kinds.items()})
     return counts

@@ -29,7 +29,7 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 EXIT_CANNOT_LISTEN = 6
 
 # Commands that read or write the SQLite file itself, not the configured store.
-_SQLITE_FILE_COMMANDS = frozenset({"doctor", "backup"})
+_SQLITE_FILE_COMMANDS = frozenset({"doctor", "export", "import", "backup", "compact-file"})
 
 _EXIT_CODES = """\
 exit codes:
@@ -256,6 +256,18 @@ def _parser() -> argparse.ArgumentParser:
     backup.add_argument("path", help="the backup file to create")
     backup.add_argument("--force", action="store_true", help="replace an existing file")
     _add_json(backup)
+    compact = _command(
+        sub,
+        "compact-file",
+        "rewrite the database file so deleted text is gone from it now",
+        "VACUUM MEMSTRATA_DB: the file is rebuilt from its live rows, its free pages (which "
+        "may hold text deleted before secure_delete was on) are dropped, and the WAL is "
+        "checkpointed and truncated. Prints the bytes freed. Needs free disk space for a "
+        "second copy of the file, and waits for (or, past the busy timeout, fails on) a "
+        "server's write; servers may keep running.",
+        "  memstrata compact-file\n  MEMSTRATA_DB=/srv/memory.db memstrata compact-file --json",
+    )
+    _add_json(compact)
     doctor = _command(
         sub,
         "doctor",
@@ -390,6 +402,7 @@ _RUNNERS = {
     "export": ("transfer", "run_export"),
     "import": ("transfer", "run_import"),
     "backup": ("transfer", "run_backup"),
+    "compact-file": ("compact_file", "run_compact_file"),
     "copy-store": ("copy", "run_command"),
     "setup": ("setup", "run_command"),
     "tools": ("tools", "run_command"),
@@ -405,7 +418,9 @@ _RUNNERS = {
     "documents": ("knowledge", "run_command"),
     "scratchpad": ("knowledge", "run_command"),
 }
-_ASYNC_COMMANDS = frozenset({"maintain", "reindex", "stats", "search", "recall", "ingest"})
+_ASYNC_COMMANDS = frozenset(
+    {"maintain", "reindex", "stats", "search", "recall", "ingest", "compact-file"}
+)
 
 
 def _run(command: str, settings: Settings, args: argparse.Namespace) -> int:

@@ -128,7 +128,12 @@ async def _import(settings: Settings, args: argparse.Namespace, lines: list[str]
         )
         with progress_bar("import") as bar:
             counts = await transfer.import_records(
-                store, parsed, project=args.project, batch=args.batch, progress=bar
+                store,
+                parsed,
+                project=args.project,
+                batch=args.batch,
+                progress=bar,
+                redaction=settings.redaction,
             )
     if args.json:
         out_json(counts)
@@ -143,6 +148,9 @@ async def _import(settings: Settings, args: argparse.Namespace, lines: list[str]
                     f"memstrata: {kind}: imported {n['imported']} ({n['renumbered']} under new "
                     f"ids), skipped {n['skipped']}"
                 )
+        if counts.redacted:
+            kinds = ", ".join(f"{kind} x{n}" for kind, n in counts.redacted.items())
+            err(f"memstrata: credentials redacted before storing: {kinds}")
         if counts.imported:
             err(
                 "memstrata: imported memories are found by keyword search now, and by meaning "

@@ -273,6 +273,10 @@ class ImportSessionOut(BaseModel):
     summaries: int
     exchanges: int
     cached_results: int
+    redacted: dict[str, int] = Field(
+        default_factory=dict,
+        description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
+    )
 
 
 class ClearSessionOut(BaseModel):

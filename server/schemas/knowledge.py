@@ -114,6 +114,10 @@ class ScratchpadWriteOut(BaseModel):
     promotion: PromotionOut | None
     cap: int
     notes: list[str]
+    redacted: dict[str, int] = Field(
+        default_factory=dict,
+        description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
+    )
 
 
 class ScratchpadReadOut(BaseModel):
@@ -169,6 +173,10 @@ class PreferenceUpdateOut(BaseModel):
     preference: PreferenceOut
     previous_value: str | None
     notes: list[str]
+    redacted: dict[str, int] = Field(
+        default_factory=dict,
+        description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
+    )
 
 
 class PreferenceGetOut(BaseModel):
@@ -233,6 +241,10 @@ class PlaybookRecordOut(BaseModel):
     status: Literal["created", "duplicate"]
     playbook: PlaybookOut
     notes: list[str]
+    redacted: dict[str, int] = Field(
+        default_factory=dict,
+        description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
+    )
 
 
 class PlaybookMatchOut(BaseModel):
@@ -269,6 +281,10 @@ class IngestOut(BaseModel):
     chars: int
     embedded: bool = Field(description="False: the chunks are found by words only.")
     notes: list[str]
+    redacted: dict[str, int] = Field(
+        default_factory=dict,
+        description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
+    )
 
     @classmethod
     def of(cls, r: IngestResult) -> IngestOut:
@@ -281,6 +297,7 @@ class IngestOut(BaseModel):
             chars=r.document.char_count,
             embedded=r.embedded,
             notes=r.notes,
+            redacted=r.redacted,
         )
 
 
@@ -333,6 +350,10 @@ class SeedOut(BaseModel):
     replaced: int
     unchanged: int
     sections: list[IngestOut]
+    redacted: dict[str, int] = Field(
+        default_factory=dict,
+        description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
+    )
 
 
 class ExportOut(BaseModel):

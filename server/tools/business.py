@@ -1,5 +1,6 @@
 """Tools of business context (per tenant): ingest, search, seed from and export to agent.md."""
 
+from collections import Counter
 from typing import Annotated
 
 from mcp.server.mcpserver import Context
@@ -116,6 +117,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
             replaced=sum(s.status == "replaced" for s in sections),
             unchanged=sum(s.status == "unchanged" for s in sections),
             sections=sections,
+            redacted=dict(sum((Counter(s.redacted) for s in sections), Counter())),
         )
 
     @tool(

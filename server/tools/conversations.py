@@ -311,13 +311,15 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
     ) -> ImportSessionOut:
         """Recreate a session from an `export_session` object; an existing id is refused."""
         app = container(ctx)
-        done = await app.conversations.import_(app.project(project), data, session_id)
+        imported = await app.conversations.import_(app.project(project), data, session_id)
+        done = imported.session
         return ImportSessionOut(
             session_id=done.session_id,
             entries=len(done.entries),
             summaries=len(done.summaries),
             exchanges=len(done.exchanges),
             cached_results=len(done.cache),
+            redacted=imported.redacted,
         )
 
     @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Delete a session", annotations=_DESTROY)

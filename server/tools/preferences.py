@@ -69,6 +69,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
             preference=PreferenceOut.of(result.preference),
             previous_value=result.previous_value,
             notes=result.notes,
+            redacted=result.redacted,
         )
 
     @tool(mcp, toolset=Toolset.PREFERENCES, title="Get a user preference", annotations=_READ)
@@ -212,6 +213,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
             status="created" if result.created else "duplicate",
             playbook=PlaybookOut.of(result.playbook),
             notes=result.notes,
+            redacted=result.redacted,
         )
 
     @tool(mcp, toolset=Toolset.PREFERENCES, title="Find playbooks", annotations=_READ)

@@ -111,6 +111,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
             promotion=PromotionOut.of(result.promotion) if result.promotion else None,
             cap=cap,
             notes=result.notes,
+            redacted=result.redacted,
         )
 
     @tool(mcp, toolset=Toolset.SCRATCHPAD, title="Read the scratchpad", annotations=_READ)

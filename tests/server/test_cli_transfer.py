@@ -121,6 +121,7 @@ def test_export_import_export_round_trip_is_identical(
         "imported": 7,
         "skipped": 0,
         "renumbered": 0,
+        "redacted": {},
         "stores": {"memory": {"imported": 7, "skipped": 0, "renumbered": 0}},
     }
     code, _, _ = run_cli(capsys, "export", str(tmp_path / "two.jsonl"))

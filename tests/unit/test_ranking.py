@@ -52,7 +52,8 @@ def test_relevance_is_normalised_to_best_match() -> None:
         CUTS,
         POLICY,
     )
-    assert [h.signals.relevance for h in hits] == [1.0, 0.5]
+    # Ranks, not BM25 values, set relevance: 1 / (k + rank) over the best (k = 10).
+    assert [h.signals.relevance for h in hits] == [1.0, round(11 / 12, 6)]
     assert hits[0].signals.bm25_rank == 1
 
 
@@ -235,13 +236,14 @@ def test_memories_without_a_session_never_lift_one_another() -> None:
     by_id = {h.memory.id: h.signals for h in hits}
     assert by_id[1].session_lift == by_id[2].session_lift == 0
     assert by_id[3].session_lift > 0
-    # Neither lifts the other: their relevance keeps the ratio of their text scores.
-    assert by_id[2].relevance == round(by_id[1].relevance / 5, 6)
+    # Neither lifts the other: their relevance keeps the ratio of their text scores
+    # (ranks 1 and 4: 1/11 and 1/14).
+    assert abs(by_id[2].relevance - by_id[1].relevance * 11 / 14) < 1e-5
 
 
 def test_a_search_inside_one_session_gets_no_lift() -> None:
     hits = keyword_hits([(in_session(1, "s1"), -4.0), (in_session(2, "s1"), -2.0)])
-    assert [h.signals.relevance for h in hits] == [1.0, 0.5]
+    assert [h.signals.relevance for h in hits] == [1.0, round(11 / 12, 6)]
     assert all(h.signals.session_lift == 0 for h in hits)
 
 
@@ -294,3 +296,17 @@ def test_lifted_ranking_is_a_permutation_with_relevance_in_unit_range(
 )
 def test_author_named(author: str | None, query: str, named: bool) -> None:
     assert author_named(author, name_words(query)) is named
+
+
+def test_keyword_scores_depend_on_ranks_only_not_on_bm25_values() -> None:
+    # FTS5's BM25 values move with every project's rows; two lists in the same order must
+    # give the same answer, numbers included, however far apart their values are.
+    near = [(memory(1, timedelta(days=3)), -4.0), (memory(2, timedelta(days=4)), -3.9)]
+    far = [(memory(1, timedelta(days=3)), -400.0), (memory(2, timedelta(days=4)), -0.1)]
+    for mode_policy in (POLICY, RankingPolicy(fusion="convex")):
+        answers = [
+            rank_keyword([Candidate(memory=m, bm25=b) for m, b in rows], CUTS, mode_policy)
+            for rows in (near, far)
+        ]
+        assert answers[0] == answers[1]
+    assert "bm25" not in answers[0][0].signals.model_dump()

@@ -8,7 +8,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import JsonValue
 
-from memory_core.domain.redaction import SECRET_KINDS, RedactionPolicy, redact_json, redact_text
+from memory_core.domain.redaction import (
+    SECRET_KINDS,
+    RedactionPolicy,
+    Redactor,
+    redact_json,
+    redact_key,
+    redact_text,
+)
 
 PEM = (
     "-----BEGIN RSA PRIVATE KEY-----\n"
@@ -53,6 +60,51 @@ POSITIVE: list[tuple[str, str, str]] = [
         "DATABASE_URL=postgres://app:s3cr3t!@db.internal:5432/app",
         "DATABASE_URL=postgres://app:[REDACTED:url_password]@db.internal:5432/app",
     ),
+    # Shapes main missed (issue 19).
+    (
+        "url_password",
+        "redis://:hunter22@cache.local:6379/0",
+        "redis://:[REDACTED:url_password]@cache.local:6379/0",
+    ),
+    (
+        "url_password",
+        "postgres://app:p@ss/w0rd@db.internal/app",
+        "postgres://app:[REDACTED:url_password]@db.internal/app",
+    ),
+    (
+        "aws_secret_key",
+        '"SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY",',
+        '"SecretAccessKey": "[REDACTED:aws_secret_key]",',
+    ),
+    ("password", "PGPASSWORD=hunter2 psql", "PGPASSWORD=[REDACTED:password] psql"),
+    ("password", '{"password": "letmein"}', '{"password": "[REDACTED:password]"}'),
+    ("password", "password: 'correct horse'", "password: '[REDACTED:password]'"),
+    ("password", "db:\n  password: s3cret!\n", "db:\n  password: [REDACTED:password]\n"),
+    (
+        "basic_auth",
+        "Authorization: Basic dXNlcjpwYXNzd29yZA==",
+        "Authorization: Basic [REDACTED:basic_auth]",
+    ),
+    (
+        "basic_auth",
+        "curl -u admin:s3cret https://x",
+        "curl -u admin:[REDACTED:basic_auth] https://x",
+    ),
+    (
+        "secret_value",
+        'api_key = "a8f3k2j9d8s7f6g5h4j3"',
+        'api_key = "[REDACTED:secret_value]"',
+    ),
+    (
+        "secret_value",
+        "client_secret: 9f8e7d6c5b4a3f2e1d0c",
+        "client_secret: [REDACTED:secret_value]",
+    ),
+    ("google_oauth_token", "ya29.a0AfH6SMBx3k2j9d8s7f6g5h4j3", "[REDACTED:google_oauth_token]"),
+    ("npm_token", "//registry.npmjs.org/:_authToken=npm_" + "a1B2c3" * 6, None),  # type: ignore[list-item]
+    ("pypi_token", "pypi-AgEIcHlwaS5vcmc" + "Ab1_" * 15, "[REDACTED:pypi_token]"),
+    ("huggingface_token", "HF hf_" + "aB3d" * 9, "HF [REDACTED:huggingface_token]"),
+    ("sendgrid_key", "SG." + "a" * 22 + "." + "b" * 43, "[REDACTED:sendgrid_key]"),
 ]
 
 
@@ -82,6 +134,18 @@ NEGATIVE = [
     "redis://localhost:6379/0 and postgres://db.internal:5432/app",
     "a JSON web token looks like header.payload.signature",
     "ghp_short",
+    # Near misses of the shapes added for issue 19.
+    "The basic idea is simple; password: required; token: see the vault",
+    "http://example.com:8080/path@v2 is the second version",
+    "password_file=/run/secrets/db and PASSWORD_FILE=/run/secrets/db",
+    "password: <your password> and password=${DB_PASSWORD} and password: '***'",
+    "max_tokens = 4096, token_count: 12, the tokenizer: bert-base-uncased",
+    "api_key = os.environ['API_KEY']",
+    "session token expired at 2024-01-02T03:04:05Z",
+    "Basic training starts Monday; basic auth is configured in nginx",
+    "content hash " + hashlib.blake2b(b"y", digest_size=20).hexdigest(),
+    "id 550e8400-e29b-41d4-a716-446655440000, secret: 550e8400",
+    "Merged 77bf536 into main; see https://github.com/org/repo/commit/" + "a" * 40,
 ]
 
 
@@ -130,3 +194,90 @@ def test_json_strings_are_redacted_at_any_depth():
 
 def test_every_kind_has_a_positive_case():
     assert {kind for kind, _, _ in POSITIVE} == set(SECRET_KINDS)
+
+
+def test_aws_json_credential_output_is_redacted_whole():
+    text = (
+        '{"Credentials": {"AccessKeyId": "ASIAIOSFODNN7EXAMPLE", '
+        '"SecretAccessKey": "wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", '
+        '"SessionToken": "FwoGZXIvYXdzEBYaDHqa0AP1/Z5bJ2Yr0SLEAXfK1j7Jf4WmEtx3e6a6n1h"}}'
+    )
+    redacted, report = redact_text(text)
+    assert report.as_dict() == {"aws_access_key": 1, "aws_secret_key": 2}
+    assert "ASIA" not in redacted and "wJalr" not in redacted and "FwoG" not in redacted
+
+
+def test_a_value_under_a_secret_named_key_is_redacted_whatever_it_looks_like():
+    value: JsonValue = {
+        "aws_secret_access_key": "abc",
+        "SecretAccessKey": "plain words",
+        "apiKey": "k",
+        "db": {"password": "letmein"},
+        "token_type": "bearer",
+        "tokenizer": "bert",
+        "password_policy": "12 chars",
+        "note": "fine",
+        "token": "${TOKEN}",
+    }
+    redacted, report = redact_json(value)
+    assert redacted == {
+        "aws_secret_access_key": "[REDACTED:secret_value]",
+        "SecretAccessKey": "[REDACTED:secret_value]",
+        "apiKey": "[REDACTED:secret_value]",
+        "db": {"password": "[REDACTED:password]"},
+        "token_type": "bearer",
+        "tokenizer": "bert",
+        "password_policy": "12 chars",
+        "note": "fine",
+        "token": "${TOKEN}",
+    }
+    assert report.as_dict() == {"password": 1, "secret_value": 3}
+
+
+def test_json_keys_are_redacted_and_two_secrets_stay_two_keys():
+    first, second = "AKIAIOSFODNN7EXAMPLE", "AKIAIOSFODNN7EXAMPL2"
+    redacted, report = redact_json({f"key {first}": 1, f"key {second}": 2})
+    assert isinstance(redacted, dict)
+    assert len(redacted) == 2
+    assert all(first not in k and second not in k for k in redacted)
+    assert report.as_dict() == {"aws_access_key": 2}
+
+
+def test_redacted_keys_carry_a_short_hash_of_the_secret():
+    a, _ = redact_key("deploy AKIAIOSFODNN7EXAMPLE")
+    b, _ = redact_key("deploy AKIAIOSFODNN7EXAMPL2")
+    again, _ = redact_key("deploy AKIAIOSFODNN7EXAMPLE")
+    assert a != b and a == again
+    digest = hashlib.sha256(b"AKIAIOSFODNN7EXAMPLE").hexdigest()[:6]
+    assert a == f"deploy [REDACTED:aws_access_key:{digest}]"
+    # Text keeps the plain marker: a hash of a weak password would confirm a guess.
+    assert redact_text("PASSWORD=hunter2")[0] == "PASSWORD=[REDACTED:password]"
+
+
+def test_redaction_is_idempotent():
+    text = (
+        "PASSWORD=hunter2 https://u:p4ss@h.example AKIAIOSFODNN7EXAMPLE "
+        "api_key=a8f3k2j9d8s7f6g5h4j3"
+    )
+    once, _ = redact_text(text)
+    twice, report = redact_text(once)
+    assert twice == once and report.as_dict() == {}
+    key, _ = redact_key(text)
+    again, report = redact_key(key)
+    assert again == key and report.as_dict() == {}
+
+
+def test_the_gate_totals_every_field_of_one_write():
+    gate = Redactor(RedactionPolicy())
+    gate.text("AKIAIOSFODNN7EXAMPLE")
+    gate.key("PASSWORD=hunter2")
+    gate.mapping({"password": "x1"})
+    assert gate.counts() == {"aws_access_key": 1, "password": 2}
+    assert gate.fresh().counts() == {}
+
+
+@pytest.mark.parametrize("size", [200_000])
+def test_long_identifier_runs_do_not_blow_up(size: int):
+    # Bounded repeats keep a long run of key-like characters linear to scan.
+    text = "secret_" * (size // 7) + "token" * (size // 5) + "a" * size
+    assert redact_text(text)[0].startswith("secret_")
