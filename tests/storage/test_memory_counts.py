@@ -62,6 +62,7 @@ def recount(project: str, rows: list[Memory], now: datetime) -> dict[str, object
         "by_layer": by_layer,
         "content_bytes": sum(len(m.content.encode()) for m in rows),
         "stale_tiers": stale,
+        "never_accessed": sum(m.access_count == 0 for m in rows),
         "oldest": min(created, default=None),
         "newest": max(created, default=None),
     }
@@ -74,6 +75,7 @@ def answered(stats: StoreStats) -> dict[str, object]:
         "by_layer": stats.by_layer,
         "content_bytes": stats.content_bytes,
         "stale_tiers": stats.stale_tiers,
+        "never_accessed": stats.never_accessed,
         "oldest": stats.oldest,
         "newest": stats.newest,
     }
@@ -84,10 +86,12 @@ async def counters_match_table(storage: StorageUnderTest) -> None:
     size = "length(CAST(content AS BLOB))" if storage.name == "sqlite" else "octet_length(content)"
     mismatches = await storage.fetchval(
         "SELECT count(*) FROM (SELECT project, layer, memory_tier, count(*) AS n,"
-        f" sum({size}) AS b FROM context_snapshots GROUP BY 1, 2, 3) AS f"
+        f" sum({size}) AS b, sum(CASE WHEN access_count = 0 THEN 1 ELSE 0 END) AS u"
+        " FROM context_snapshots GROUP BY 1, 2, 3) AS f"
         " FULL JOIN (SELECT * FROM memory_counts WHERE n <> 0 OR bytes <> 0) AS k"
         " USING (project, layer, memory_tier)"
         " WHERE f.n IS DISTINCT FROM k.n OR f.b IS DISTINCT FROM k.bytes"
+        " OR f.u IS DISTINCT FROM k.never_accessed"
     )
     assert mismatches == 0
 
@@ -235,7 +239,7 @@ async def test_import_with_any_stored_tier_is_counted(tmp_path: Path) -> None:
                     created_at=created,
                     updated_at=created,
                     last_accessed=rng.choice([None, now - timedelta(minutes=5)]),
-                    access_count=0,
+                    access_count=rng.choice([0, 0, 1, 7]),
                     # Exported tiers are whatever the source had stored: often not "as of now".
                     tier=rng.choice(list(Tier)),
                     content_hash=content_hash(content),

@@ -100,3 +100,25 @@ async def test_every_word_first_on_many_matches_keeps_the_top_hits(
     assert len(capped) == 6 and capped == exact[both][:6]  # all-word rows rank first anyway
     # No row holds both "tea" and "budget": the OR query answers, as without the threshold.
     assert [m.memory.id for m in await repo.search_text(none)] == exact[none]
+
+
+async def test_a_word_that_fills_the_list_whole_is_not_also_a_prefix(
+    db: aiosqlite.Connection,
+) -> None:
+    """Prefixes cost a score per extra row; a word common enough whole does without one."""
+    repo = SqliteMemoryRepository(SqliteSession(db))
+    whole = [(await repo.add(draft(f"vuln report {i}"), T0)).memory.id for i in range(3)]
+    longer = (await repo.add(draft("three vulnerabilities"), T0)).memory.id
+    # FTS5 stems the probe as the index: "vulnerability" counts the rows of "vulnerabilities".
+    probe = ["vuln", "vulnerability", "zzzz"]
+    assert await repo._common_words(probe, "p", 3) == {"vuln"}
+    assert await repo._common_words(probe, "p", 1) == {"vuln", "vulnerability"}
+    assert await repo._common_words(probe, "p", 4) == set()
+    # Counted in the searched project only.
+    await repo.add(draft("vuln elsewhere", project="other"), T0)
+    assert await repo._common_words(probe, "other", 2) == set()
+    # Three whole matches fill a list of 3: the prefix form is left out; a longer list keeps it.
+    short = TextQuery(project="p", words=("vuln",), prefix_min_chars=3, limit=3)
+    assert sorted(m.memory.id for m in await repo.search_text(short)) == whole
+    wide = TextQuery(project="p", words=("vuln",), prefix_min_chars=3, limit=10)
+    assert [m.memory.id for m in await repo.search_text(wide)][-1] == longer
