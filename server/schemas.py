@@ -425,7 +425,8 @@ class StatsOut(BaseModel):
     newest: datetime | None
     stale_tiers: int = Field(description="Rows whose stored tier is out of date.")
     never_accessed: int = Field(
-        description="Rows no search, recall or context load has returned yet (pruned first)."
+        description="Rows no search, recall or context load has returned yet"
+        " (pruning deletes these first among expired rows)."
     )
     health: list[HealthNote]
 
