@@ -102,7 +102,7 @@ async def test_every_word_first_on_many_matches_keeps_the_top_hits(
     assert [m.memory.id for m in await repo.search_text(none)] == exact[none]
 
 
-async def test_a_word_that_fills_the_list_whole_is_not_also_a_prefix(
+async def test_the_probe_counts_whole_word_matches_of_the_project(
     db: aiosqlite.Connection,
 ) -> None:
     """Prefixes cost a score per extra row; a word common enough whole does without one."""
@@ -117,7 +117,7 @@ async def test_a_word_that_fills_the_list_whole_is_not_also_a_prefix(
     # Counted in the searched project only.
     await repo.add(draft("vuln elsewhere", project="other"), T0)
     assert await repo._common_words(probe, "other", 2) == set()
-    # Three whole matches fill a list of 3: the prefix form is left out; a longer list keeps it.
+    # Under the bar (1,000 rows) a word keeps its prefix; whole matches still rank first.
     short = TextQuery(project="p", words=("vuln",), prefix_min_chars=3, limit=3)
     assert sorted(m.memory.id for m in await repo.search_text(short)) == whole
     wide = TextQuery(project="p", words=("vuln",), prefix_min_chars=3, limit=10)

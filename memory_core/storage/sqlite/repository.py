@@ -117,7 +117,12 @@ _SCORE_ALL_MAX = 10_000
 # The service asks this many keyword candidates per hit it returns (services.memories).
 _CANDIDATES_PER_HIT = 4
 # How far `_common_words` reads a word's doclist, in multiples of the rows it looks for.
-_PROBE_SCAN = 8
+_PROBE_SCAN = 2
+# A word keeps its prefix form unless this many rows of the project (or the candidate limit,
+# if larger) hold it whole. Dropping the prefix changes BM25 slightly (a row holding the word
+# no longer matches it twice), which cost LoCoMo dev 0.004 R@10 with the candidate limit alone
+# as the bar; below ~1,000 matches the prefix costs about a millisecond, so it is kept there.
+_PREFIX_COMMON_MIN = 1000
 
 
 def _capped_text_sql(where: str) -> str:
@@ -449,8 +454,9 @@ class SqliteMemoryRepository:
           first, and if there are at least `limit // _CANDIDATES_PER_HIT` of them (the hits
           the service will return) they are the answer; otherwise the OR query runs as usual.
           Smaller stores never take this path, so their answers are unchanged.
-        - Prefixes only where they can add something: a word whose whole form alone matches
-          at least `limit` rows of the project is matched whole (`_common_words`). Why: each
+        - Prefixes only where they cost most and add least: a word whose whole form alone
+          matches at least `_PREFIX_COMMON_MIN` rows of the project (or `limit`, if more) is
+          matched whole (`_common_words`). Why: each
           `"word"*` matches and scores every row holding a word it begins (prefixes made
           keyword search ~1.5x slower at 10k), and such a word's own matches already fill the
           candidate list, ranked above prefix-only matches. A rare or unknown word ("vuln")
@@ -462,7 +468,9 @@ class SqliteMemoryRepository:
         params.update(project=query.project, limit=query.limit)
         async with self._session.read("keyword search"):
             whole = await self._common_words(
-                prefix_candidates(query.words, query.prefix_min_chars), query.project, query.limit
+                prefix_candidates(query.words, query.prefix_min_chars),
+                query.project,
+                max(query.limit, _PREFIX_COMMON_MIN),
             )
             fts = any_word(query.words, query.prefix_min_chars, whole)
             every = every_word(query.words, query.prefix_min_chars, whole)
@@ -490,23 +498,28 @@ class SqliteMemoryRepository:
     async def _common_words(self, words: Sequence[str], project: str, at_least: int) -> set[str]:
         """Those of `words` whose whole form matches at least `at_least` rows of `project`.
 
-        One statement; per word it reads at most `_PROBE_SCAN * at_least` entries of the
-        word's doclist (all projects, in rowid order) and looks each up for its project, so a
+        One statement. Per word it first counts the word's doclist (all projects) up to
+        `at_least` entries, which is cheap; only a word that common overall is looked up row by
+        row for its project, reading at most `_PROBE_SCAN * at_least` doclist entries, so a
         word common only in other projects costs a bounded scan and keeps its prefix. FTS5
         stems the word as it stems the index ("vulnerabilities" counts rows of "vulner").
         """
         if not words:
             return set()
-        probe = (
-            "(SELECT count(*) FROM (SELECT 1 FROM (SELECT rowid AS id FROM context_snapshots_fts"
-            " WHERE context_snapshots_fts MATCH ? LIMIT ?) AS m"
-            " JOIN context_snapshots AS s ON s.id = m.id WHERE s.project = ? LIMIT ?))"
-        )
-        scan = at_least * _PROBE_SCAN
-        rows = await self._session.fetch(
-            f"SELECT {', '.join([probe] * len(words))}",
-            [v for word in words for v in (exact_word(word), scan, project, at_least)],
-        )
+        probes = []
+        params: list[Any] = []
+        for i, word in enumerate(words):
+            w, n, scan, p = (f"?{4 * i + k}" for k in range(1, 5))
+            probes.append(
+                f"CASE WHEN (SELECT count(*) FROM (SELECT 1 FROM context_snapshots_fts"
+                f" WHERE context_snapshots_fts MATCH {w} LIMIT {n})) < {n} THEN 0 ELSE"
+                f" (SELECT count(*) FROM (SELECT 1 FROM (SELECT rowid AS id"
+                f" FROM context_snapshots_fts WHERE context_snapshots_fts MATCH {w}"
+                f" LIMIT {scan}) AS m JOIN context_snapshots AS s ON s.id = m.id"
+                f" WHERE s.project = {p} LIMIT {n})) END"
+            )
+            params += [exact_word(word), at_least, at_least * _PROBE_SCAN, project]
+        rows = await self._session.fetch(f"SELECT {', '.join(probes)}", params)
         return {word for word, n in zip(words, rows[0], strict=True) if n >= at_least}
 
     async def _count_matches(self, fts: str, at_most: int) -> int:
