@@ -26,8 +26,8 @@ from memory_core.services.copy_store import CopyEndpoint, copy_store
 from memory_core.storage.postgres import PostgresSession, PostgresStore
 from memory_core.storage.postgres.copy import PostgresCopyEndpoint
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
-from memory_core.storage.sqlite.migrate import load_migrations
 from memory_core.storage.sqlite.copy import SqliteCopyEndpoint
+from memory_core.storage.sqlite.migrate import load_migrations
 from memory_core.storage.sqlite.transfer import SqliteMemoryTransfer
 from tests.backends import PostgresUnderTest, SqliteUnderTest, StorageUnderTest
 

@@ -102,7 +102,7 @@ async def test_every_word_first_on_many_matches_keeps_the_top_hits(
     assert [m.memory.id for m in await repo.search_text(none)] == exact[none]
 
 
-async def test_the_probe_counts_whole_word_matches_of_the_project(
+async def test_the_probe_counts_whole_word_matches(
     db: aiosqlite.Connection,
 ) -> None:
     """Prefixes cost a score per extra row; a word common enough whole does without one."""
@@ -111,12 +111,9 @@ async def test_the_probe_counts_whole_word_matches_of_the_project(
     longer = (await repo.add(draft("three vulnerabilities"), T0)).memory.id
     # FTS5 stems the probe as the index: "vulnerability" counts the rows of "vulnerabilities".
     probe = ["vuln", "vulnerability", "zzzz"]
-    assert await repo._common_words(probe, "p", 3) == {"vuln"}
-    assert await repo._common_words(probe, "p", 1) == {"vuln", "vulnerability"}
-    assert await repo._common_words(probe, "p", 4) == set()
-    # Counted in the searched project only.
-    await repo.add(draft("vuln elsewhere", project="other"), T0)
-    assert await repo._common_words(probe, "other", 2) == set()
+    assert await repo._common_words(probe, 3) == {"vuln"}
+    assert await repo._common_words(probe, 1) == {"vuln", "vulnerability"}
+    assert await repo._common_words(probe, 4) == set()
     # Under the bar (1,000 rows) a word keeps its prefix; whole matches still rank first.
     short = TextQuery(project="p", words=("vuln",), prefix_min_chars=3, limit=3)
     assert sorted(m.memory.id for m in await repo.search_text(short)) == whole

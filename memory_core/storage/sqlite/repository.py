@@ -116,8 +116,6 @@ _OVERFETCH = 4
 _SCORE_ALL_MAX = 10_000
 # The service asks this many keyword candidates per hit it returns (services.memories).
 _CANDIDATES_PER_HIT = 4
-# How far `_common_words` reads a word's doclist, in multiples of the rows it looks for.
-_PROBE_SCAN = 2
 # A word keeps its prefix form unless this many rows of the project (or the candidate limit,
 # if larger) hold it whole. Dropping the prefix changes BM25 slightly (a row holding the word
 # no longer matches it twice), which cost LoCoMo dev 0.004 R@10 with the candidate limit alone
@@ -469,7 +467,6 @@ class SqliteMemoryRepository:
         async with self._session.read("keyword search"):
             whole = await self._common_words(
                 prefix_candidates(query.words, query.prefix_min_chars),
-                query.project,
                 max(query.limit, _PREFIX_COMMON_MIN),
             )
             fts = any_word(query.words, query.prefix_min_chars, whole)
@@ -495,31 +492,24 @@ class SqliteMemoryRepository:
             rows = await self._session.fetch(_capped_text_sql(where), {**params, "cap": -1})
         return rows
 
-    async def _common_words(self, words: Sequence[str], project: str, at_least: int) -> set[str]:
-        """Those of `words` whose whole form matches at least `at_least` rows of `project`.
+    async def _common_words(self, words: Sequence[str], at_least: int) -> set[str]:
+        """Those of `words` whose whole form matches at least `at_least` rows (any project).
 
-        One statement. Per word it first counts the word's doclist (all projects) up to
-        `at_least` entries, which is cheap; only a word that common overall is looked up row by
-        row for its project, reading at most `_PROBE_SCAN * at_least` doclist entries, so a
-        word common only in other projects costs a bounded scan and keeps its prefix. FTS5
-        stems the word as it stems the index ("vulnerabilities" counts rows of "vulner").
+        One statement, reading at most `at_least` rowids of each word's doclist (no row is
+        looked up: a per-project count joined each rowid to its row and cost as much as the
+        prefixes it saved). FTS5 stems the word as it stems the index ("vulnerabilities"
+        counts rows of "vulner").
         """
         if not words:
             return set()
-        probes = []
-        params: list[Any] = []
-        for i, word in enumerate(words):
-            w, n, scan, p = (f"?{4 * i + k}" for k in range(1, 5))
-            probes.append(
-                f"CASE WHEN (SELECT count(*) FROM (SELECT 1 FROM context_snapshots_fts"
-                f" WHERE context_snapshots_fts MATCH {w} LIMIT {n})) < {n} THEN 0 ELSE"
-                f" (SELECT count(*) FROM (SELECT 1 FROM (SELECT rowid AS id"
-                f" FROM context_snapshots_fts WHERE context_snapshots_fts MATCH {w}"
-                f" LIMIT {scan}) AS m JOIN context_snapshots AS s ON s.id = m.id"
-                f" WHERE s.project = {p} LIMIT {n})) END"
-            )
-            params += [exact_word(word), at_least, at_least * _PROBE_SCAN, project]
-        rows = await self._session.fetch(f"SELECT {', '.join(probes)}", params)
+        probe = (
+            "(SELECT count(*) FROM (SELECT 1 FROM context_snapshots_fts"
+            " WHERE context_snapshots_fts MATCH ? LIMIT ?))"
+        )
+        rows = await self._session.fetch(
+            f"SELECT {', '.join([probe] * len(words))}",
+            [v for word in words for v in (exact_word(word), at_least)],
+        )
         return {word for word, n in zip(words, rows[0], strict=True) if n >= at_least}
 
     async def _count_matches(self, fts: str, at_most: int) -> int:
