@@ -116,10 +116,10 @@ _OVERFETCH = 4
 _SCORE_ALL_MAX = 10_000
 # The service asks this many keyword candidates per hit it returns (services.memories).
 _CANDIDATES_PER_HIT = 4
-# A word keeps its prefix form unless this many rows of the project (or the candidate limit,
+# A word keeps its prefix form unless this many rows (of any project; or the candidate limit,
 # if larger) hold it whole. Dropping the prefix changes BM25 slightly (a row holding the word
-# no longer matches it twice), which cost LoCoMo dev 0.004 R@10 with the candidate limit alone
-# as the bar; below ~1,000 matches the prefix costs about a millisecond, so it is kept there.
+# no longer matches it twice): LoCoMo dev R@10 -0.004 with the candidate limit as the bar,
+# -0.0013 with this one (docs/benchmarks.md); below it the prefix costs about a millisecond.
 _PREFIX_COMMON_MIN = 1000
 
 
@@ -453,9 +453,8 @@ class SqliteMemoryRepository:
           the service will return) they are the answer; otherwise the OR query runs as usual.
           Smaller stores never take this path, so their answers are unchanged.
         - Prefixes only where they cost most and add least: a word whose whole form alone
-          matches at least `_PREFIX_COMMON_MIN` rows of the project (or `limit`, if more) is
-          matched whole (`_common_words`). Why: each
-          `"word"*` matches and scores every row holding a word it begins (prefixes made
+          matches at least `_PREFIX_COMMON_MIN` rows (or `limit`, if more) is matched whole
+          (`_common_words`). Why: each `"word"*` matches and scores every row holding a word it begins (prefixes made
           keyword search ~1.5x slower at 10k), and such a word's own matches already fill the
           candidate list, ranked above prefix-only matches. A rare or unknown word ("vuln")
           keeps its prefix.
