@@ -454,10 +454,10 @@ class SqliteMemoryRepository:
           Smaller stores never take this path, so their answers are unchanged.
         - Prefixes only where they cost most and add least: a word whose whole form alone
           matches at least `_PREFIX_COMMON_MIN` rows (or `limit`, if more) is matched whole
-          (`_common_words`). Why: each `"word"*` matches and scores every row holding a word it begins (prefixes made
-          keyword search ~1.5x slower at 10k), and such a word's own matches already fill the
-          candidate list, ranked above prefix-only matches. A rare or unknown word ("vuln")
-          keeps its prefix.
+          (`_common_words`). Why: each `"word"*` matches and scores every row holding a word
+          it begins (prefixes made keyword search ~1.5x slower at 10k), and such a word's own
+          matches already fill the candidate list, ranked above prefix-only matches. A rare or
+          unknown word ("vuln") keeps its prefix.
         """
         if not query.words:
             return []
