@@ -226,6 +226,8 @@ class StoreStats(_Frozen):
     oldest: datetime | None
     newest: datetime | None
     stale_tiers: int
+    # Rows never handed out by a search, recall or load (access_count 0).
+    never_accessed: int
 
 
 class PruneOutcome(_Frozen):

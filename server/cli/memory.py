@@ -40,6 +40,7 @@ async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
     for layer in Layer:
         table.add_column(layer.value, justify="right")
     table.add_column("text bytes", justify="right")
+    table.add_column("never read", justify="right")
     for r in reports:
         table.add_row(
             r.project,
@@ -47,12 +48,14 @@ async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
             *(str(r.by_tier.get(t, 0)) for t in Tier),
             *(str(r.by_layer.get(layer, 0)) for layer in Layer),
             str(r.content_bytes),
+            str(r.never_accessed),
         )
     console = stdout_console()
     console.print(table)
     for r in reports:
         console.print(
-            f"project {r.project}: {r.total} memories, {r.content_bytes} bytes of text",
+            f"project {r.project}: {r.total} memories, {r.content_bytes} bytes of text,"
+            f" {r.never_accessed} never read",
             markup=False,
         )
         for note in r.health:

@@ -437,6 +437,10 @@ class StatsOut(BaseModel):
     oldest: datetime | None
     newest: datetime | None
     stale_tiers: int = Field(description="Rows whose stored tier is out of date.")
+    never_accessed: int = Field(
+        description="Rows no search, recall or context load has returned yet"
+        " (pruning deletes these first among expired rows)."
+    )
     health: list[HealthNote]
 
     @classmethod
@@ -451,8 +455,9 @@ class StatsOut(BaseModel):
         span = ""
         if self.oldest and self.newest:
             span = f"; written {self.oldest.date().isoformat()} to {self.newest.date().isoformat()}"
+        unread = f", {self.never_accessed} never read" if self.never_accessed else ""
         lines = [
-            f"project {self.project}: {self.total} memories",
+            f"project {self.project}: {self.total} memories{unread}",
             f"tiers: {tiers}" if tiers else "tiers: none",
             f"layers: {layers}" if layers else "layers: none",
             f"text {_size(self.content_bytes)}, database file {_size(self.database_bytes)}{span}",

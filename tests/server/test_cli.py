@@ -88,6 +88,7 @@ def test_stats_lists_every_project_in_a_table_and_as_json(
     assert alpha["total"] == "4" and alpha["ACTIVE"] == "4"
     assert alpha["episodic"] == "1" and alpha["semantic"] == "1" and alpha["procedural"] == "1"
     assert "project beta: 1 memories" in out
+    assert alpha["never read"] == "4" and "1 never read" in out  # nothing was read yet
 
     code, out, _ = run_cli(capsys, "stats", "--json")
     report = json.loads(out)
@@ -95,7 +96,7 @@ def test_stats_lists_every_project_in_a_table_and_as_json(
     by_name = {p["project"]: p for p in report["projects"]}
     assert set(by_name) == {"alpha", "beta"}
     assert by_name["alpha"]["total"] == 4 and by_name["alpha"]["by_layer"]["working"] == 1
-    assert by_name["beta"]["by_tier"]["ACTIVE"] == 1
+    assert by_name["beta"]["by_tier"]["ACTIVE"] == 1 and by_name["beta"]["never_accessed"] == 1
 
     code, out, _ = run_cli(capsys, "stats", "--project", "beta", "--json")
     assert [p["project"] for p in json.loads(out)["projects"]] == ["beta"]

@@ -91,6 +91,17 @@ async def test_projects_are_isolated(client: Client) -> None:
     assert (await call(client, "get_memory_stats", project="b"))["total"] == 0
 
 
+async def test_stats_count_the_memories_never_read(client: Client) -> None:
+    for text in ("alpha plan", "beta plan", "gamma plan"):
+        await call(client, "append", layer="episodic", content=text)
+    assert (await call(client, "get_memory_stats"))["never_accessed"] == 3
+    assert (await call(client, "search", query="beta", mode="keyword"))["count"] == 1
+    await call(client, "search", query="beta", mode="keyword")  # a second read counts once
+    assert (await call(client, "get_memory_stats"))["never_accessed"] == 2
+    answer = await client.call_tool("get_memory_stats", {})
+    assert "project test: 3 memories, 2 never read" in answer.content[0].text  # type: ignore[union-attr]
+
+
 async def test_stats_recalculate_prune_compact_clear_forget(
     client: Client, clock: FrozenClock
 ) -> None:

@@ -29,6 +29,7 @@ from memory_core.storage.postgres import PostgresSession, PostgresStore
 from memory_core.storage.postgres.copy import PostgresCopyEndpoint
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
 from memory_core.storage.sqlite.copy import SqliteCopyEndpoint
+from memory_core.storage.sqlite.migrate import load_migrations
 from memory_core.storage.sqlite.transfer import SqliteMemoryTransfer
 from tests.backends import PostgresUnderTest, SqliteUnderTest, StorageUnderTest
 
@@ -64,6 +65,7 @@ def recount(project: str, rows: list[Memory], now: datetime) -> dict[str, object
         "by_layer": by_layer,
         "content_bytes": sum(len(m.content.encode()) for m in rows),
         "stale_tiers": stale,
+        "never_accessed": sum(m.access_count == 0 for m in rows),
         "oldest": min(created, default=None),
         "newest": max(created, default=None),
     }
@@ -76,6 +78,7 @@ def answered(stats: StoreStats) -> dict[str, object]:
         "by_layer": stats.by_layer,
         "content_bytes": stats.content_bytes,
         "stale_tiers": stats.stale_tiers,
+        "never_accessed": stats.never_accessed,
         "oldest": stats.oldest,
         "newest": stats.newest,
     }
@@ -86,10 +89,12 @@ async def counters_match_table(storage: StorageUnderTest) -> None:
     size = "length(CAST(content AS BLOB))" if storage.name == "sqlite" else "octet_length(content)"
     mismatches = await storage.fetchval(
         "SELECT count(*) FROM (SELECT project, layer, memory_tier, count(*) AS n,"
-        f" sum({size}) AS b FROM context_snapshots GROUP BY 1, 2, 3) AS f"
+        f" sum({size}) AS b, sum(CASE WHEN access_count = 0 THEN 1 ELSE 0 END) AS u"
+        " FROM context_snapshots GROUP BY 1, 2, 3) AS f"
         " FULL JOIN (SELECT * FROM memory_counts WHERE n <> 0 OR bytes <> 0) AS k"
         " USING (project, layer, memory_tier)"
         " WHERE f.n IS DISTINCT FROM k.n OR f.b IS DISTINCT FROM k.bytes"
+        " OR f.u IS DISTINCT FROM k.never_accessed"
     )
     assert mismatches == 0
 
@@ -237,7 +242,7 @@ async def test_import_with_any_stored_tier_is_counted(tmp_path: Path) -> None:
                     created_at=created,
                     updated_at=created,
                     last_accessed=rng.choice([None, now - timedelta(minutes=5)]),
-                    access_count=0,
+                    access_count=rng.choice([0, 0, 1, 7]),
                     # Exported tiers are whatever the source had stored: often not "as of now".
                     tier=rng.choice(list(Tier)),
                     content_hash=content_hash(content),
@@ -274,3 +279,25 @@ async def test_copy_store_target_counts_equal_the_source(
     assert report.verified and report.memories > 0
     await check(target, target.repo(), now)
     await check(source, repo, now)
+
+
+async def test_upgrading_counts_the_stored_rows_never_read(tmp_path: Path) -> None:
+    """Rows written before migration 0010 are counted by it, read or not."""
+    folder = tmp_path / "sql"
+    folder.mkdir()
+    for migration in load_migrations():
+        if migration.number < 10:
+            (folder / f"{migration.name}.sql").write_text(migration.sql, encoding="utf-8")
+    conn = await open_database(tmp_path / "old.db")
+    try:
+        await apply_migrations(conn, folder)
+        storage = SqliteUnderTest(conn)
+        repo = storage.repo()
+        rng = random.Random(4)
+        ids = [(await repo.add(random_draft(rng), T0)).memory.id for _ in range(30)]
+        for project in PROJECTS:
+            await repo.hand_out(project, ids[:12], T0)
+        assert "0010_never_accessed_counts" in await apply_migrations(conn)
+        await check(storage, repo, T0)
+    finally:
+        await conn.close()

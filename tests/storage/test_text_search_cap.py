@@ -100,3 +100,22 @@ async def test_every_word_first_on_many_matches_keeps_the_top_hits(
     assert len(capped) == 6 and capped == exact[both][:6]  # all-word rows rank first anyway
     # No row holds both "tea" and "budget": the OR query answers, as without the threshold.
     assert [m.memory.id for m in await repo.search_text(none)] == exact[none]
+
+
+async def test_the_probe_counts_whole_word_matches(
+    db: aiosqlite.Connection,
+) -> None:
+    """Prefixes cost a score per extra row; a word common enough whole does without one."""
+    repo = SqliteMemoryRepository(SqliteSession(db))
+    whole = [(await repo.add(draft(f"vuln report {i}"), T0)).memory.id for i in range(3)]
+    longer = (await repo.add(draft("three vulnerabilities"), T0)).memory.id
+    # FTS5 stems the probe as the index: "vulnerability" counts the rows of "vulnerabilities".
+    probe = ["vuln", "vulnerability", "zzzz"]
+    assert await repo._common_words(probe, 3) == {"vuln"}
+    assert await repo._common_words(probe, 1) == {"vuln", "vulnerability"}
+    assert await repo._common_words(probe, 4) == set()
+    # Under the bar (1,000 rows) a word keeps its prefix; whole matches still rank first.
+    short = TextQuery(project="p", words=("vuln",), prefix_min_chars=3, limit=3)
+    assert sorted(m.memory.id for m in await repo.search_text(short)) == whole
+    wide = TextQuery(project="p", words=("vuln",), prefix_min_chars=3, limit=10)
+    assert [m.memory.id for m in await repo.search_text(wide)][-1] == longer

@@ -44,6 +44,7 @@ def stats(**tiers: int) -> StoreStats:
         oldest=None,
         newest=None,
         stale_tiers=tiers.get("stale", 0),
+        never_accessed=0,
     )
 
 

@@ -657,7 +657,8 @@ class PostgresMemoryRepository:
         """
         async with self._session.snapshot("stats") as conn:
             kept = await conn.fetch(
-                "SELECT layer, memory_tier, n, bytes FROM memory_counts WHERE project = $1",
+                "SELECT layer, memory_tier, n, bytes, never_accessed FROM memory_counts"
+                " WHERE project = $1",
                 project,
             )
             moved = await conn.fetch(_MOVED, *_cutoffs(cutoffs), project)
@@ -672,12 +673,13 @@ class PostgresMemoryRepository:
             )
         by_tier = dict.fromkeys(Tier, 0)
         by_layer = dict.fromkeys(Layer, 0)
-        content_bytes = 0
+        content_bytes = never_accessed = 0
         for r in kept:
             by_tier[Tier(r["memory_tier"])] += r["n"]
             if r["layer"] in _KNOWN_LAYERS:
                 by_layer[Layer(r["layer"])] += r["n"]
             content_bytes += int(r["bytes"])
+            never_accessed += int(r["never_accessed"])
         stale = 0
         for r in moved:
             by_tier[Tier(r["stored"])] -= r["n"]
@@ -694,6 +696,7 @@ class PostgresMemoryRepository:
             oldest=aware(oldest) if oldest else None,
             newest=aware(newest) if newest else None,
             stale_tiers=stale,
+            never_accessed=never_accessed,
         )
 
     async def has_project(self, project: str) -> bool:

@@ -33,7 +33,12 @@ from memory_core.domain.models import (
     Tier,
     TierCutoffs,
 )
-from memory_core.storage.sqlite.fts_match import any_word, every_word
+from memory_core.storage.sqlite.fts_match import (
+    any_word,
+    every_word,
+    exact_word,
+    prefix_candidates,
+)
 from memory_core.storage.sqlite.rows import decode_time, encode_time, row_to_memory
 from memory_core.storage.sqlite.session import SqliteSession
 
@@ -124,6 +129,11 @@ _OVERFETCH = 4
 _SCORE_ALL_MAX = 10_000
 # The service asks this many keyword candidates per hit it returns (services.memories).
 _CANDIDATES_PER_HIT = 4
+# A word keeps its prefix form unless this many rows (of any project; or the candidate limit,
+# if larger) hold it whole. Dropping the prefix changes BM25 slightly (a row holding the word
+# no longer matches it twice): LoCoMo dev R@10 -0.004 with the candidate limit as the bar,
+# -0.0013 with this one (docs/benchmarks.md); below it the prefix costs about a millisecond.
+_PREFIX_COMMON_MIN = 1000
 
 
 def _capped_text_sql(where: str) -> str:
@@ -458,14 +468,24 @@ class SqliteMemoryRepository:
           first, and if there are at least `limit // _CANDIDATES_PER_HIT` of them (the hits
           the service will return) they are the answer; otherwise the OR query runs as usual.
           Smaller stores never take this path, so their answers are unchanged.
+        - Prefixes only where they cost most and add least: a word whose whole form alone
+          matches at least `_PREFIX_COMMON_MIN` rows (or `limit`, if more) is matched whole
+          (`_common_words`). Why: each `"word"*` matches and scores every row holding a word
+          it begins (prefixes made keyword search ~1.5x slower at 10k), and such a word's own
+          matches already fill the candidate list, ranked above prefix-only matches. A rare or
+          unknown word ("vuln") keeps its prefix.
         """
         if not query.words:
             return []
         where, params = _filters(query)
         params.update(project=query.project, limit=query.limit)
-        fts = any_word(query.words, query.prefix_min_chars)
         async with self._session.read("keyword search"):
-            every = every_word(query.words, query.prefix_min_chars)
+            whole = await self._common_words(
+                prefix_candidates(query.words, query.prefix_min_chars),
+                max(query.limit, _PREFIX_COMMON_MIN),
+            )
+            fts = any_word(query.words, query.prefix_min_chars, whole)
+            every = every_word(query.words, query.prefix_min_chars, whole)
             # Counting costs ~0.5 us a match (~2 ms at 100k); a one-word query has no
             # "every word" query to take instead, so it skips the count.
             if every is not None and await self._count_matches(fts, _SCORE_ALL_MAX) > (
@@ -486,6 +506,26 @@ class SqliteMemoryRepository:
         if len(rows) < limit and await self._count_matches(params["fts"], cap) > cap:
             rows = await self._session.fetch(_capped_text_sql(where), {**params, "cap": -1})
         return rows
+
+    async def _common_words(self, words: Sequence[str], at_least: int) -> set[str]:
+        """Those of `words` whose whole form matches at least `at_least` rows (any project).
+
+        One statement, reading at most `at_least` rowids of each word's doclist (no row is
+        looked up: a per-project count joined each rowid to its row and cost as much as the
+        prefixes it saved). FTS5 stems the word as it stems the index ("vulnerabilities"
+        counts rows of "vulner").
+        """
+        if not words:
+            return set()
+        probe = (
+            "(SELECT count(*) FROM (SELECT 1 FROM context_snapshots_fts"
+            " WHERE context_snapshots_fts MATCH ? LIMIT ?))"
+        )
+        rows = await self._session.fetch(
+            f"SELECT {', '.join([probe] * len(words))}",
+            [v for word in words for v in (exact_word(word), at_least)],
+        )
+        return {word for word, n in zip(words, rows[0], strict=True) if n >= at_least}
 
     async def _count_matches(self, fts: str, at_most: int) -> int:
         """How many rows (of any project) match `fts`, counted up to `at_most + 1`."""
@@ -683,7 +723,8 @@ class SqliteMemoryRepository:
         params: dict[str, Any] = {**_cutoff_params(cutoffs), "project": project}
         async with self._session.snapshot("stats"):
             kept = await self._session.fetch(
-                "SELECT layer, memory_tier, n, bytes FROM memory_counts WHERE project = ?",
+                "SELECT layer, memory_tier, n, bytes, never_accessed FROM memory_counts"
+                " WHERE project = ?",
                 (project,),
             )
             moved = await self._session.fetch(_MOVED, params)
@@ -697,12 +738,13 @@ class SqliteMemoryRepository:
             )
         by_tier = dict.fromkeys(Tier, 0)
         by_layer = dict.fromkeys(Layer, 0)
-        content_bytes = 0
+        content_bytes = never_accessed = 0
         for r in kept:
             by_tier[Tier(r["memory_tier"])] += r["n"]
             if r["layer"] in _KNOWN_LAYERS:
                 by_layer[Layer(r["layer"])] += r["n"]
             content_bytes += r["bytes"]
+            never_accessed += r["never_accessed"]
         stale = 0
         for r in moved:
             by_tier[Tier(r["stored"])] -= r["n"]
@@ -719,6 +761,7 @@ class SqliteMemoryRepository:
             oldest=decode_time(oldest) if oldest else None,
             newest=decode_time(newest) if newest else None,
             stale_tiers=stale,
+            never_accessed=never_accessed,
         )
 
     async def has_project(self, project: str) -> bool:
