@@ -6,9 +6,9 @@ Every search, recall and context load hands its hits out (`hand_out`: access_cou
 last_accessed, tier ACTIVE), so a trigger on that UPDATE runs on every read. Three copies of
 one SQLite store, timed in turn each round so machine load hits them alike:
 - `0006`: the counters' update trigger of migration 0006 (rows and bytes only);
-- `0010`: migration 0010's, which also keeps `never_accessed` (its body runs on a row's first
+- `0009`: migration 0009's, which also keeps `never_accessed` (its body runs on a row's first
   read only);
-- `sum`: 0010 plus a trigger keeping the total of accesses per counter row, which has to write
+- `sum`: 0009 plus a trigger keeping the total of accesses per counter row, which has to write
   the counter row on every read (the design not taken).
 Each round (starting with another copy each time) times `hand_out` of 10 rows never read
 before ("first") and of 10 rows already read ("again"), 100 calls each, the same ids on every
@@ -35,7 +35,7 @@ from memory_core.storage.sqlite.repository import SqliteMemoryRepository
 NOW = datetime(2026, 1, 1, tzinfo=UTC)
 BATCH = 10
 
-# Migration 0006's update trigger, as it was before 0010 replaced it.
+# Migration 0006's update trigger, as it was before 0009 replaced it.
 _TRIGGER_0006 = """
 DROP TRIGGER memory_counts_au;
 CREATE TRIGGER memory_counts_au AFTER UPDATE OF project, layer, memory_tier, content
@@ -63,7 +63,7 @@ BEGIN
 END;
 """
 
-VARIANTS = {"0006": _TRIGGER_0006, "0010": "", "sum": _TRIGGER_SUM}
+VARIANTS = {"0006": _TRIGGER_0006, "0009": "", "sum": _TRIGGER_SUM}
 
 
 async def build(path: Path, size: int) -> None:

@@ -25,11 +25,12 @@ from memory_core.ports import MemoryRepository
 from memory_core.ports.transfer import CopyEndpoint
 from memory_core.services.copy_store import copy_store
 from memory_core.services.transfer import memory_row
+from memory_core.storage.migrations import load_migrations
 from memory_core.storage.postgres import PostgresSession, PostgresStore
 from memory_core.storage.postgres.copy import PostgresCopyEndpoint
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
 from memory_core.storage.sqlite.copy import SqliteCopyEndpoint
-from memory_core.storage.sqlite.migrate import load_migrations
+from memory_core.storage.sqlite.migrate import default_migrations_dir
 from memory_core.storage.sqlite.transfer import SqliteMemoryTransfer
 from tests.backends import PostgresUnderTest, SqliteUnderTest, StorageUnderTest
 
@@ -282,11 +283,11 @@ async def test_copy_store_target_counts_equal_the_source(
 
 
 async def test_upgrading_counts_the_stored_rows_never_read(tmp_path: Path) -> None:
-    """Rows written before migration 0010 are counted by it, read or not."""
+    """Rows written before migration 0009 are counted by it, read or not."""
     folder = tmp_path / "sql"
     folder.mkdir()
-    for migration in load_migrations():
-        if migration.number < 10:
+    for migration in load_migrations(default_migrations_dir()):
+        if migration.number < 9:
             (folder / f"{migration.name}.sql").write_text(migration.sql, encoding="utf-8")
     conn = await open_database(tmp_path / "old.db")
     try:
@@ -297,7 +298,7 @@ async def test_upgrading_counts_the_stored_rows_never_read(tmp_path: Path) -> No
         ids = [(await repo.add(random_draft(rng), T0)).memory.id for _ in range(30)]
         for project in PROJECTS:
             await repo.hand_out(project, ids[:12], T0)
-        assert "0010_never_accessed_counts" in await apply_migrations(conn)
+        assert "0009_never_accessed_counts" in await apply_migrations(conn)
         await check(storage, repo, T0)
     finally:
         await conn.close()

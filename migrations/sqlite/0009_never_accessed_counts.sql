@@ -1,4 +1,4 @@
--- 0010: the kept counters (0006) also count the rows never handed out (access_count = 0), per
+-- 0009: the kept counters (0006) also count the rows never handed out (access_count = 0), per
 -- (project, layer, stored tier), so get_memory_stats says how much of a project nobody has read
 -- without counting its rows. Access tracking increments access_count on every read; only the
 -- first read of a row (0 -> 1) changes this count, so the update trigger's WHEN clause keeps its

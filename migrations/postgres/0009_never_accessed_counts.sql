@@ -1,4 +1,4 @@
--- 0010 (PostgreSQL twin of migrations/sqlite/0010_never_accessed_counts.sql): the kept counters
+-- 0009 (PostgreSQL twin of migrations/sqlite/0009_never_accessed_counts.sql): the kept counters
 -- also count the rows never handed out (access_count = 0) per (project, layer, stored tier).
 -- The statement-level update trigger already compares old and new rows of every update (access
 -- tracking included); a row read for the first time now also moves its counter row.
