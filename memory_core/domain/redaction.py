@@ -71,7 +71,11 @@ SecretKind = Literal[
 SECRET_KINDS: tuple[SecretKind, ...] = get_args(SecretKind)
 
 # Mixed case plus a digit: real provider keys are random, hyphenated English words are not.
-_RANDOM = r"(?=[A-Za-z0-9_\-]*[0-9])(?=[A-Za-z0-9_\-]*[A-Z])(?=[A-Za-z0-9_\-]*[a-z])"
+# Bounded: unbounded lookaheads rescan a long run of candidates at every start (quadratic:
+# 100k characters of "sk-sk-..." took 35 s); a real key shows all three within 200 chars.
+_RANDOM = (
+    r"(?=[A-Za-z0-9_\-]{0,200}[0-9])(?=[A-Za-z0-9_\-]{0,200}[A-Z])(?=[A-Za-z0-9_\-]{0,200}[a-z])"
+)
 # What may follow a key name before its value: a closing quote, then `:`, `=` or `=>`, then an
 # opening quote.
 _ASSIGN = r"[\"']?\s*(?:=>|:=|[:=])\s*"
@@ -251,8 +255,14 @@ _DETECTORS: tuple[_Detector, ...] = (
     ),
     _Detector(
         "password",
-        # PASSWORD=hunter2, --password=hunter2 (shell and .env form: any value)
-        re.compile(rf"{_PASSWORD_NAME}\s*=\s*(?P<secret>[^\s\"',;&]{{1,512}})"),
+        # PASSWORD=hunter2, --password=hunter2 (shell and .env form: no spaces around `=`).
+        # Code is not a credential: `password = get_password()`, `self.password = password`
+        # (spaces), `password=request.form["password"]` (a call or subscript), and `PWD=/home`
+        # (the shell's working directory: bare `pwd` is left out of this form).
+        re.compile(
+            r"(?<!\[REDACTED:)(?i:password|passwd|passphrase)="
+            r"(?![A-Za-z_][\w.]*[(\[])(?P<secret>[^\s\"',;&]{1,512})"
+        ),
         _password_value,
     ),
     _Detector(

@@ -554,6 +554,33 @@ class _Parents:
         return rows
 
 
+# The columns of each record kind that hold free text a person or a tool wrote (and so may
+# hold a credential), as the tools' write paths redact them; keys are redacted as keys.
+# Ids, names of projects, sessions and tenants, and hashes are left as written.
+_FREE_TEXT: dict[str, tuple[str, ...]] = {
+    "conversation_session": ("qa_summary", "pending_summary"),
+    "conversation_summary": ("text",),
+    "conversation_entry": ("content", "tool_name", "arguments", "source"),
+    "conversation_exchange": ("question", "answer"),
+    "tool_result": ("tool_name", "parameters", "result"),
+    "scratchpad_snippet": ("snippet",),
+    "preference": ("value",),
+    "playbook": ("user_query", "slots", "tool_calls", "outcome"),
+    "document": ("body",),
+    "document_chunk": ("text",),
+}
+_KEYS: dict[str, tuple[str, ...]] = {"preference": ("key",)}
+
+
+def _redacted_row(kind: str, row: Row, gate: Redactor) -> Row:
+    """An imported row through the same gate as a write by the tools."""
+    if kind == "memory":
+        return memory_row(redact_memory(_Record.model_validate(row).to_memory(), gate))
+    changed = {c: gate.optional_text(row[c]) for c in _FREE_TEXT.get(kind, ()) if c in row}
+    changed |= {c: gate.key(row[c]) for c in _KEYS.get(kind, ()) if row.get(c) is not None}
+    return {**row, **changed}
+
+
 async def import_records(
     transfer: MemoryTransfer,
     parsed: ParsedExport,
@@ -585,11 +612,8 @@ async def import_records(
         raise InvalidInputError("batch", "must be at least 1")
     by_kind = _by_kind(parsed, project)
     gate = Redactor(redaction or RedactionPolicy())
-    if "memory" in by_kind:
-        by_kind["memory"] = [
-            memory_row(redact_memory(_Record.model_validate(r).to_memory(), gate))
-            for r in by_kind["memory"]
-        ]
+    for kind, rows in by_kind.items():
+        by_kind[kind] = [_redacted_row(kind, row, gate) for row in rows]
     tally = _Tally(sum(len(rows) for rows in by_kind.values()), progress)
     parents = _Parents()
     for spec in TABLES:

@@ -20,7 +20,7 @@ from tests.mcp_client import call, error
             {"query": "x", "mode": "fuzzy"},
             "Invalid `mode`: must be one of 'hybrid', 'keyword' or 'semantic' (got \"fuzzy\")",
         ),
-        ("search", {}, "Missing `query`: it is required"),
+        ("search", {}, "Invalid `query`: is required (or `queries`: 1-5 phrasings"),
         (
             "search",
             {"query": "x", "since": "yesterday"},
@@ -60,7 +60,7 @@ async def test_a_long_rejected_value_is_not_echoed_in_full(client: Client) -> No
 async def test_unknown_arguments_are_refused_with_the_valid_names(client: Client) -> None:
     msg = await error(client, "search", query="x", limt=1)
     assert "Unknown argument `limt` (did you mean `limit`?) for `search`" in msg
-    assert "It takes: query, mode, layer, limit," in msg and msg.endswith(
+    assert "It takes: query, queries, mode, layer, limit," in msg and msg.endswith(
         "project. Fix the names and retry."
     )
     # Nothing ran: an unknown argument is not silently dropped.

@@ -116,3 +116,74 @@ async def test_a_failed_import_keeps_its_committed_batches_and_a_rerun_completes
     counts = await transfer.import_records(store, parsed, batch=200)
     assert (counts.imported, counts.skipped, counts.renumbered) == (600, 400, 0)
     assert await store.count_rows("memory", None) == 1_000
+
+
+async def test_an_import_redacts_every_kind_of_record_as_the_tools_do(
+    db: aiosqlite.Connection, settings: Settings
+) -> None:
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    header = {
+        "format": "memstrata-export",
+        "format_version": 2,
+        "schema_version": 7,
+        "exported_at": T,
+        "project": None,
+    }
+    session = {
+        "kind": "conversation_session",
+        "project": "work",
+        "session_id": "s1",
+        "created_at": T,
+        "updated_at": T,
+        "config": "{}",
+        "qa_summary": f"Q: which token? A: {token}",
+        "qa_summary_from": None,
+        "qa_summary_until": None,
+        "next_entry": 2,
+        "next_summary": 1,
+        "next_exchange": 1,
+        "pending_summary": None,
+    }
+    entry = {
+        "kind": "conversation_entry",
+        "project": "work",
+        "session_id": "s1",
+        "entry_no": 1,
+        "type": "tool_call",
+        "role": "assistant",
+        "content": f"calling with {token}",
+        "tool_name": "github",
+        "arguments": json.dumps({"auth": token}),
+        "source": None,
+        "is_error": False,
+        "created_at": T,
+        "token_count": 5,
+        "compressed": False,
+        "summary_no": None,
+    }
+    preference = {
+        "kind": "preference",
+        "id": 1,
+        "user_id": "ana",
+        "key": f"token {token}",
+        "value": f"use {token}",
+        "flow_id": None,
+        "origin": "client",
+        "embedding": None,
+        "embed_model": None,
+        "created_at": T,
+        "updated_at": T,
+    }
+    lines = [json.dumps(r) for r in (header, session, entry, preference)]
+    parsed = transfer.parse_export(lines, schema_version=7, now=NOW)
+    store = SqliteMemoryTransfer(SqliteSession(db), settings.db, gap_s=0)
+    counts = await transfer.import_records(store, parsed)
+    assert counts.redacted == {"github_token": 5}
+    written = [
+        json.dumps(row, default=str)
+        for kind in ("conversation_session", "conversation_entry", "preference")
+        for row in await store.export_rows(kind, None, after=None, limit=10)
+    ]
+    assert len(written) == 3
+    assert not [w for w in written if "A1b2C3d4" in w]
+    assert all("[REDACTED:github_token" in w for w in written)

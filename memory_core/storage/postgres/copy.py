@@ -8,7 +8,7 @@ import numpy as np
 
 from memory_core.ports.transfer import CopyRow
 from memory_core.storage.postgres.rows import COLUMNS, aware, row_to_memory
-from memory_core.storage.postgres.session import PostgresSession
+from memory_core.storage.postgres.session import PostgresSession, maintenance_lock
 from memory_core.storage.postgres.vectors import PostgresVectorIndex
 
 __all__ = ["PostgresCopyEndpoint"]
@@ -69,6 +69,7 @@ class PostgresCopyEndpoint:
     async def write(self, rows: Sequence[CopyRow]) -> None:
         """Insert a batch keeping ids, then its vectors."""
         async with self._session.write("copying rows") as conn:
+            await maintenance_lock(conn, shared=True)
             await conn.executemany(
                 f"INSERT INTO context_snapshots ({COLUMNS})"
                 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",

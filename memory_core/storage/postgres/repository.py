@@ -27,7 +27,7 @@ from memory_core.domain.models import (
     TierCutoffs,
 )
 from memory_core.storage.postgres.rows import COLUMNS, aware, row_to_memory
-from memory_core.storage.postgres.session import PostgresSession, rowcount
+from memory_core.storage.postgres.session import PostgresSession, maintenance_lock, rowcount
 from memory_core.storage.postgres.tsquery import any_word_tsquery, to_tsquery_text
 
 __all__ = ["PostgresMemoryRepository"]
@@ -92,24 +92,6 @@ def _stored_identity(memory: Memory) -> tuple[str, str, str, str]:
     return (memory.project, memory.layer.value, scope, memory.content_hash)
 
 
-_MAINTENANCE_LOCK = "memstrata:tier-maintenance"
-
-
-async def _maintenance_lock(conn: Any, *, shared: bool = False) -> None:
-    """Order the transactions that update or delete many rows by tier.
-
-    A recalculation, a prune and a batch of access records each lock their rows in whatever
-    order the plan visits them, and a prune holds counter rows (memory_counts) from its
-    recalculation while its DELETE locks rows: two of them at once could deadlock (seen:
-    a scheduled recalculation beside a client's prune). An add that finds a duplicate could
-    also see it pruned before its UPDATE. Maintenance takes this lock exclusively; adds and
-    access records share it, first thing in the transaction, so they still run side by side
-    but never interleave with maintenance (as SQLite's single writer never lets them).
-    """
-    function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
-    await conn.execute(f"SELECT {function}(hashtextextended($1, 0))", _MAINTENANCE_LOCK)
-
-
 def _lock_name(draft: MemoryDraft) -> str:
     """The advisory lock text of a draft's identity (key, else content hash)."""
     if draft.key is not None:
@@ -169,7 +151,7 @@ class PostgresMemoryRepository:
     async def add(self, draft: MemoryDraft, now: datetime) -> AddOutcome:
         """Insert or upsert a draft; see MemoryRepository.add."""
         async with self._session.write("add") as conn:
-            await _maintenance_lock(conn, shared=True)
+            await maintenance_lock(conn, shared=True)
             return await self._add_in_transaction(conn, draft, now)
 
     async def add_many(self, drafts: Sequence[MemoryDraft], now: datetime) -> list[AddOutcome]:
@@ -184,7 +166,7 @@ class PostgresMemoryRepository:
         if not drafts:
             return []
         async with self._session.write("add many") as conn:
-            await _maintenance_lock(conn, shared=True)
+            await maintenance_lock(conn, shared=True)
             await _lock_identities(conn, drafts)
             outcomes = await self._insert_fresh(conn, drafts, aware(now))
             for i, draft in enumerate(drafts):
@@ -248,7 +230,7 @@ class PostgresMemoryRepository:
         }
 
     async def _add_in_transaction(self, conn: Any, draft: MemoryDraft, now: datetime) -> AddOutcome:
-        # The caller holds the shared maintenance lock (see _maintenance_lock), and the row found
+        # The caller holds the shared maintenance lock (see maintenance_lock), and the row found
         # is locked (FOR UPDATE), so a concurrent prune or forget cannot delete it between
         # this lookup and the UPDATE below.
         # Trigger: two writers (replicas, or two calls of one) add the same identity at once.
@@ -342,7 +324,7 @@ class PostgresMemoryRepository:
         if not ids:
             return []
         async with self._session.write("recording access") as conn:
-            await _maintenance_lock(conn, shared=True)
+            await maintenance_lock(conn, shared=True)
             rows = await PostgresSession.memories(
                 conn,
                 "UPDATE context_snapshots SET last_accessed = $1,"
@@ -360,7 +342,7 @@ class PostgresMemoryRepository:
         if not ids:
             return 0
         async with self._session.write("delete") as conn:
-            await _maintenance_lock(conn, shared=True)
+            await maintenance_lock(conn, shared=True)
             status = await conn.execute(
                 "DELETE FROM context_snapshots WHERE project = $1 AND id = ANY($2::bigint[])",
                 project,
@@ -371,7 +353,7 @@ class PostgresMemoryRepository:
     async def delete_layer(self, project: str, layer: Layer | None) -> int:
         """Delete a layer of a project, or all of it."""
         async with self._session.write("clear") as conn:
-            await _maintenance_lock(conn, shared=True)
+            await maintenance_lock(conn, shared=True)
             if layer is None:
                 status = await conn.execute(
                     "DELETE FROM context_snapshots WHERE project = $1", project
@@ -389,7 +371,7 @@ class PostgresMemoryRepository:
     ) -> int:
         """Delete all but the newest `keep` rows of a project+layer+session."""
         async with self._session.write("trim") as conn:
-            await _maintenance_lock(conn, shared=True)
+            await maintenance_lock(conn, shared=True)
             status = await conn.execute(
                 "DELETE FROM context_snapshots WHERE id IN ("
                 " SELECT id FROM context_snapshots"
@@ -407,7 +389,7 @@ class PostgresMemoryRepository:
     ) -> list[Memory]:
         """Delete `ids` and add `drafts` atomically."""
         async with self._session.write("compact") as conn:
-            await _maintenance_lock(conn, shared=True)
+            await maintenance_lock(conn, shared=True)
             await _lock_identities(conn, drafts)
             if ids:
                 await conn.execute(
@@ -449,7 +431,7 @@ class PostgresMemoryRepository:
             return await PostgresSession.one(
                 conn,
                 f"SELECT {COLUMNS} FROM context_snapshots"
-                " WHERE project = $1 AND layer = $2 AND key = $3 FOR UPDATE",
+                " WHERE project = $1 AND layer = $2 AND key = $3",
                 project,
                 layer.value,
                 key,
@@ -584,7 +566,7 @@ class PostgresMemoryRepository:
     async def recalculate_tiers(self, cutoffs: TierCutoffs, project: str | None) -> int:
         """One set-based UPDATE over the project (or all rows)."""
         async with self._session.write("tier recalculation") as conn:
-            await _maintenance_lock(conn)
+            await maintenance_lock(conn)
             return await self._recalculate(conn, cutoffs, project)
 
     async def _recalculate(self, conn: Any, cutoffs: TierCutoffs, project: str | None) -> int:
@@ -621,7 +603,7 @@ class PostgresMemoryRepository:
                 rows = await conn.fetch(candidates, *args)
             return PruneOutcome(ids=[int(r[0]) for r in rows], dry_run=True)
         async with self._session.write("prune") as conn:
-            await _maintenance_lock(conn)
+            await maintenance_lock(conn)
             await self._recalculate(conn, cutoffs, project)
             # A row handed out after the recalculation above is re-checked by the DELETE
             # (READ COMMITTED re-evaluates memory_tier on the newest row version): it stays.
@@ -637,7 +619,7 @@ class PostgresMemoryRepository:
         if not ids:
             return []
         async with self._session.write("prune") as conn:
-            await _maintenance_lock(conn)
+            await maintenance_lock(conn)
             # READ COMMITTED re-checks the condition on the newest version of a row that is
             # being handed out meanwhile: a row used since it was listed stays.
             rows = await conn.fetch(

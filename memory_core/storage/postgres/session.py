@@ -11,7 +11,11 @@ from memory_core.errors import StorageError
 from memory_core.storage.postgres.connection import DRIVER_ERRORS
 from memory_core.storage.postgres.rows import row_to_memory
 
-__all__ = ["PostgresSession", "rowcount"]
+__all__ = [
+    "PostgresSession",
+    "maintenance_lock",
+    "rowcount",
+]
 
 
 def rowcount(status: str) -> int:
@@ -75,3 +79,21 @@ class PostgresSession:
     def ids(values: Sequence[int]) -> list[int]:
         """Ids as a list of ints, for a bigint[] parameter."""
         return [int(v) for v in values]
+
+
+_MAINTENANCE_LOCK = "memstrata:tier-maintenance"
+
+
+async def maintenance_lock(conn: Any, *, shared: bool = False) -> None:
+    """Order the transactions that update or delete many rows by tier.
+
+    A recalculation, a prune and a batch of access records each lock their rows in whatever
+    order the plan visits them, and a prune holds counter rows (memory_counts) from its
+    recalculation while its DELETE locks rows: two of them at once could deadlock (seen:
+    a scheduled recalculation beside a client's prune). An add that finds a duplicate could
+    also see it pruned before its UPDATE. Maintenance takes this lock exclusively; adds and
+    access records share it, first thing in the transaction, so they still run side by side
+    but never interleave with maintenance (as SQLite's single writer never lets them).
+    """
+    function = "pg_advisory_xact_lock_shared" if shared else "pg_advisory_xact_lock"
+    await conn.execute(f"SELECT {function}(hashtextextended($1, 0))", _MAINTENANCE_LOCK)

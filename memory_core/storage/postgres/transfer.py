@@ -10,7 +10,7 @@ from memory_core.errors import InvalidInputError
 from memory_core.ports.transfer import TABLES, BackupReport, Progress, Row, TableSpec, table
 from memory_core.storage.postgres.migrate import schema_version
 from memory_core.storage.postgres.rows import aware
-from memory_core.storage.postgres.session import PostgresSession
+from memory_core.storage.postgres.session import PostgresSession, maintenance_lock
 
 __all__ = ["PostgresMemoryTransfer"]
 
@@ -116,6 +116,10 @@ class PostgresMemoryTransfer:
         columns = [n for n in spec.names if keep_ids or n != "id"]
         out: list[Any] = []
         async with self._session.write(f"importing {kind} rows") as conn:
+            if kind == "memory":
+                # Row by row, each firing the counter trigger: ordered against maintenance
+                # like every other write of memories (see the repository's maintenance_lock).
+                await maintenance_lock(conn, shared=True)
             if not keep_ids and spec.renumbered:
                 await conn.execute(_sync_sequence(kind))
             for row in rows:

@@ -72,8 +72,9 @@ def _enum(value: str | None, kind: Any, field: str) -> Any:
 def _int(value: str | None, field: str) -> int | None:
     if not value:
         return None
-    if not value.isdigit() or len(value) > 19:
-        raise InvalidInputError(field, "must be a whole number")
+    # Ids are SQL bigints: a larger number would fail in the driver, not name the field.
+    if not value.isdigit() or len(value) > 19 or int(value) >= 2**63:
+        raise InvalidInputError(field, "must be a whole number below 2^63")
     return int(value)
 
 
