@@ -29,7 +29,7 @@ EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 EXIT_CANNOT_LISTEN = 6
 
 # Commands that read or write the SQLite file itself, not the configured store.
-_SQLITE_FILE_COMMANDS = frozenset({"doctor", "export", "import", "backup", "compact-file"})
+_SQLITE_FILE_COMMANDS = frozenset({"doctor", "backup", "compact-file"})
 
 _EXIT_CODES = """\
 exit codes:
