@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import hashlib
+import json
 from datetime import datetime
 from enum import StrEnum
 
@@ -101,6 +103,24 @@ class PlaybookDraft(_Frozen):
     tool_calls: list[JsonValue]
     outcome: str
     record_hash: str
+
+
+def playbook_hash(
+    flow: str,
+    user_query: str,
+    slots: dict[str, JsonValue],
+    tool_calls: list[JsonValue],
+    outcome: str,
+) -> str:
+    """The identity of a trajectory: recording the same one twice stores it once.
+
+    Computed from the stored (redacted) values, by `record_playbook` and by an import that
+    redacted a row, so both agree on what "the same" is.
+    """
+    slots_json = json.dumps(slots, ensure_ascii=False, sort_keys=True)
+    calls_json = json.dumps(tool_calls, ensure_ascii=False, sort_keys=True)
+    identity = json.dumps([flow, user_query, slots_json, calls_json, outcome])
+    return hashlib.sha256(identity.encode()).hexdigest()
 
 
 class Playbook(_Frozen):

@@ -48,6 +48,7 @@ SecretKind = Literal[
     "private_key",
     "aws_access_key",
     "aws_secret_key",
+    "azure_storage_key",
     "github_token",
     "gitlab_token",
     "slack_token",
@@ -188,6 +189,13 @@ _DETECTORS: tuple[_Detector, ...] = (
         ),
     ),
     _Detector(
+        "azure_storage_key",
+        # Azure Storage connection strings: `AccountKey=` and 88 characters of base64.
+        re.compile(
+            r"(?i:accountkey)\s*=\s*(?P<secret>[A-Za-z0-9+/]{40,120}={0,2})(?![A-Za-z0-9+/=])"
+        ),
+    ),
+    _Detector(
         "github_token",
         re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{50,255})\b"),
     ),
@@ -201,7 +209,11 @@ _DETECTORS: tuple[_Detector, ...] = (
     _Detector(
         "openai_key", re.compile(rf"\bsk-(?:proj-|svcacct-|admin-)?{_RANDOM}[A-Za-z0-9_\-]{{20,}}")
     ),
-    _Detector("stripe_key", re.compile(r"\b(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}")),
+    _Detector(
+        "stripe_key",
+        # API keys, and webhook signing secrets (`whsec_`).
+        re.compile(r"\b(?:(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9+/]{24,}=*)"),
+    ),
     _Detector("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])")),
     _Detector("google_oauth_token", re.compile(r"\bya29\.[0-9A-Za-z_\-]{20,}")),
     _Detector("npm_token", re.compile(r"\bnpm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
@@ -218,6 +230,15 @@ _DETECTORS: tuple[_Detector, ...] = (
         "bearer_token",
         re.compile(
             r"(?i:\bbearer)\s+(?P<secret>(?=[A-Za-z0-9\-._~+/]*[0-9])[A-Za-z0-9\-._~+/]{20,}=*)"
+        ),
+    ),
+    _Detector(
+        "bearer_token",
+        # `Authorization: Token 9944b0...` (Django REST framework, GitHub's old form) and
+        # `Authorization: ApiKey ...`: any scheme but Basic and Bearer, which have their own.
+        re.compile(
+            r"(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:token|api-?key|key|sso-key)\s+"
+            r"(?P<secret>(?=[A-Za-z0-9\-._~+/:]*[0-9])[A-Za-z0-9\-._~+/:]{16,}=*)"
         ),
     ),
     _Detector(
@@ -267,6 +288,16 @@ _DETECTORS: tuple[_Detector, ...] = (
     ),
     _Detector(
         "password",
+        # `mysql -u root -pS3cret`: the MySQL clients take the password glued to `-p` (a bare
+        # `-p` prompts for it, and `-P` is the port).
+        re.compile(
+            r"(?i:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump)(?![\w-])"
+            r"[^\n|;&]{0,200}?\s-p(?P<q>[\"']?)(?P<secret>[^\s\"']{1,256})(?P=q)(?=\s|$)"
+        ),
+        _password_value,
+    ),
+    _Detector(
+        "password",
         # password: hunter2 (YAML or prose form: a value with something besides letters)
         re.compile(rf"{_PASSWORD_NAME}[\"']?\s*:\s*(?P<secret>[^\s\"',;&]{{1,512}})"),
         _unquoted_password,
@@ -302,13 +333,14 @@ _TRIGGERS: dict[SecretKind, tuple[str, ...]] = {
         "acca",
     ),
     "aws_secret_key": ("aws", "secret", "session"),
+    "azure_storage_key": ("accountkey",),
     "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
     "gitlab_token": ("glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glsoat-"),
     "slack_token": ("xox",),
     "slack_webhook": ("hooks.slack.com",),
     "anthropic_key": ("sk-ant-",),
     "openai_key": ("sk-",),
-    "stripe_key": ("_live_", "_test_"),
+    "stripe_key": ("_live_", "_test_", "whsec_"),
     "google_api_key": ("aiza",),
     "google_oauth_token": ("ya29.",),
     "npm_token": ("npm_",),
@@ -316,16 +348,23 @@ _TRIGGERS: dict[SecretKind, tuple[str, ...]] = {
     "huggingface_token": ("hf_",),
     "sendgrid_key": ("sg.",),
     "jwt": ("eyj",),
-    "bearer_token": ("bearer",),
+    "bearer_token": ("bearer", "authorization"),
     "basic_auth": ("basic", "-u", "--user"),
     "url_password": ("://",),
-    "password": ("pass", "pwd"),
+    "password": ("pass", "pwd", "mysql", "mariadb"),
     "secret_value": (
         *("secret", "token", "api", "access", "private", "auth", "credential", "signature"),
     ),
 }
 _ANCHORED: frozenset[SecretKind] = frozenset(
-    {"aws_secret_key", "bearer_token", "password", "secret_value", "url_password"}
+    {
+        "aws_secret_key",
+        "azure_storage_key",
+        "bearer_token",
+        "password",
+        "secret_value",
+        "url_password",
+    }
 )
 
 

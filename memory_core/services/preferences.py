@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
-import json
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar
@@ -11,7 +9,7 @@ from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar
 from pydantic import JsonValue
 
 from memory_core.domain.inputs import check_text
-from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference
+from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference, playbook_hash
 from memory_core.domain.knowledge_inputs import check_json_size, check_name, check_optional_name
 from memory_core.domain.redaction import RedactionPolicy, Redactor, redact_key
 from memory_core.domain.similarity import keyword_overlap
@@ -320,9 +318,6 @@ class PreferenceService:
         assert isinstance(redacted_calls, list)  # a list stays a list
         tool_calls = redacted_calls
         # Sizes are checked before redaction (a marker can be longer than a short secret).
-        slots_json = json.dumps(slots, ensure_ascii=False, sort_keys=True)
-        calls_json = json.dumps(tool_calls, ensure_ascii=False, sort_keys=True)
-        identity = json.dumps([flow, user_query, slots_json, calls_json, outcome])
         draft = PlaybookDraft(
             user=user,
             flow=flow,
@@ -330,7 +325,7 @@ class PreferenceService:
             slots=slots,
             tool_calls=tool_calls,
             outcome=outcome,
-            record_hash=hashlib.sha256(identity.encode()).hexdigest(),
+            record_hash=playbook_hash(flow, user_query, slots, tool_calls, outcome),
         )
         vector, model_id, notes = await self._vector(user_query)
         stored, created = await self.playbooks.add(draft, vector, model_id, self.clock.now())

@@ -18,7 +18,7 @@ or `memstrata reindex`); `copy-store` moves them. Version 1 files (memories only
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator, Iterable
+from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from enum import StrEnum
@@ -36,9 +36,11 @@ from memory_core.domain.inputs import (
     check_text,
     content_hash,
 )
+from memory_core.domain.knowledge import playbook_hash
 from memory_core.domain.memory_redaction import redact_memory
 from memory_core.domain.models import Layer, Memory, Tier
 from memory_core.domain.redaction import RedactionPolicy, Redactor
+from memory_core.domain.similarity import normalised_hash
 from memory_core.errors import InvalidInputError
 from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports import Clock
@@ -573,12 +575,37 @@ _KEYS: dict[str, tuple[str, ...]] = {"preference": ("key",)}
 
 
 def _redacted_row(kind: str, row: Row, gate: Redactor) -> Row:
-    """An imported row through the same gate as a write by the tools."""
+    """An imported row through the same gate as a write by the tools.
+
+    A row the gate changed gets its identity hash recomputed from the redacted text, as the
+    tools compute it: a hash of the secret would outlive the secret, and a stale one would let
+    the same redacted text be stored twice. A row the gate left alone keeps its hash as
+    written (a lossless round trip).
+    """
     if kind == "memory":
         return memory_row(redact_memory(_Record.model_validate(row).to_memory(), gate))
     changed = {c: gate.optional_text(row[c]) for c in _FREE_TEXT.get(kind, ()) if c in row}
     changed |= {c: gate.key(row[c]) for c in _KEYS.get(kind, ()) if row.get(c) is not None}
-    return {**row, **changed}
+    changed = {c: v for c, v in changed.items() if v != row[c]}
+    if not changed:
+        return row
+    redacted = {**row, **changed}
+    rehash = _REHASH.get(kind)
+    return redacted if rehash is None else {**redacted, **rehash(redacted)}
+
+
+def _playbook_hash(row: Row) -> Row:
+    slots, calls = json.loads(row["slots"]), json.loads(row["tool_calls"])
+    digest = playbook_hash(row["flow"], row["user_query"], slots, calls, row["outcome"])
+    return {"record_hash": digest}
+
+
+# The identity hash of each record kind that has one, from its (redacted) row.
+_REHASH: dict[str, Callable[[Row], Row]] = {
+    "scratchpad_snippet": lambda row: {"norm_hash": normalised_hash(row["snippet"])},
+    "playbook": _playbook_hash,
+    "document": lambda row: {"content_hash": content_hash(row["body"])},
+}
 
 
 async def import_records(

@@ -3,9 +3,11 @@ Host checks; bearer headers; switching it off; and `memstrata ui`."""
 
 from __future__ import annotations
 
+import re
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
 from pathlib import Path
 
@@ -99,3 +101,50 @@ def test_ui_serves_on_loopback_and_prints_the_address(tmp_path: Path):
         _, stderr = server.stop()
     assert f"dashboard at http://127.0.0.1:{server.port}/" in stderr
     assert server.proc.returncode == 0
+
+
+def _post_login(server: HttpServer, cookie: str, csrf: str, token: str) -> tuple[int, str, str]:
+    data = urllib.parse.urlencode({"csrf": csrf, "token": token}).encode()
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{server.port}/login?next=/", data=data, headers={"Cookie": cookie}
+    )
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        with opener.open(request, timeout=10) as response:
+            return int(response.status), "", response.headers.get("retry-after") or ""
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, exc.read().decode(), exc.headers.get("retry-after") or ""
+
+
+def _session(server: HttpServer, headers: dict[str, str] | None = None) -> tuple[str, str, str]:
+    """A fresh anonymous session: its Set-Cookie header, the cookie pair, and its CSRF token."""
+    request = urllib.request.Request(f"http://127.0.0.1:{server.port}/login", headers=headers or {})
+    with urllib.request.urlopen(request, timeout=10) as response:
+        set_cookie = response.headers["set-cookie"]
+        body = response.read().decode()
+    csrf = re.search(r'name="csrf" value="([^"]+)"', body)
+    assert csrf is not None
+    return set_cookie, set_cookie.split(";", 1)[0], csrf.group(1)
+
+
+def test_failed_sign_ins_are_throttled_and_cookies_are_secure_over_https(tmp_path: Path):
+    server = _start(tmp_path, {"MEMSTRATA_AUTH_TOKENS": TOKEN}, ["serve", "--http"])
+    try:
+        set_cookie, cookie, csrf = _session(server)
+        assert "httponly" in set_cookie.lower() and "secure" not in set_cookie.lower()
+        for _ in range(5):
+            status, body, _ = _post_login(server, cookie, csrf, "wrong-token-0123456789")
+            assert status == 401 and "That token is not valid." in body
+        # The sixth try waits, even with the right token: nothing is checked meanwhile.
+        status, body, retry_after = _post_login(server, cookie, csrf, TOKEN)
+        assert status == 429 and "Too many failed sign-ins" in body
+        assert 1 <= int(retry_after) <= 60
+        # Behind a TLS proxy (X-Forwarded-Proto from loopback, which uvicorn trusts) the
+        # session cookie is never sent over plain HTTP.
+        set_cookie, _, _ = _session(server, {"X-Forwarded-Proto": "https"})
+        assert "secure" in set_cookie.lower()
+    finally:
+        _, stderr = server.stop()
+    assert "dashboard.sign_in_throttled" in stderr
+    assert TOKEN not in stderr

@@ -10,7 +10,11 @@ from pathlib import Path
 import aiosqlite
 import pytest
 import sqlean
+from pydantic import JsonValue
 
+from memory_core.domain.inputs import content_hash
+from memory_core.domain.knowledge import playbook_hash
+from memory_core.domain.similarity import normalised_hash
 from memory_core.ports.transfer import MemoryTransfer
 from memory_core.services import transfer
 from memory_core.storage.postgres import PostgresSession, PostgresStore
@@ -18,19 +22,21 @@ from memory_core.storage.postgres.transfer import PostgresMemoryTransfer
 from memory_core.storage.sqlite import SqliteSession
 from memory_core.storage.sqlite.transfer import SqliteMemoryTransfer
 from server.settings import Settings
+from tests.services.test_transfer_records import line
 
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
 T = "2026-11-20T10:00:00Z"
+HEADER = {
+    "format": "memstrata-export",
+    "format_version": 2,
+    "schema_version": 7,
+    "exported_at": T,
+    "project": None,
+}
 
 
 def export(rows: int) -> transfer.ParsedExport:
-    header = {
-        "format": "memstrata-export",
-        "format_version": 2,
-        "schema_version": 7,
-        "exported_at": T,
-        "project": None,
-    }
+    header = HEADER
     lines = [json.dumps(header)]
     lines += [
         json.dumps(
@@ -122,13 +128,7 @@ async def test_an_import_redacts_every_kind_of_record_as_the_tools_do(
     db: aiosqlite.Connection, settings: Settings
 ) -> None:
     token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
-    header = {
-        "format": "memstrata-export",
-        "format_version": 2,
-        "schema_version": 7,
-        "exported_at": T,
-        "project": None,
-    }
+    header = HEADER
     session = {
         "kind": "conversation_session",
         "project": "work",
@@ -187,3 +187,52 @@ async def test_an_import_redacts_every_kind_of_record_as_the_tools_do(
     assert len(written) == 3
     assert not [w for w in written if "A1b2C3d4" in w]
     assert all("[REDACTED:github_token" in w for w in written)
+
+
+async def test_an_import_that_redacts_a_row_recomputes_its_identity_hash(
+    db: aiosqlite.Connection, settings: Settings
+) -> None:
+    token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    secret_text = f"deploy with {token}"
+    snippet = line(
+        "scratchpad_snippet",
+        snippet=secret_text,
+        norm_hash=normalised_hash(secret_text),
+        embedding=None,
+        embed_model=None,
+    )
+    clean = line("scratchpad_snippet", id=2, norm_hash="ab" * 32, embedding=None, embed_model=None)
+    slots: dict[str, JsonValue] = {"repo": "shop"}
+    calls: list[JsonValue] = [{"tool": "gh", "auth": token}]
+    playbook = line(
+        "playbook",
+        flow="release",
+        user_query="cut a release",
+        slots=json.dumps(slots, sort_keys=True),
+        tool_calls=json.dumps(calls),
+        outcome="released",
+        record_hash=playbook_hash("release", "cut a release", slots, calls, "released"),
+    )
+    document = line(
+        "document", body=f"token: {token}", content_hash=content_hash(f"token: {token}")
+    )
+    rows = (json.dumps(HEADER), snippet, clean, playbook, document)
+    parsed = transfer.parse_export(rows, schema_version=7, now=NOW)
+    store = SqliteMemoryTransfer(SqliteSession(db), settings.db, gap_s=0)
+    counts = await transfer.import_records(store, parsed)
+    assert counts.redacted == {"github_token": 3}
+
+    snippets = await store.export_rows("scratchpad_snippet", None, after=None, limit=10)
+    by_id = {r["id"]: r for r in snippets}
+    assert by_id[1]["norm_hash"] == normalised_hash(by_id[1]["snippet"])
+    assert "A1b2C3d4" not in by_id[1]["snippet"]
+    assert by_id[2]["norm_hash"] == "ab" * 32  # untouched rows round-trip as written
+    (book,) = await store.export_rows("playbook", None, after=None, limit=10)
+    assert "A1b2C3d4" not in book["tool_calls"]
+    stored_calls = json.loads(book["tool_calls"])
+    assert book["record_hash"] == playbook_hash(
+        "release", "cut a release", slots, stored_calls, "released"
+    )
+    (doc,) = await store.export_rows("document", None, after=None, limit=10)
+    assert doc["content_hash"] == content_hash(doc["body"])
+    assert "A1b2C3d4" not in doc["body"]

@@ -22,7 +22,33 @@ PEM = (
     "MIIEowIBAAKCAQEA1c7+9z5Pad7OejecsQ0bu3aozN3tihPmljnnudb9G3HECdnH\n"
     "-----END RSA PRIVATE KEY-----"
 )
+AZURE_KEY = (
+    "Eby8vdM02xNOcqFlqUwJPLlmEtlCDXJ1OUzFT50uSRZ6IFsuFq2UVErCz4I6tq/K1SZFPTOtr/KBHBeksoGMGw=="
+)
 POSITIVE: list[tuple[str, str, str]] = [
+    (
+        "azure_storage_key",
+        f"DefaultEndpointsProtocol=https;AccountName=shop;AccountKey={AZURE_KEY};"
+        "EndpointSuffix=core.windows.net",
+        "DefaultEndpointsProtocol=https;AccountName=shop;AccountKey=[REDACTED:azure_storage_key];"
+        "EndpointSuffix=core.windows.net",
+    ),
+    ("password", "mysql -u root -pS3cretPass99 shop", "mysql -u root -p[REDACTED:password] shop"),
+    (
+        "password",
+        "mysqldump -h db -uadmin -p'hunter2!' shop > dump.sql",
+        "mysqldump -h db -uadmin -p'[REDACTED:password]' shop > dump.sql",
+    ),
+    (
+        "bearer_token",
+        "Authorization: Token 9944b09199c62bcf9418ad846dd0e4bbdfc6ee4b",
+        "Authorization: Token [REDACTED:bearer_token]",
+    ),
+    (
+        "stripe_key",
+        "STRIPE_WEBHOOK=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw",
+        "STRIPE_WEBHOOK=[REDACTED:stripe_key]",
+    ),
     ("private_key", f"key:\n{PEM}\nend", "key:\n[REDACTED:private_key]\nend"),
     ("private_key", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAA", None),  # type: ignore[list-item]
     ("aws_access_key", "id AKIAIOSFODNN7EXAMPLE here", "id [REDACTED:aws_access_key] here"),
@@ -146,6 +172,12 @@ NEGATIVE = [
     "content hash " + hashlib.blake2b(b"y", digest_size=20).hexdigest(),
     "id 550e8400-e29b-41d4-a716-446655440000, secret: 550e8400",
     "Merged 77bf536 into main; see https://github.com/org/repo/commit/" + "a" * 40,
+    # Near misses of the shapes added after issue 19's review.
+    "Run mysql -p to be prompted for the password, or mysql -P 3306 -h db for the port",
+    "mysql -u root -p$MYSQL_PWD shop; the mysql-proxy -p flag",
+    "Authorization: Token <token>; Authorization: token required",
+    "AccountKey=<your storage key> goes in the connection string",
+    "the whsec_ prefix marks Stripe webhook secrets",
 ]
 
 

@@ -27,6 +27,7 @@ from memory_core.errors import InvalidInputError, MemoryNotFoundError
 from server.app_context import AppContext, LiveContext
 from server.http.dashboard import pages
 from server.http.dashboard.access import COOKIE, SESSION_SECONDS, DashboardAccess, Visitor
+from server.http.dashboard.throttle import SignInThrottle
 
 __all__ = ["Dashboard"]
 
@@ -104,6 +105,7 @@ class Dashboard:
         self.access = access
         self.security = security
         self.default_project = default_project
+        self.throttle = SignInThrottle()
         self.templates = Environment(
             loader=PackageLoader("server.http.dashboard", "templates"),
             autoescape=True,
@@ -188,7 +190,7 @@ class Dashboard:
             for name, value in _HEADERS.items():
                 response.headers.setdefault(name, value)
             if fresh and "set-cookie" not in response.headers:
-                self._set_cookie(response, visitor)
+                self._set_cookie(request, response, visitor)
             return response
 
         return endpoint
@@ -238,7 +240,7 @@ class Dashboard:
             )
         return await handler(request, visitor)
 
-    def _set_cookie(self, response: Response, visitor: Visitor) -> None:
+    def _set_cookie(self, request: Request, response: Response, visitor: Visitor) -> None:
         response.set_cookie(
             COOKIE,
             self.access.cookie(visitor),
@@ -246,6 +248,9 @@ class Dashboard:
             path="/",
             httponly=True,
             samesite="strict",
+            # Over HTTPS (directly, or behind a proxy whose X-Forwarded-Proto uvicorn trusts)
+            # the cookie never travels in clear; plain-HTTP localhost needs it without.
+            secure=request.url.scheme == "https",
         )
 
     def _app(self) -> AppContext:
@@ -284,23 +289,39 @@ class Dashboard:
             return RedirectResponse(target, status_code=303)
         if request.method == "GET":
             return self._render(request, visitor, "login.html", next=target)
+        client = request.client.host if request.client is not None else "unknown"
+        wait_s = self.throttle.wait_s(client)
+        if wait_s:
+            log.warning("dashboard.sign_in_throttled", retry_after_s=wait_s)
+            throttled = self._render(
+                request,
+                visitor,
+                "login.html",
+                429,
+                next=target,
+                error=f"Too many failed sign-ins. Try again in {wait_s} s.",
+            )
+            throttled.headers["retry-after"] = str(wait_s)
+            return throttled
         form = await request.form()
         token = form.get("token")
         signed = self.access.sign_in(token) if isinstance(token, str) and token else None
         if signed is None:
+            self.throttle.failed(client)
             log.warning("dashboard.sign_in_refused")
             return self._render(
                 request, visitor, "login.html", 401, next=target, error="That token is not valid."
             )
+        self.throttle.succeeded(client)
         log.info("dashboard.signed_in", client=signed.name)
         response = RedirectResponse(target, status_code=303)
-        self._set_cookie(response, signed)
+        self._set_cookie(request, response, signed)
         return response
 
     async def logout(self, request: Request, visitor: Visitor) -> Response:
         """End the session (a new anonymous one replaces it)."""
         response = RedirectResponse("/login" if not self.access.open else "/", status_code=303)
-        self._set_cookie(response, self.access.new_session())
+        self._set_cookie(request, response, self.access.new_session())
         return response
 
     async def projects(self, request: Request, visitor: Visitor) -> Response:
