@@ -12,7 +12,7 @@ counted any other way would keep something.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -108,16 +108,10 @@ def hand_spent_budgets(root: Path) -> list[str]:
     return found
 
 
-def test_no_module_estimates_tokens_itself() -> None:
-    assert own_estimates(ROOT) == []
-
-
-def test_no_budget_path_counts_with_the_tokenizer() -> None:
-    assert instrument_imports(ROOT) == []
-
-
-def test_no_budget_is_spent_by_hand() -> None:
-    assert hand_spent_budgets(ROOT) == []
+@pytest.mark.parametrize("rule", [own_estimates, instrument_imports, hand_spent_budgets])
+def test_every_budget_path_keeps_to_the_one_counter(rule: Callable[[Path], list[str]]) -> None:
+    """No own estimate, no tokenizer on a budget path, no budget spent by hand."""
+    assert rule(ROOT) == []
 
 
 def test_the_source_rules_catch_planted_bypasses(tmp_path: Path) -> None:
