@@ -21,7 +21,7 @@ from typing import Any
 import structlog
 from mcp import Client
 
-from memory_core.embeddings.token_count import WordPieceTokenCounter
+from memory_core.embeddings.wordpiece import WordPieceTokenCounter
 from server.app import build_server
 from server.settings import ScheduleSettings, Settings
 

@@ -39,7 +39,7 @@ import structlog
 from bench.latency import sentence, summary
 from bench.store import open_bench_store
 from memory_core.domain.models import Layer
-from memory_core.embeddings.token_count import WordPieceTokenCounter
+from memory_core.embeddings.wordpiece import WordPieceTokenCounter
 from memory_core.services.memories import AppendItem
 
 PROJECT = "shop-api"

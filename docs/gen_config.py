@@ -109,7 +109,8 @@ SECTIONS: list[tuple[str, list[str] | str, str]] = [
     (
         "Conversation thresholds",
         "conversation",
-        "Token counts use the embedding model's tokenizer (characters / 4 without one). "
+        "Token counts are about four characters per token: the one counter of every token "
+        "budget (memory_core/domain/tokens.py). "
         "Thresholds trigger when strictly exceeded.",
     ),
     (

@@ -24,7 +24,7 @@ import structlog
 from mcp import Client
 from mcp.types import Tool, ToolAnnotations
 
-from memory_core.embeddings.token_count import WordPieceTokenCounter
+from memory_core.embeddings.wordpiece import WordPieceTokenCounter
 from server.app import build_server
 from server.settings import ScheduleSettings, Settings
 from server.surface import MemstrataServer, model_visible_definition

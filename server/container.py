@@ -12,7 +12,6 @@ import structlog
 from memory_core.clock import SystemClock
 from memory_core.domain.redaction import RedactionPolicy
 from memory_core.embeddings import LazyEmbedder, load_embedder
-from memory_core.embeddings.token_count import token_counter_for
 from memory_core.ports import Clock, JobLeases, MemoryRepository
 from memory_core.services.conversations import ConversationService
 from memory_core.services.indexing import Indexer
@@ -175,7 +174,6 @@ async def open_container(
             redaction=settings.redaction,
             keyword_reader=backend.keyword_reader,
         )
-        counter = token_counter_for(embedder.model_id if embedder else None)
         knowledge = build_knowledge(
             backend.knowledge,
             embedder,
@@ -188,7 +186,6 @@ async def open_container(
             store=backend.conversations,
             clock=the_clock,
             policy=settings.conversation,
-            counter=counter,
             summarizer=_summarizer(settings),
             redaction=settings.redaction,
             session_notes=knowledge.scratchpad.notes_of,
@@ -213,7 +210,6 @@ async def open_container(
                 repo=repo,
                 clock=the_clock,
                 tiers=settings.tiers,
-                counter=counter,
                 preferences=backend.knowledge.preferences,
                 hook_sessions=backend.hook_sessions,
             ),

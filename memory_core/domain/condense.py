@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 
 from pydantic import JsonValue
 
 from memory_core.config import ConversationPolicy
+from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.conversation import (
     CachedResult,
     CompressionPlan,
@@ -29,9 +30,8 @@ __all__ = [
     "compression_reason",
     "condensed_transcript",
     "fallback_summary",
-    "fit_cached",
-    "fit_to_budget",
     "fold_line",
+    "newest_within_budget",
     "plan_compression",
     "render_context",
     "render_transcript",
@@ -284,32 +284,6 @@ def cached_line(item: CachedResult, max_bytes: int = 1_000) -> str:
     return f"[{item.describe()}] {shorten_bytes(canonical_json(item.result), max_bytes)}"
 
 
-def fit_cached(
-    lines: Sequence[str],
-    summaries: Sequence[Summary],
-    entries: Sequence[Entry],
-    budget: int | None,
-    count: Callable[[str], int],
-) -> tuple[list[str], int]:
-    """The cached-result lines that fit in what the kept summaries and entries left of `budget`.
-
-    They come after the conversation: a cached result can be fetched again, the conversation
-    cannot. Returns the kept lines (in order) and how many were left out.
-    """
-    if budget is None:
-        return list(lines), 0
-    left = budget - sum(s.token_count for s in summaries)
-    left -= sum(count(_entry_line(e)) for e in entries)
-    kept: list[str] = []
-    for line in lines:
-        cost = count(line)
-        if cost > left:
-            break
-        kept.append(line)
-        left -= cost
-    return kept, len(lines) - len(kept)
-
-
 def render_context(
     summaries: Sequence[Summary],
     qa_summary: str,
@@ -348,34 +322,18 @@ def render_context(
     return "\n".join(out)
 
 
-def fit_to_budget(
-    summaries: Sequence[Summary],
-    entries: Sequence[Entry],
-    budget: int | None,
-    count: Callable[[str], int],
+def newest_within_budget(
+    summaries: Sequence[Summary], entries: Sequence[Entry], budget: TokenAllowance
 ) -> tuple[list[Summary], list[Entry], int, int]:
-    """Keep the newest summaries, then the newest entries, within about `budget` tokens.
+    """Spend `budget` on the newest summaries, then on the newest entries, as they are rendered.
 
     Returns the kept summaries and entries (oldest first) and how many of each were left out.
     Summaries go first because they stand for everything older than the recent entries.
     """
-    if budget is None:
-        return list(summaries), list(entries), 0, 0
-    left = budget
-    kept_s: list[Summary] = []
-    for s in sorted(summaries, key=lambda s: s.id, reverse=True):
-        cost = s.token_count
-        if cost > left:
-            break
-        kept_s.append(s)
-        left -= cost
-    kept_e: list[Entry] = []
-    for e in sorted(entries, key=lambda e: e.id, reverse=True):
-        cost = count(_entry_line(e))
-        if cost > left:
-            break
-        kept_e.append(e)
-        left -= cost
+    newest_s = sorted(summaries, key=lambda s: s.id, reverse=True)
+    kept_s, gone_s = budget.prefix(newest_s, lambda s: s.text)
+    newest_e = sorted(entries, key=lambda e: e.id, reverse=True)
+    kept_e, gone_e = budget.prefix(newest_e, _entry_line)
     kept_s.reverse()
     kept_e.reverse()
-    return kept_s, kept_e, len(summaries) - len(kept_s), len(entries) - len(kept_e)
+    return kept_s, kept_e, gone_s, gone_e

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
@@ -32,3 +33,8 @@ class HookSession:
     cursor: TranscriptCursor
     summary_id: int | None
     updated_at: datetime
+
+    def not_injected(self, ids: Iterable[int]) -> list[int]:
+        """`ids` not injected in this session yet, each once, in their order."""
+        known = set(self.injected)
+        return [i for i in dict.fromkeys(ids) if i not in known]

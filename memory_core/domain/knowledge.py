@@ -10,15 +10,18 @@ from enum import StrEnum
 from pydantic import JsonValue
 
 from memory_core.domain.frozen import Frozen as _Frozen
+from memory_core.domain.inputs import content_hash
 
 __all__ = [
     "Chunk",
     "ChunkDraft",
+    "DocumentDraft",
     "DocumentOrigin",
     "DocumentRecord",
     "Playbook",
     "PlaybookDraft",
     "Preference",
+    "PreferenceDraft",
     "PromotionReason",
     "PromotionTarget",
     "Snippet",
@@ -78,6 +81,16 @@ class Snippet(_Frozen):
     promoted_to: PromotionTarget | None
     promoted_ref: str | None
     promoted_reason: PromotionReason | None
+
+
+class PreferenceDraft(_Frozen):
+    """A validated rule about to be stored under (user, key)."""
+
+    user: str
+    key: str
+    value: str
+    flow_id: str | None
+    origin: str
 
 
 class Preference(_Frozen):
@@ -155,6 +168,21 @@ class Chunk(_Frozen):
     start: int
     end: int
     text: str
+
+
+class DocumentDraft(_Frozen):
+    """A validated document about to be stored: its text and chunks."""
+
+    tenant: str
+    source: str
+    origin: DocumentOrigin
+    text: str
+    chunks: tuple[ChunkDraft, ...]
+
+    @property
+    def content_hash(self) -> str:
+        """The hash of the text: a source stored with the same hash is left unchanged."""
+        return content_hash(self.text)
 
 
 class DocumentRecord(_Frozen):

@@ -28,7 +28,6 @@ if TYPE_CHECKING:
     from memory_core.ports.embeddings import (
         Embedder,
         EmbedderSource,
-        TokenCounter,
     )
     from memory_core.ports.hooks import HookSessionStore
     from memory_core.ports.knowledge import (
@@ -67,7 +66,6 @@ _HOMES = {
     "FoldFn": "conversations",
     "SessionNotes": "conversations",
     "Summarizer": "conversations",
-    "TokenCounter": "embeddings",
     "DocumentStore": "knowledge",
     "DocumentWrite": "knowledge",
     "PlaybookStore": "knowledge",
@@ -107,7 +105,6 @@ __all__ = [
     "SessionNotes",
     "SnippetWrite",
     "Summarizer",
-    "TokenCounter",
     "VectorIndex",
 ]
 

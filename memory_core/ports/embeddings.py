@@ -8,7 +8,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, Protocol
 
-__all__ = ["Embedder", "EmbedderSource", "TokenCounter", "Vector"]
+__all__ = ["Embedder", "EmbedderSource", "Vector"]
 
 if TYPE_CHECKING:
     # Only an annotation here: importing numpy costs ~120 ms of every cold process, and the
@@ -66,14 +66,4 @@ class EmbedderSource(Protocol):
     @property
     def failure(self) -> str | None:
         """Why loading failed, if it did (None while loading or once ready)."""
-        ...
-
-
-class TokenCounter(Protocol):
-    """Counts tokens the way budgets and thresholds see them."""
-
-    name: str
-
-    def count(self, text: str) -> int:
-        """Tokens in `text` (at least 1 for non-empty text)."""
         ...

@@ -14,12 +14,13 @@ from typing import TYPE_CHECKING, Protocol
 
 from memory_core.domain.knowledge import (
     Chunk,
-    ChunkDraft,
+    DocumentDraft,
     DocumentOrigin,
     DocumentRecord,
     Playbook,
     PlaybookDraft,
     Preference,
+    PreferenceDraft,
     PromotionReason,
     PromotionTarget,
     Snippet,
@@ -112,15 +113,7 @@ class PreferenceStore(Protocol):
     """Rules per user, unique by key."""
 
     async def upsert(
-        self,
-        user: str,
-        key: str,
-        value: str,
-        flow_id: str | None,
-        origin: str,
-        vector: Vector | None,
-        model_id: str | None,
-        now: datetime,
+        self, draft: PreferenceDraft, vector: Vector | None, model_id: str | None, now: datetime
     ) -> tuple[Preference, str | None]:
         """Insert or replace the rule under (user, key); returns it and the previous value."""
         ...
@@ -188,20 +181,12 @@ class DocumentStore(Protocol):
         ...
 
     async def put_document(
-        self,
-        tenant: str,
-        source: str,
-        origin: DocumentOrigin,
-        text: str,
-        content_hash: str,
-        chunks: Sequence[ChunkDraft],
-        vectors: Vector | None,
-        model_id: str | None,
-        now: datetime,
+        self, draft: DocumentDraft, vectors: Vector | None, model_id: str | None, now: datetime
     ) -> DocumentWrite:
         """Store a document and its chunks, replacing an older version, in one transaction.
 
-        A source whose stored hash equals `content_hash` is left alone ('unchanged').
+        `vectors` row i belongs to chunk i. A source whose stored hash equals the draft's
+        `content_hash` is left alone ('unchanged').
         """
         ...
 

@@ -11,7 +11,7 @@ from memory_core.domain.chunking import chunk_text
 from memory_core.domain.diversity import cap_per_group
 from memory_core.domain.fts_query import to_fts5_query
 from memory_core.domain.inputs import check_text, content_hash
-from memory_core.domain.knowledge import Chunk, DocumentOrigin, DocumentRecord
+from memory_core.domain.knowledge import Chunk, DocumentDraft, DocumentOrigin, DocumentRecord
 from memory_core.domain.knowledge_inputs import check_name
 from memory_core.domain.ranking import fuse_ranks
 from memory_core.domain.redaction import RedactionPolicy, Redactor
@@ -145,16 +145,11 @@ class BusinessService:
                 if progress is not None:
                     await progress(min(begin + step, len(chunks)), len(chunks))
             vectors = np.concatenate(batches) if batches else None
+        draft = DocumentDraft(
+            tenant=tenant, source=source, origin=origin, text=text, chunks=tuple(chunks)
+        )
         written = await self.store.put_document(
-            tenant,
-            source,
-            origin,
-            text,
-            digest,
-            chunks,
-            vectors,
-            embedder.model_id if embedder else None,
-            self.clock.now(),
+            draft, vectors, embedder.model_id if embedder else None, self.clock.now()
         )
         status: Literal["created", "replaced", "unchanged"] = (
             "created"

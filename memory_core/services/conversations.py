@@ -13,6 +13,7 @@ import structlog
 from pydantic import JsonValue, ValidationError
 
 from memory_core.config import ConversationPolicy
+from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.condense import (
     cache_key,
     cached_line,
@@ -20,9 +21,8 @@ from memory_core.domain.condense import (
     compression_reason,
     condensed_transcript,
     fallback_summary,
-    fit_cached,
-    fit_to_budget,
     fold_line,
+    newest_within_budget,
     plan_compression,
     render_context,
     render_transcript,
@@ -56,6 +56,7 @@ from memory_core.domain.inputs import (
 )
 from memory_core.domain.redaction import Redaction, RedactionPolicy, redact_json, redact_text
 from memory_core.domain.session_notes import notes_digest, notes_transcript
+from memory_core.domain.tokens import CHARS_PER_TOKEN, COUNTER_NAME, count_tokens
 from memory_core.errors import (
     ConfirmationRequiredError,
     ConflictError,
@@ -69,7 +70,6 @@ from memory_core.ports.conversations import (
     SessionNotes,
     Summarizer,
 )
-from memory_core.ports.embeddings import TokenCounter
 
 __all__ = [
     "CompressionResult",
@@ -192,7 +192,6 @@ class ConversationService:
         store: ConversationStore,
         clock: Clock,
         policy: ConversationPolicy,
-        counter: TokenCounter,
         summarizer: Summarizer | None = None,
         redaction: RedactionPolicy | None = None,
         session_notes: SessionNotes | None = None,
@@ -202,7 +201,6 @@ class ConversationService:
         self._store = store
         self._clock = clock
         self._policy = policy
-        self._counter = counter
         self._summarizer = summarizer
 
     @property
@@ -212,8 +210,8 @@ class ConversationService:
 
     @property
     def counter_name(self) -> str:
-        """How tokens are counted."""
-        return self._counter.name
+        """How tokens are counted (the one counter of every budget)."""
+        return COUNTER_NAME
 
     # --- sessions -------------------------------------------------------------------------
 
@@ -383,7 +381,7 @@ class ConversationService:
             arguments=arguments,
             source=source,
             is_error=is_error,
-            token_count=self._counter.count(counted),
+            token_count=count_tokens(counted),
         )
 
     # --- reading ----------------------------------------------------------------------------
@@ -399,13 +397,11 @@ class ConversationService:
         summaries = await self._store.summaries(project, sid)
         entries = await self._store.entries(project, sid, active_only=True)
         exchanges = await self._store.exchanges(project, sid, active_only=True)
-        kept_s, kept_e, gone_s, gone_e = fit_to_budget(
-            summaries, entries, token_budget, self._counter.count
-        )
+        budget = TokenAllowance(token_budget)
+        kept_s, kept_e, gone_s, gone_e = newest_within_budget(summaries, entries, budget)
         cache = await self._store.cache_list(project, sid)
-        cached, gone_c = fit_cached(
-            [cached_line(c) for c in cache], kept_s, kept_e, token_budget, self._counter.count
-        )
+        # After the conversation: a cached result can be fetched again, the conversation cannot.
+        cached, gone_c = budget.prefix([cached_line(c) for c in cache], lambda line: line)
         span = (
             (info.qa_summary_from, info.qa_summary_until)
             if info.qa_summary_from and info.qa_summary_until
@@ -421,7 +417,7 @@ class ConversationService:
             omitted_entries=gone_e,
             cached_results=len(cached),
             omitted_cached_results=gone_c,
-            tokens=self._counter.count(text),
+            tokens=count_tokens(text),
         )
 
     async def stats(self, project: str, session_id: str) -> SessionStats:
@@ -651,7 +647,7 @@ class ConversationService:
         draft = SummaryDraft(
             text=text,
             entry_ids=tuple(e.id for e in entries),
-            token_count=self._counter.count(text),
+            token_count=count_tokens(text),
             original_tokens=plan.original_tokens,
             covers_from=entries[0].timestamp,
             covers_until=entries[-1].timestamp,
@@ -783,7 +779,7 @@ class ConversationService:
                     "what it concludes, names, numbers and identifiers exactly. The question "
                     f"was: {shorten_bytes(question, 500)}",
                     answer,
-                    max(16, policy.answer_shorten_to // 4),
+                    max(16, policy.answer_shorten_to // CHARS_PER_TOKEN),
                 )
                 return shorten_bytes(" ".join(digest.split()), policy.answer_shorten_to)
             except SummarizerError as exc:
@@ -798,7 +794,7 @@ class ConversationService:
                     f"{policy.qa_summary_to} bytes. Keep one line per topic, names and numbers "
                     "exactly.",
                     text,
-                    max(16, policy.qa_summary_to // 4),
+                    max(16, policy.qa_summary_to // CHARS_PER_TOKEN),
                 )
                 # Whatever the model wrote, the bound holds.
                 return compress_qa_summary(shorter, policy.qa_summary_to)

@@ -13,7 +13,7 @@ import structlog
 from pydantic import ConfigDict, Field, JsonValue
 
 from memory_core.config import Limits, RankingPolicy, TierPolicy
-from memory_core.domain.budget import fit_to_budget
+from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.compaction import chunk_entries, summarize_entries
 from memory_core.domain.frozen import Frozen as _Frozen
 from memory_core.domain.fts_query import search_words, to_fts5_query
@@ -47,7 +47,7 @@ from memory_core.domain.ranking import Candidate, fuse_phrasings, name_words, ra
 from memory_core.domain.redaction import Redaction, RedactionPolicy, Redactor, redact_key
 from memory_core.domain.rules import rule_applies
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
-from memory_core.domain.tokens import estimate_tokens
+from memory_core.domain.tokens import count_tokens
 from memory_core.errors import (
     ConfirmationRequiredError,
     EmbeddingUnavailableError,
@@ -226,7 +226,7 @@ class MemoryService:
             session_id=check_session(session_id),
             author=check_author(author),
             content_hash=content_hash(text),
-            token_count=estimate_tokens(text),
+            token_count=count_tokens(text),
         )
 
     async def append(
@@ -524,7 +524,7 @@ class MemoryService:
             ]
             dropped = len(fused) - len(kept)
             ranked = kept[:limit]
-        ranked, omitted = fit_to_budget(ranked, lambda h: h.memory.token_count, token_budget)
+        ranked, omitted = TokenAllowance(token_budget).prefix(ranked, lambda h: h.memory.content)
         if request.mark_used:
             ids = [h.memory.id for h in ranked]
             handed = {m.id: m for m in await self.repo.hand_out(project, ids, now)}
@@ -729,7 +729,7 @@ class MemoryService:
         cutoffs = tier_cutoffs(now, self.tiers)
         token_budget = check_token_budget(token_budget)
         rows = await self.repo.list_recent(project, layer, limit=limit)
-        rows, omitted = fit_to_budget(rows, lambda m: m.token_count, token_budget)
+        rows, omitted = TokenAllowance(token_budget).prefix(rows, lambda m: m.content)
         before = {m.id: classify_tier(m.reference_time, cutoffs) for m in rows}
         handed = await self.repo.hand_out(project, [m.id for m in rows], now)
         items = [ContextItem(memory=m, tier_before=before[m.id]) for m in handed]

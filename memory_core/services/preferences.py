@@ -9,7 +9,13 @@ from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar
 from pydantic import JsonValue
 
 from memory_core.domain.inputs import check_text
-from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference, playbook_hash
+from memory_core.domain.knowledge import (
+    Playbook,
+    PlaybookDraft,
+    Preference,
+    PreferenceDraft,
+    playbook_hash,
+)
 from memory_core.domain.knowledge_inputs import check_json_size, check_name, check_optional_name
 from memory_core.domain.redaction import RedactionPolicy, Redactor, redact_key
 from memory_core.domain.similarity import keyword_overlap
@@ -148,9 +154,8 @@ class PreferenceService:
         value = gate.text(check_text("value", value, max_chars=self.policy.max_value_chars))
         flow_id = check_optional_name("flow_id", flow_id)
         vector, model_id, notes = await self._vector(f"{key}: {value}")
-        stored, previous = await self.preferences.upsert(
-            user, key, value, flow_id, origin, vector, model_id, self.clock.now()
-        )
+        draft = PreferenceDraft(user=user, key=key, value=value, flow_id=flow_id, origin=origin)
+        stored, previous = await self.preferences.upsert(draft, vector, model_id, self.clock.now())
         return PreferenceUpdate(
             preference=stored, previous_value=previous, notes=notes, redacted=gate.counts()
         )

@@ -25,11 +25,12 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from memory_core.config import TierPolicy
+from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.inputs import check_project
 from memory_core.domain.models import Layer, Memory
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
+from memory_core.domain.tokens import count_tokens
 from memory_core.ports import Clock, MemoryRepository
-from memory_core.ports.embeddings import TokenCounter
 from memory_core.ports.hooks import HookSessionStore
 
 if TYPE_CHECKING:
@@ -99,21 +100,6 @@ def _screen_lines(screen: ScreenContext) -> list[str]:
     return lines
 
 
-class _Budget:
-    def __init__(self, counter: TokenCounter, tokens: int) -> None:
-        self.counter = counter
-        self.left = tokens
-        self.omitted = 0
-
-    def take(self, line: str) -> bool:
-        cost = self.counter.count(line) + 1
-        if cost > self.left:
-            self.omitted += 1
-            return False
-        self.left -= cost
-        return True
-
-
 class SessionStartService:
     """Builds the session-start context of a project (read-only)."""
 
@@ -123,14 +109,12 @@ class SessionStartService:
         repo: MemoryRepository,
         clock: Clock,
         tiers: TierPolicy,
-        counter: TokenCounter,
         preferences: PreferenceStore | None = None,
         hook_sessions: HookSessionStore | None = None,
     ) -> None:
         self._repo = repo
         self._clock = clock
         self._tiers = tiers
-        self._counter = counter
         self._preferences = preferences
         self._hook_sessions = hook_sessions
 
@@ -159,7 +143,7 @@ class SessionStartService:
             screen context was given.
         """
         project = check_project(project)
-        budget = _Budget(self._counter, token_budget)
+        budget = TokenAllowance(token_budget, per_item=1)  # + the newline joining lines
         header = f"# memstrata: memory of project {project}"
         budget.take(header)
         screen_lines = (
@@ -187,13 +171,13 @@ class SessionStartService:
         text = _layout(header, project, user, sections, max_chars)
         return StartContext(
             text=text,
-            tokens=self._counter.count(text),
+            tokens=count_tokens(text),
             memory_ids=tuple(shown),
             sections={name: len(lines) for name, lines in sections.items()},
             omitted=budget.omitted,
         )
 
-    async def _rules(self, project: str, budget: _Budget) -> tuple[list[str], list[int]]:
+    async def _rules(self, project: str, budget: TokenAllowance) -> tuple[list[str], list[int]]:
         lines, shown = [], []
         for rule in await self._repo.list_recent(project, Layer.PROCEDURAL, limit=_RULES_SCAN):
             line = f"- when {_one_line(rule.key or '', 160)}: {_one_line(rule.content)}"
@@ -202,7 +186,7 @@ class SessionStartService:
                 shown.append(rule.id)
         return lines, shown
 
-    async def _preference_lines(self, user: str | None, budget: _Budget) -> list[str]:
+    async def _preference_lines(self, user: str | None, budget: TokenAllowance) -> list[str]:
         if not user or self._preferences is None:
             return []
         lines = []
@@ -213,7 +197,7 @@ class SessionStartService:
         return lines
 
     async def _memory_lines(
-        self, project: str, budget: _Budget, last: Memory | None, shown: list[int]
+        self, project: str, budget: TokenAllowance, last: Memory | None, shown: list[int]
     ) -> list[str]:
         """Recent memories by tier (appends their ids to `shown`)."""
         cutoffs = tier_cutoffs(self._clock.now(), self._tiers)

@@ -1,19 +1,21 @@
-"""The numbered SQL migration files both backends apply: finding, naming and ordering them.
+"""The numbered SQL migration files both backends apply: finding, ordering, what is pending.
 
 Applying them is each backend's own (its driver, its transaction and locking rules); reading
-them is shared, so a PostgreSQL store never imports the SQLite backend.
+them and the bookkeeping (which are pending, which version a store is at) are shared, so a
+PostgreSQL store never imports the SQLite backend.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Literal
 
-from memory_core.errors import StorageError
+from memory_core.errors import SchemaMismatchError, StorageError
 
-__all__ = ["Migration", "load_migrations", "migrations_dir"]
+__all__ = ["Migration", "load_migrations", "migrations_dir", "pending_migrations", "schema_number"]
 
 _NAME = re.compile(r"^(\d{4})_[a-z0-9_]+\.sql$")
 
@@ -47,3 +49,24 @@ def load_migrations(folder: Path) -> list[Migration]:
     if numbers != list(range(1, len(found) + 1)):
         raise StorageError(f"reading migrations: numbers must run 1..n, found {numbers}")
     return found
+
+
+def pending_migrations(migrations: Iterable[Migration], applied: set[str]) -> list[Migration]:
+    """The migrations a store has not applied yet, in order.
+
+    Raises:
+        SchemaMismatchError: The store has migrations this code does not know (it is newer).
+    """
+    migrations = list(migrations)
+    unknown = applied - {m.name for m in migrations}
+    if unknown:
+        raise SchemaMismatchError(
+            f"the database was upgraded by a newer memstrata (unknown migrations: "
+            f"{', '.join(sorted(unknown))}); upgrade memstrata to open it"
+        )
+    return [m for m in migrations if m.name not in applied]
+
+
+def schema_number(applied: Iterable[str]) -> int:
+    """The number of the newest applied migration (0 when none is)."""
+    return max((int(name[:4]) for name in applied), default=0)

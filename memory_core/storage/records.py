@@ -25,18 +25,24 @@ from memory_core.domain.conversation import (
     Exchange,
     PendingSummary,
     Role,
+    SessionExport,
     SessionInfo,
     Summary,
     canonical_json,
 )
+from memory_core.domain.hook_session import HookSession, TranscriptCursor
 from memory_core.domain.knowledge import (
     Chunk,
     ChunkDraft,
+    DocumentDraft,
     DocumentOrigin,
     DocumentRecord,
     Playbook,
+    PlaybookDraft,
     Preference,
+    PreferenceDraft,
     Snippet,
+    SnippetDraft,
 )
 from memory_core.domain.models import Layer, Memory, Tier
 from memory_core.errors import SchemaMismatchError
@@ -52,6 +58,7 @@ __all__ = [
     "RowWriter",
     "json_text",
     "next_number",
+    "recorded_model",
     "vector_from_bytes",
     "vector_to_bytes",
 ]
@@ -93,6 +100,14 @@ def model_recorded(meta: Mapping[str, str], model_id: str, dims: int) -> bool:
             f"MEMSTRATA_EMBEDDING_MODEL={recorded}"
         )
     return True
+
+
+def recorded_model(meta_rows: Iterable[Sequence[Any]]) -> tuple[str, int] | None:
+    """The (model id, dims) that the store's `meta` (key, value) rows record, if any."""
+    meta = {str(key): str(value) for key, value in meta_rows}
+    if "embedding_model" not in meta:
+        return None
+    return meta["embedding_model"], int(meta["embedding_dims"])
 
 
 def next_number(ids: Iterable[int]) -> int:
@@ -138,6 +153,30 @@ class RowReader:
 
     def _opt_time(self, value: Any) -> datetime | None:
         return self._time(value) if value is not None else None
+
+    def time_or_none(self, value: Any) -> datetime | None:
+        """A stored instant, or None for NULL."""
+        return self._opt_time(value)
+
+    def export(
+        self,
+        session_row: Any,
+        entries: Iterable[Any],
+        summaries: Iterable[Any],
+        exchanges: Iterable[Any],
+        cache: Iterable[Any],
+    ) -> SessionExport:
+        """A whole session from its conversation_sessions row and the rows of its tables."""
+        # The session's own fields (id, times, config, Q&A summary) come from its info.
+        head = SessionExport.model_validate(self.session(session_row), from_attributes=True)
+        return head.model_copy(
+            update={
+                "entries": [self.entry(r) for r in entries],
+                "summaries": [self.summary(r) for r in summaries],
+                "exchanges": [self.exchange(r) for r in exchanges],
+                "cache": [self.cached(r) for r in cache],
+            }
+        )
 
     def memory(self, row: Any) -> Memory:
         """A context_snapshots row."""
@@ -249,6 +288,19 @@ class RowReader:
             promoted_reason=row["promoted_reason"],
         )
 
+    def hook_session(self, row: Any) -> HookSession:
+        """A hook_sessions row."""
+        return HookSession(
+            project=row["project"],
+            session_id=row["session_id"],
+            start_context=row["start_context"],
+            start_tokens=int(row["start_tokens"]),
+            injected=tuple(int(i) for i in json.loads(row["injected"])),
+            cursor=TranscriptCursor(int(row["transcript_lines"]), row["transcript_uuid"]),
+            summary_id=None if row["summary_id"] is None else int(row["summary_id"]),
+            updated_at=self._time(row["updated_at"]),
+        )
+
     def preference(self, row: Any) -> Preference:
         """A user_preferences row."""
         return Preference(
@@ -314,16 +366,80 @@ class RowWriter:
     """Builds the parameter tuples of one backend's inserts from domain objects.
 
     `time` encodes an instant (ISO text for SQLite, an aware datetime for asyncpg); `flag`
-    encodes a boolean (0/1 for SQLite's INTEGER columns, bool for PostgreSQL's boolean). Each
-    tuple is in the column order its method's docstring names.
+    encodes a boolean (0/1 for SQLite's INTEGER columns, bool for PostgreSQL's boolean);
+    `metadata` encodes context_snapshots.metadata (JSON text for SQLite, the dict itself for
+    PostgreSQL's jsonb codec). Each tuple is in the column order its method's docstring names.
     """
 
-    def __init__(self, time: Callable[[datetime], Any], flag: Callable[[bool], Any] = bool) -> None:
+    def __init__(
+        self,
+        time: Callable[[datetime], Any],
+        flag: Callable[[bool], Any] = bool,
+        metadata: Callable[[Any], Any] = json_text,
+    ) -> None:
         self._time = time
         self._flag = flag
+        self._metadata = metadata
+
+    def memory(self, m: Memory) -> tuple[Any, ...]:
+        """A context_snapshots row, id included.
+
+        Columns: id, project, layer, key, content, metadata, session_id, created_at,
+        updated_at, last_accessed, access_count, memory_tier, content_hash, token_count, author.
+        """
+        return (
+            m.id,
+            m.project,
+            m.layer.value,
+            m.key,
+            m.content,
+            self._metadata(m.metadata),
+            m.session_id,
+            self._time(m.created_at),
+            self._time(m.updated_at),
+            self._opt_time(m.last_accessed),
+            m.access_count,
+            m.tier.value,
+            m.content_hash,
+            m.token_count,
+            m.author,
+        )
 
     def _opt_time(self, value: datetime | None) -> Any:
         return self._time(value) if value is not None else None
+
+    def session(self, project: str, data: SessionExport) -> tuple[Any, ...]:
+        """The conversation_sessions row of an imported session; numbering goes on after it.
+
+        Columns: project, session_id, created_at, updated_at, config, qa_summary,
+        qa_summary_from, qa_summary_until, next_entry, next_summary, next_exchange.
+        """
+        return (
+            project,
+            data.session_id,
+            self._time(data.created_at),
+            self._time(data.updated_at),
+            canonical_json(data.config),
+            data.qa_summary,
+            self._opt_time(data.qa_summary_from),
+            self._opt_time(data.qa_summary_until),
+            next_number(e.id for e in data.entries),
+            next_number(s.id for s in data.summaries),
+            next_number(x.id for x in data.exchanges),
+        )
+
+    def session_rows(self, project: str, data: SessionExport) -> tuple[list[tuple[Any, ...]], ...]:
+        """The rows of an imported session, in the order the import statements go in.
+
+        Summaries first (entries point at them), then entries, exchanges and cached results.
+        """
+        sid = data.session_id
+        return (
+            [self.summary(project, sid, s) for s in data.summaries],
+            [self.entry(project, sid, e) for e in data.entries],
+            [self.exchange(project, sid, x) for x in data.exchanges],
+            [self.cached(project, sid, c) for c in data.cache],
+        )
 
     def summary(self, project: str, session_id: str, s: Summary) -> tuple[Any, ...]:
         """A conversation_summaries row.
@@ -402,6 +518,99 @@ class RowWriter:
             c.duration,
             c.remaining,
             self._time(c.created_at),
+        )
+
+    @staticmethod
+    def embedding(vector: Vector | None, model_id: str | None) -> tuple[bytes | None, str | None]:
+        """The embedding and embed_model columns: a model is recorded only with its vector."""
+        return vector_to_bytes(vector), model_id if vector is not None else None
+
+    def preference(
+        self, draft: PreferenceDraft, vector: Vector | None, model_id: str | None, now: datetime
+    ) -> tuple[Any, ...]:
+        """A user_preferences row.
+
+        Columns: user_id, key, value, flow_id, origin, embedding, embed_model, created_at,
+        updated_at.
+        """
+        stamp = self._time(now)
+        return (
+            draft.user,
+            draft.key,
+            draft.value,
+            draft.flow_id,
+            draft.origin,
+            *self.embedding(vector, model_id),
+            stamp,
+            stamp,
+        )
+
+    def playbook(
+        self, draft: PlaybookDraft, vector: Vector | None, model_id: str | None, now: datetime
+    ) -> tuple[Any, ...]:
+        """A playbooks row.
+
+        Columns: user_id, flow, user_query, slots, tool_calls, outcome, record_hash, embedding,
+        embed_model, created_at.
+        """
+        return (
+            draft.user,
+            draft.flow,
+            draft.user_query,
+            json.dumps(draft.slots, ensure_ascii=False, sort_keys=True),
+            json.dumps(draft.tool_calls, ensure_ascii=False),
+            draft.outcome,
+            draft.record_hash,
+            *self.embedding(vector, model_id),
+            self._time(now),
+        )
+
+    def snippet(
+        self,
+        draft: SnippetDraft,
+        vector: Vector | None,
+        model_id: str | None,
+        now: datetime,
+        use_seq: int,
+    ) -> tuple[Any, ...]:
+        """A new scratchpad_snippets row, used once.
+
+        Columns: session_id, user_id, tenant, snippet, norm_hash, embedding, embed_model,
+        salient, promote_to, created_at, last_used_at, use_seq, use_count.
+        """
+        stamp = self._time(now)
+        return (
+            draft.session_id,
+            draft.user,
+            draft.tenant,
+            draft.text,
+            draft.norm_hash,
+            *self.embedding(vector, model_id),
+            self._flag(draft.salient),
+            draft.promote_to,
+            stamp,
+            stamp,
+            use_seq,
+            1,
+        )
+
+    def document(
+        self, draft: DocumentDraft, created_at: datetime, updated_at: datetime
+    ) -> tuple[Any, ...]:
+        """A knowledge_documents row.
+
+        Columns: tenant, source, origin, content_hash, body, chunk_count, created_at,
+        updated_at.
+        """
+        return (
+            draft.tenant,
+            draft.source,
+            draft.origin.value,
+            draft.content_hash,
+            draft.text,
+            len(draft.chunks),
+            self._time(created_at),
+            self._time(updated_at),
         )
 
     def chunks(

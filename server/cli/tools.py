@@ -10,7 +10,7 @@ import textwrap
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from memory_core.embeddings.token_count import WordPieceTokenCounter
+from memory_core.embeddings.wordpiece import WordPieceTokenCounter
 from server.settings import Settings
 from server.toolsets import DEFAULT_TOOLSETS, TOOLSET_PURPOSE, Toolset
 

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import structlog
 
+from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.conversation import EntryType
 from memory_core.domain.models import SearchHit, SearchMode
 from memory_core.errors import EmbeddingUnavailableError, InvalidQueryError, StorageError
@@ -93,16 +94,14 @@ def _select(
     """Hits above the floor, not injected before, at most N, within the token budget."""
     chosen: list[int] = []
     lines: list[str] = []
-    left = policy.prompt_tokens
+    budget = TokenAllowance(policy.prompt_tokens, per_item=1)  # + the newline joining lines
     for hit in hits:
         memory = hit.memory
         if memory.id in seen or hit.signals.relevance < policy.prompt_min_relevance:
             continue
         line = _hit_line(memory.layer.value, memory.id, memory.key, memory.content)
-        cost = max(memory.token_count, len(line) // 4) + 1
-        if cost > left:
+        if not budget.take(line):
             continue
-        left -= cost
         chosen.append(memory.id)
         lines.append(line)
         if len(chosen) >= policy.prompt_max_hits:

@@ -14,9 +14,7 @@ from dataclasses import dataclass
 
 from memory_core.clock import SystemClock
 from memory_core.embeddings import LazyEmbedder, load_embedder
-from memory_core.embeddings.token_count import CharTokenCounter, token_counter_for
 from memory_core.ports import Clock
-from memory_core.ports.embeddings import TokenCounter
 from memory_core.ports.hooks import HookSessionStore
 from memory_core.services.conversations import ConversationService
 from memory_core.services.indexing import Indexer
@@ -52,8 +50,7 @@ async def open_hook_services(
     Args:
         settings: The configuration.
         semantic: Start loading the embedding model (the prompt hook may wait for it).
-        recording: Count tokens like the server and use its summarizer (transcript hooks);
-            otherwise tokens are estimated from characters, which needs no tokenizer.
+        recording: Use the server's summarizer (transcript hooks).
     """
     clock = SystemClock()
     async with open_backend(settings) as backend:
@@ -77,17 +74,14 @@ async def open_hook_services(
             redaction=settings.redaction,
         )
         summarizer = None
-        counter: TokenCounter = CharTokenCounter()
         if recording:
             from server.container import _summarizer  # the server's summarizer endpoint
 
             summarizer = _summarizer(settings)
-            counter = token_counter_for(None if spec.kind == "none" else spec.model_id)
         conversations = ConversationService(
             store=backend.conversations,
             clock=clock,
             policy=settings.conversation,
-            counter=counter,
             summarizer=summarizer,
             redaction=settings.redaction,
         )
@@ -95,7 +89,6 @@ async def open_hook_services(
             repo=backend.repo,
             clock=clock,
             tiers=settings.tiers,
-            counter=CharTokenCounter(),
             preferences=backend.knowledge.preferences,
             hook_sessions=backend.hook_sessions,
         )

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from memory_core.embeddings.token_count import WordPieceTokenCounter
+from memory_core.embeddings.wordpiece import WordPieceTokenCounter
 from server.app import build_server
 from server.settings import Settings
 from server.surface import compact_schema, model_visible_definition

@@ -10,11 +10,7 @@ import structlog
 
 from memory_core.config import ConversationPolicy
 from memory_core.domain.conversation import EntryType, Role
-from memory_core.embeddings.token_count import (
-    CharTokenCounter,
-    WordPieceTokenCounter,
-    token_counter_for,
-)
+from memory_core.embeddings.wordpiece import WordPieceTokenCounter
 from memory_core.errors import (
     ConfirmationRequiredError,
     ConflictError,
@@ -53,7 +49,6 @@ def make(
         store=storage.conversations(),
         clock=clock,
         policy=ConversationPolicy.model_validate(policy),
-        counter=CharTokenCounter(),
         summarizer=summarizer,
     )
 
@@ -442,14 +437,11 @@ async def test_events_are_logged_with_tokens_saved(
     assert events["conversation.session_cleared"]["entries"] == 1
 
 
-def test_the_default_counter_is_the_embedding_models_tokenizer() -> None:
-    counter = token_counter_for("all-MiniLM-L6-v2-int8")
-    assert isinstance(counter, WordPieceTokenCounter)
+def test_the_wordpiece_instrument_counts_whole_texts() -> None:
+    counter = WordPieceTokenCounter()
     assert counter.count("Hello world, this is memstrata.") == 10  # "memstrata" is 4 pieces
     assert counter.count("") == 0
     assert counter.count("word " * 1000) == 1000  # no truncation at the model's 256 tokens
-    assert isinstance(token_counter_for(None), CharTokenCounter)
-    assert CharTokenCounter().count("x" * 9) == 3
 
 
 async def test_credentials_are_redacted_before_storage(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from memory_core.config import TierPolicy
 from memory_core.domain.hook_session import TranscriptCursor
 from memory_core.domain.models import Layer
-from memory_core.embeddings.token_count import CharTokenCounter
 from memory_core.services.memories import MemoryService
 from memory_core.services.session_start import (
     SESSION_SUMMARY_KIND,
@@ -26,7 +25,6 @@ def builder(storage: StorageUnderTest, clock: FrozenClock) -> SessionStartServic
         repo=storage.repo(),
         clock=clock,
         tiers=TierPolicy(),
-        counter=CharTokenCounter(),
         hook_sessions=storage.hook_sessions(),
     )
 
@@ -123,7 +121,6 @@ async def test_preferences_are_listed_only_for_a_known_user(
         repo=storage.repo(),
         clock=clock,
         tiers=TierPolicy(),
-        counter=CharTokenCounter(),
         preferences=Prefs(),  # type: ignore[arg-type]
     )
     assert "answer tersely" not in (await start.build(P)).text

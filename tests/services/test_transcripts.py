@@ -5,7 +5,6 @@ from __future__ import annotations
 from memory_core.config import ConversationPolicy
 from memory_core.domain.conversation import EntryType, Role
 from memory_core.domain.models import Layer
-from memory_core.embeddings.token_count import CharTokenCounter
 from memory_core.services.conversations import ConversationService
 from memory_core.services.memories import MemoryService
 from memory_core.services.session_start import SESSION_SUMMARY_KIND
@@ -24,7 +23,6 @@ def recorder(
         store=storage.conversations(),
         clock=clock,
         policy=ConversationPolicy(),
-        counter=CharTokenCounter(),
     )
     return (
         TranscriptRecorder(

@@ -6,14 +6,17 @@ and PostgreSQL stores fails one of the two runs.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
 from memory_core.domain.knowledge import (
     ChunkDraft,
+    DocumentDraft,
     DocumentOrigin,
     PlaybookDraft,
+    PreferenceDraft,
     PromotionReason,
     PromotionTarget,
     SnippetDraft,
@@ -24,6 +27,14 @@ from tests.backends import StorageUnderTest
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
 MODEL = "test-model"
 REASON = PromotionReason.EXPLICIT
+
+
+def doc_draft(
+    tenant: str, source: str, text: str, chunks: Sequence[ChunkDraft], origin: DocumentOrigin
+) -> DocumentDraft:
+    return DocumentDraft(
+        tenant=tenant, source=source, origin=origin, text=text, chunks=tuple(chunks)
+    )
 
 
 def unit(*values: float) -> np.ndarray:
@@ -43,6 +54,10 @@ def snippet(session: str, text: str, user: str | None = None) -> SnippetDraft:
     )
 
 
+def rule(user: str, key: str, value: str, flow_id: str | None = None) -> PreferenceDraft:
+    return PreferenceDraft(user=user, key=key, value=value, flow_id=flow_id, origin="client")
+
+
 def playbook(user: str, flow: str, query: str) -> PlaybookDraft:
     return PlaybookDraft(
         user=user,
@@ -58,10 +73,10 @@ def playbook(user: str, flow: str, query: str) -> PlaybookDraft:
 async def test_preferences_upsert_list_and_delete_by_key_or_all(storage: StorageUnderTest) -> None:
     store = storage.preferences()
     for key in ("units", "tone", "lang"):
-        await store.upsert("ann", key, f"{key} rule", None, "client", unit(1, 0), MODEL, T0)
-    await store.upsert("bob", "units", "imperial", None, "client", None, None, T0)
+        await store.upsert(rule("ann", key, f"{key} rule"), unit(1, 0), MODEL, T0)
+    await store.upsert(rule("bob", "units", "imperial"), None, None, T0)
     stored, previous = await store.upsert(
-        "ann", "units", "metric", "f1", "client", None, None, T0 + timedelta(hours=1)
+        rule("ann", "units", "metric", "f1"), None, None, T0 + timedelta(hours=1)
     )
     assert previous == "units rule" and stored.value == "metric" and stored.flow_id == "f1"
     listed = await store.list_user("ann", MODEL)
@@ -110,19 +125,10 @@ async def test_documents_delete_by_source_or_all_and_forget_their_vectors(
     store = storage.documents()
     chunk = [ChunkDraft(position=0, start=0, end=4, text="text")]
     for source, vector in (("a.md", unit(1, 0)), ("b.md", unit(0, 1))):
-        await store.put_document(
-            "acme",
-            source,
-            DocumentOrigin.INGEST,
-            "text",
-            source,
-            chunk,
-            vector.reshape(1, -1),
-            MODEL,
-            T0,
-        )
+        draft = doc_draft("acme", source, "text", chunk, DocumentOrigin.INGEST)
+        await store.put_document(draft, vector.reshape(1, -1), MODEL, T0)
     await store.put_document(
-        "other", "a.md", DocumentOrigin.INGEST, "text", "x", chunk, None, None, T0
+        doc_draft("other", "a.md", "text", chunk, DocumentOrigin.INGEST), None, None, T0
     )
     listed = await store.documents("acme", None)
     assert [d.source for d, _ in listed] == ["a.md", "b.md"]
@@ -181,9 +187,9 @@ async def test_preference_and_playbook_vectors_are_stored_later_under_a_model(
     storage: StorageUnderTest,
 ) -> None:
     preferences, playbooks = storage.preferences(), storage.playbooks()
-    rule, _ = await preferences.upsert("ann", "units", "metric", None, "client", None, None, T0)
+    pref, _ = await preferences.upsert(rule("ann", "units", "metric"), None, None, T0)
     book, _ = await playbooks.add(playbook("ann", "f", "q"), None, None, T0)
-    await preferences.set_vectors([(rule.id, unit(1, 0))], MODEL)
+    await preferences.set_vectors([(pref.id, unit(1, 0))], MODEL)
     await playbooks.set_vectors([(book.id, unit(0, 1))], MODEL)
     [(_, rule_vector)] = await preferences.list_user("ann", MODEL)
     [(_, book_vector)] = await playbooks.list_user("ann", None, MODEL)
@@ -202,22 +208,13 @@ async def test_a_document_is_created_left_alone_when_unchanged_and_replaced_with
     ]
     vectors = np.stack([unit(1, 0), unit(0, 1)])
 
-    async def put(text: str, digest: str, chunks: list[ChunkDraft], vecs: np.ndarray | None) -> str:
+    async def put(text: str, chunks: list[ChunkDraft], vecs: np.ndarray | None) -> str:
         origin = DocumentOrigin.INGEST
-        written = await store.put_document(
-            "acme",
-            "a.md",
-            origin,
-            text,
-            digest,
-            chunks,
-            vecs,
-            MODEL if vecs is not None else None,
-            T0,
-        )
+        draft = doc_draft("acme", "a.md", text, chunks, origin)
+        written = await store.put_document(draft, vecs, MODEL if vecs is not None else None, T0)
         return written.status
 
-    assert await put("alpha beta", "h1", first, vectors) == "created"
+    assert await put("alpha beta", first, vectors) == "created"
     doc = await store.get_document("acme", "a.md")
     assert doc is not None and await store.embedded_chunks(doc.id, MODEL) == 2
     assert await store.embedded_chunks(doc.id, "another-model") == 0
@@ -225,9 +222,9 @@ async def test_a_document_is_created_left_alone_when_unchanged_and_replaced_with
     ids = [i for i, _ in near]
     assert [c.text for c in await store.chunks("acme", ids)] == ["beta", "alpha"]
     assert [c.text for c in await store.chunks("other", ids)] == []  # another tenant's ids
-    assert await put("alpha beta", "h1", first, vectors) == "unchanged"
+    assert await put("alpha beta", first, vectors) == "unchanged"
     second = [ChunkDraft(position=0, start=0, end=5, text="gamma")]
-    assert await put("gamma", "h2", second, None) == "replaced"
+    assert await put("gamma", second, None) == "replaced"
     assert await store.keyword_candidates("acme", '"alpha"', limit=5) == []
     [gamma] = await store.keyword_candidates("acme", '"gamma"', limit=5)
     assert [c.text for c in await store.chunks("acme", [gamma])] == ["gamma"]

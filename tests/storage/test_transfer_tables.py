@@ -8,8 +8,7 @@ import aiosqlite
 from memory_core.ports.transfer import TABLES, table
 from memory_core.services.transfer import _Record
 from memory_core.storage.postgres import PostgresStore
-from memory_core.storage.postgres.transfer import _TABLE as PG_TABLE
-from memory_core.storage.sqlite.transfer import _TABLE as SQLITE_TABLE
+from memory_core.storage.transfer_rows import TABLE
 
 # Tables an export leaves out, and why (README, `export`).
 LEFT_OUT = {
@@ -27,7 +26,7 @@ GENERATED = {"search_vector", "search_text"}
 def test_the_memory_record_and_its_table_spec_name_the_same_fields() -> None:
     # A column added to memories (say `author`) goes in both, or the export loses it.
     assert set(table("memory").names) == set(_Record.model_fields)
-    assert SQLITE_TABLE == PG_TABLE and set(SQLITE_TABLE) == {s.kind for s in TABLES}
+    assert set(TABLE) == {s.kind for s in TABLES}  # one map, used by both backends
 
 
 async def test_every_sqlite_table_and_column_is_exported_or_left_out_on_purpose(
@@ -39,9 +38,9 @@ async def test_every_sqlite_table_and_column_is_exported_or_left_out_on_purpose(
             "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%_fts%'"
         )
     }
-    assert names == set(SQLITE_TABLE.values()) | set(LEFT_OUT)
+    assert names == set(TABLE.values()) | set(LEFT_OUT)
     for spec in TABLES:
-        rows = await db.execute_fetchall(f"PRAGMA table_info({SQLITE_TABLE[spec.kind]})")
+        rows = await db.execute_fetchall(f"PRAGMA table_info({TABLE[spec.kind]})")
         assert {str(r[1]) for r in rows} == set(spec.names), spec.kind
 
 
@@ -56,11 +55,11 @@ async def test_every_postgres_table_and_column_is_exported_or_left_out_on_purpos
                 " AND table_type = 'BASE TABLE'"
             )
         }
-        assert names <= set(PG_TABLE.values()) | set(LEFT_OUT)
-        assert set(PG_TABLE.values()) <= names
+        assert names <= set(TABLE.values()) | set(LEFT_OUT)
+        assert set(TABLE.values()) <= names
         for spec in TABLES:
             rows = await conn.fetch(
                 "SELECT column_name FROM information_schema.columns WHERE table_name = $1",
-                PG_TABLE[spec.kind],
+                TABLE[spec.kind],
             )
             assert {r[0] for r in rows} - GENERATED == set(spec.names), spec.kind

@@ -8,13 +8,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memory_core.config import ConversationPolicy
+from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.condense import (
     cache_key,
     compress_qa_summary,
     compression_reason,
     condensed_transcript,
     fallback_summary,
-    fit_to_budget,
+    newest_within_budget,
     plan_compression,
     render_context,
     render_transcript,
@@ -157,10 +158,10 @@ def test_context_layout_puts_summaries_before_the_recent_conversation() -> None:
 
 def test_budget_keeps_newest_summaries_then_newest_entries() -> None:
     entries = [entry(i, "word " * 20) for i in range(1, 11)]
-    _kept_s, kept_e, gone_s, gone_e = fit_to_budget([], entries, 100, lambda t: len(t) // 4)
+    _kept_s, kept_e, gone_s, gone_e = newest_within_budget([], entries, TokenAllowance(100))
     assert gone_s == 0 and gone_e > 0 and kept_e[-1].id == 10
     assert [e.id for e in kept_e] == sorted(e.id for e in kept_e)
-    assert fit_to_budget([], entries, None, len)[3] == 0
+    assert newest_within_budget([], entries, TokenAllowance(None))[3] == 0
 
 
 def test_a_shrunk_qa_line_keeps_the_start_of_its_answer() -> None:

@@ -4,7 +4,7 @@ from memory_core.domain.compaction import summarize_entries
 from memory_core.domain.health import assess_health
 from memory_core.domain.models import Layer, Memory, StoreStats, Tier
 from memory_core.domain.rules import rule_applies
-from memory_core.domain.tokens import estimate_tokens
+from memory_core.domain.tokens import count_tokens
 from tests.fakes import make_memory
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -27,9 +27,11 @@ def test_rule_applies_when_most_condition_words_are_present() -> None:
     assert rule_applies("?", "?")
 
 
-def test_estimate_tokens_is_about_four_chars_each() -> None:
-    assert estimate_tokens("") == 1
-    assert estimate_tokens("x" * 40) == 10
+def test_count_tokens_is_about_four_chars_each() -> None:
+    assert count_tokens("") == 0
+    assert count_tokens("x") == 1
+    assert count_tokens("x" * 40) == 10
+    assert count_tokens("x" * 41) == 11  # rounded up: a budget is never overspent by a part
 
 
 def stats(**tiers: int) -> StoreStats:
@@ -58,14 +60,24 @@ def test_health_suggests_pruning_and_flags_inactivity() -> None:
 from hypothesis import given  # noqa: E402
 from hypothesis import strategies as st  # noqa: E402
 
-from memory_core.domain.budget import fit_to_budget  # noqa: E402
+from memory_core.domain.budget import TokenAllowance  # noqa: E402
 
 
 @given(st.lists(st.integers(1, 50), max_size=30), st.one_of(st.none(), st.integers(1, 300)))
-def test_budget_keeps_the_longest_fitting_prefix(costs: list[int], budget: int | None) -> None:
-    kept, omitted = fit_to_budget(costs, lambda c: c, budget)
-    assert kept == costs[: len(kept)] and omitted == len(costs) - len(kept)
+def test_budget_keeps_the_longest_fitting_prefix(sizes: list[int], budget: int | None) -> None:
+    texts = ["x" * 4 * n for n in sizes]  # n tokens each
+    kept, omitted = TokenAllowance(budget).prefix(texts, lambda t: t)
+    assert kept == texts[: len(kept)] and omitted == len(texts) - len(kept)
     if budget is not None:
-        assert sum(kept) <= budget
+        assert sum(map(count_tokens, kept)) <= budget
         if omitted:
-            assert sum(costs[: len(kept) + 1]) > budget
+            assert sum(sizes[: len(kept) + 1]) > budget
+
+
+def test_a_budget_skips_what_does_not_fit_and_counts_it() -> None:
+    budget = TokenAllowance(5, per_item=1)
+    assert budget.take("x" * 12)  # 3 + 1
+    assert not budget.take("x" * 8)  # 2 + 1 > 1 left
+    assert budget.take("")  # 0 + 1
+    assert budget.left == 0 and budget.omitted == 1
+    assert TokenAllowance(None).take("x" * 10_000)

@@ -8,7 +8,6 @@ Writers of different sessions do not wait for each other.
 
 from __future__ import annotations
 
-import json
 from datetime import datetime
 from typing import Any
 
@@ -27,11 +26,18 @@ from memory_core.domain.conversation import (
     SummaryDraft,
     canonical_json,
 )
-from memory_core.errors import ConflictError, SessionNotFoundError
+from memory_core.errors import SessionNotFoundError
 from memory_core.ports.conversations import FoldFn
+from memory_core.storage.conversation_steps import (
+    exchange_outcome,
+    fold_overflow,
+    new_exchange,
+    session_exists,
+    settles_pending,
+)
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.session import PostgresSession, rowcount
-from memory_core.storage.records import RowReader, RowWriter, json_text, next_number
+from memory_core.storage.records import RowReader, RowWriter, json_text
 
 __all__ = ["PostgresConversationStore"]
 
@@ -46,6 +52,26 @@ def _opt(value: datetime | None) -> datetime | None:
 _SCOPE = "project = $1 AND session_id = $2"
 # Ties broken in byte order, as SQLite's BINARY collation sorts (not the database's locale).
 _CACHE_ORDER = 'ORDER BY created_at, cache_key COLLATE "C"'
+
+
+_IMPORT_SESSION = (
+    "INSERT INTO conversation_sessions (project, session_id, created_at, updated_at, config,"
+    " qa_summary, qa_summary_from, qa_summary_until, next_entry, next_summary, next_exchange)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) ON CONFLICT DO NOTHING"
+)
+# In the order of RowWriter.session_rows.
+_IMPORT_ROWS = (
+    "INSERT INTO conversation_summaries (project, session_id, summary_no, text, entry_ids,"
+    " token_count, original_tokens, ratio, covers_from, covers_until, source, created_at)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
+    "INSERT INTO conversation_entries (project, session_id, entry_no, type, role, content,"
+    " tool_name, arguments, source, is_error, created_at, token_count, compressed, summary_no)"
+    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
+    "INSERT INTO conversation_exchanges (project, session_id, exchange_no, question, answer,"
+    " answer_shortened, created_at, folded) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+    "INSERT INTO tool_result_cache (project, session_id, cache_key, tool_name, parameters,"
+    " result, duration, remaining, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+)
 
 
 class PostgresConversationStore:
@@ -173,7 +199,6 @@ class PostgresConversationStore:
     ) -> Summary | None:
         """See ConversationStore.apply_summary."""
         ids = [int(i) for i in draft.entry_ids]
-        stamp = aware(now)
         async with self._s.write("apply_summary") as conn:
             row = await self._require(conn, project, session_id, lock=True)
             found = await conn.fetchval(
@@ -185,43 +210,31 @@ class PostgresConversationStore:
             )
             if found != len(set(ids)):
                 return None
-            number = row["next_summary"]
+            stored = draft.stored(row["next_summary"], now)
             await conn.execute(
                 "INSERT INTO conversation_summaries (project, session_id, summary_no, text,"
                 " entry_ids, token_count, original_tokens, ratio, covers_from, covers_until,"
                 " source, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-                project,
-                session_id,
-                number,
-                draft.text,
-                json.dumps(ids),
-                draft.token_count,
-                draft.original_tokens,
-                draft.ratio,
-                aware(draft.covers_from),
-                aware(draft.covers_until),
-                draft.source,
-                stamp,
+                *_WRITE.summary(project, session_id, stored),
             )
             await conn.execute(
                 "UPDATE conversation_entries SET compressed = true, summary_no = $3"
                 f" WHERE {_SCOPE} AND entry_no = ANY($4::int[])",
                 project,
                 session_id,
-                number,
+                stored.id,
                 ids,
             )
-            pending = json.loads(row["pending_summary"]) if row["pending_summary"] else None
-            clear_pending = pending is not None and set(pending["entry_ids"]) & set(ids)
+            clear_pending = settles_pending(row["pending_summary"], ids)
             await conn.execute(
                 "UPDATE conversation_sessions SET next_summary = next_summary + 1, updated_at = $3"
                 + (", pending_summary = NULL" if clear_pending else "")
                 + f" WHERE {_SCOPE}",
                 project,
                 session_id,
-                stamp,
+                aware(now),
             )
-        return draft.stored(number, now)
+        return stored
 
     async def set_pending(
         self, project: str, session_id: str, pending: PendingSummary | None
@@ -260,21 +273,14 @@ class PostgresConversationStore:
         fold: FoldFn,
     ) -> ExchangeOutcome:
         """See ConversationStore.finalize_exchange."""
-        question, answer, shortened = exchange
-        stamp = aware(now)
         async with self._s.write("finalize_exchange") as conn:
             row = await self._require(conn, project, session_id, lock=True)
-            number = row["next_exchange"]
+            stored = new_exchange(row["next_exchange"], exchange, now)
             await conn.execute(
                 "INSERT INTO conversation_exchanges (project, session_id, exchange_no, question,"
-                " answer, answer_shortened, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7)",
-                project,
-                session_id,
-                number,
-                question,
-                answer,
-                shortened,
-                stamp,
+                " answer, answer_shortened, created_at, folded)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
+                *_WRITE.exchange(project, session_id, stored),
             )
             active = [
                 _ROWS.exchange(r)
@@ -285,19 +291,15 @@ class PostgresConversationStore:
                     session_id,
                 )
             ]
-            overflow = active[: max(0, len(active) - max_active)]
-            summary: str = row["qa_summary"]
-            span_from, span_until = row["qa_summary_from"], row["qa_summary_until"]
-            if overflow:
-                summary = fold(summary, overflow)
-                span_from = span_from or overflow[0].timestamp
-                span_until = overflow[-1].timestamp
+            span = (row["qa_summary_from"], row["qa_summary_until"])
+            qa = fold_overflow(active, max_active, (row["qa_summary"], *span), fold)
+            if qa.overflow:
                 await conn.execute(
                     "UPDATE conversation_exchanges SET folded = true"
                     f" WHERE {_SCOPE} AND exchange_no <= $3",
                     project,
                     session_id,
-                    overflow[-1].id,
+                    qa.overflow[-1].id,
                 )
             await conn.execute(
                 "UPDATE conversation_sessions SET next_exchange = next_exchange + 1,"
@@ -305,35 +307,22 @@ class PostgresConversationStore:
                 f" WHERE {_SCOPE}",
                 project,
                 session_id,
-                summary,
-                _opt(span_from),
-                _opt(span_until),
-                stamp,
+                qa.summary,
+                _opt(qa.covers_from),
+                _opt(qa.covers_until),
+                aware(now),
             )
             await conn.execute(
                 f"UPDATE tool_result_cache SET remaining = remaining - 1 WHERE {_SCOPE}",
                 project,
                 session_id,
             )
-            expired = [
-                _ROWS.cached(r)
-                for r in await conn.fetch(
-                    f"DELETE FROM tool_result_cache WHERE {_SCOPE} AND remaining <= 0 RETURNING *",
-                    project,
-                    session_id,
-                )
-            ]
-        stored = Exchange(
-            id=number,
-            question=question,
-            answer=answer,
-            answer_shortened=shortened,
-            timestamp=now,
-            folded=any(x.id == number for x in overflow),
-        )
-        return ExchangeOutcome(
-            exchange=stored, folded=tuple(overflow), qa_summary=summary, expired=tuple(expired)
-        )
+            expired = await conn.fetch(
+                f"DELETE FROM tool_result_cache WHERE {_SCOPE} AND remaining <= 0 RETURNING *",
+                project,
+                session_id,
+            )
+        return exchange_outcome(stored, qa, (_ROWS.cached(r) for r in expired))
 
     async def replace_qa_summary(
         self, project: str, session_id: str, expected: str, new: str
@@ -395,7 +384,7 @@ class PostgresConversationStore:
         """See ConversationStore.export_session."""
         scope = (project, session_id)
         async with self._s.snapshot("export_session") as conn:
-            info = _ROWS.session(await self._require(conn, project, session_id, lock=False))
+            session = await self._require(conn, project, session_id, lock=False)
             entries = await conn.fetch(
                 f"SELECT * FROM conversation_entries WHERE {_SCOPE} ORDER BY entry_no", *scope
             )
@@ -409,72 +398,16 @@ class PostgresConversationStore:
             cache = await conn.fetch(
                 f"SELECT * FROM tool_result_cache WHERE {_SCOPE} {_CACHE_ORDER}", *scope
             )
-        return SessionExport(
-            session_id=session_id,
-            created_at=info.created_at,
-            updated_at=info.updated_at,
-            config=info.config,
-            qa_summary=info.qa_summary,
-            qa_summary_from=info.qa_summary_from,
-            qa_summary_until=info.qa_summary_until,
-            entries=[_ROWS.entry(r) for r in entries],
-            summaries=[_ROWS.summary(r) for r in summaries],
-            exchanges=[_ROWS.exchange(r) for r in exchanges],
-            cache=[_ROWS.cached(r) for r in cache],
-        )
+        return _ROWS.export(session, entries, summaries, exchanges, cache)
 
     async def import_session(self, project: str, data: SessionExport) -> None:
         """See ConversationStore.import_session."""
-        sid = data.session_id
         async with self._s.write("import_session") as conn:
-            status = await conn.execute(
-                "INSERT INTO conversation_sessions (project, session_id, created_at, updated_at,"
-                " config, qa_summary, qa_summary_from, qa_summary_until, next_entry,"
-                " next_summary, next_exchange) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10,"
-                " $11) ON CONFLICT DO NOTHING",
-                project,
-                sid,
-                aware(data.created_at),
-                aware(data.updated_at),
-                canonical_json(data.config),
-                data.qa_summary,
-                _opt(data.qa_summary_from),
-                _opt(data.qa_summary_until),
-                next_number(e.id for e in data.entries),
-                next_number(s.id for s in data.summaries),
-                next_number(x.id for x in data.exchanges),
-            )
+            status = await conn.execute(_IMPORT_SESSION, *_WRITE.session(project, data))
             if rowcount(status) != 1:
-                raise ConflictError(
-                    f"session {sid!r} already exists",
-                    next_step="Import it under another session_id (or delete that session first).",
-                )
-            # Summaries first: entries point at them.
-            await conn.executemany(
-                "INSERT INTO conversation_summaries (project, session_id, summary_no, text,"
-                " entry_ids, token_count, original_tokens, ratio, covers_from, covers_until,"
-                " source, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12)",
-                [_WRITE.summary(project, sid, s) for s in data.summaries],
-            )
-            await conn.executemany(
-                "INSERT INTO conversation_entries (project, session_id, entry_no, type, role,"
-                " content, tool_name, arguments, source, is_error, created_at, token_count,"
-                " compressed, summary_no)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14)",
-                [_WRITE.entry(project, sid, e) for e in data.entries],
-            )
-            await conn.executemany(
-                "INSERT INTO conversation_exchanges (project, session_id, exchange_no, question,"
-                " answer, answer_shortened, created_at, folded)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                [_WRITE.exchange(project, sid, x) for x in data.exchanges],
-            )
-            await conn.executemany(
-                "INSERT INTO tool_result_cache (project, session_id, cache_key, tool_name,"
-                " parameters, result, duration, remaining, created_at)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
-                [_WRITE.cached(project, sid, c) for c in data.cache],
-            )
+                raise session_exists(data.session_id)
+            for sql, rows in zip(_IMPORT_ROWS, _WRITE.session_rows(project, data), strict=True):
+                await conn.executemany(sql, rows)
 
     async def delete_session(self, project: str, session_id: str) -> int:
         """See ConversationStore.delete_session."""

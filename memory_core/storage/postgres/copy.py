@@ -10,8 +10,11 @@ from memory_core.ports.transfer import CopyRow
 from memory_core.storage.postgres.rows import COLUMNS, aware, row_to_memory
 from memory_core.storage.postgres.session import PostgresSession, maintenance_lock
 from memory_core.storage.postgres.vectors import PostgresVectorIndex
+from memory_core.storage.records import RowWriter, recorded_model
 
 __all__ = ["PostgresCopyEndpoint"]
+
+_WRITE = RowWriter(aware, metadata=lambda value: value)  # jsonb takes the dict
 
 
 class PostgresCopyEndpoint:
@@ -27,10 +30,7 @@ class PostgresCopyEndpoint:
             rows = await conn.fetch(
                 "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dims')"
             )
-        meta = {str(r[0]): str(r[1]) for r in rows}
-        if "embedding_model" not in meta:
-            return None
-        return meta["embedding_model"], int(meta["embedding_dims"])
+        return recorded_model(rows)
 
     async def counts(self) -> tuple[int, int]:
         """(memories, embeddings)."""
@@ -73,26 +73,7 @@ class PostgresCopyEndpoint:
             await conn.executemany(
                 f"INSERT INTO context_snapshots ({COLUMNS})"
                 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
-                [
-                    (
-                        m.id,
-                        m.project,
-                        m.layer.value,
-                        m.key,
-                        m.content,
-                        m.metadata,
-                        m.session_id,
-                        aware(m.created_at),
-                        aware(m.updated_at),
-                        aware(m.last_accessed) if m.last_accessed else None,
-                        m.access_count,
-                        m.tier.value,
-                        m.content_hash,
-                        m.token_count,
-                        m.author,
-                    )
-                    for m, _, _ in rows
-                ],
+                [_WRITE.memory(m) for m, _, _ in rows],
             )
         await self._vectors.put_vectors([(m, h, v) for m, h, v in rows if h and v is not None])
 

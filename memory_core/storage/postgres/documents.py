@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from memory_core.domain.knowledge import Chunk, ChunkDraft, DocumentOrigin, DocumentRecord
+from memory_core.domain.knowledge import Chunk, DocumentDraft, DocumentOrigin, DocumentRecord
 from memory_core.ports.embeddings import Vector
 from memory_core.ports.knowledge import DocumentWrite
 from memory_core.storage.postgres.rows import aware
@@ -61,28 +61,18 @@ class PostgresDocumentStore:
         return int(found or 0)
 
     async def put_document(
-        self,
-        tenant: str,
-        source: str,
-        origin: DocumentOrigin,
-        text: str,
-        content_hash: str,
-        chunks: Sequence[ChunkDraft],
-        vectors: Vector | None,
-        model_id: str | None,
-        now: datetime,
+        self, draft: DocumentDraft, vectors: Vector | None, model_id: str | None, now: datetime
     ) -> DocumentWrite:
         """Store a document and its chunks, replacing an older version, in one transaction."""
-        stamp = aware(now)
         async with self._session.write("storing a document") as conn:
             # Two writers of one source take turns: the second sees the first's version.
-            await lock_text(conn, f"document\x1f{tenant}\x1f{source}")
+            await lock_text(conn, f"document\x1f{draft.tenant}\x1f{draft.source}")
             old = await conn.fetchrow(
                 "SELECT * FROM knowledge_documents WHERE tenant = $1 AND source = $2",
-                tenant,
-                source,
+                draft.tenant,
+                draft.source,
             )
-            if old is not None and old["content_hash"] == content_hash:
+            if old is not None and old["content_hash"] == draft.content_hash:
                 return DocumentWrite(document=_ROWS.document(old), status="unchanged")
             if old is not None:
                 # Chunks go with their document (ON DELETE CASCADE).
@@ -91,24 +81,17 @@ class PostgresDocumentStore:
                 "INSERT INTO knowledge_documents (tenant, source, origin, content_hash, body,"
                 " chunk_count, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)"
                 " RETURNING *",
-                tenant,
-                source,
-                origin.value,
-                content_hash,
-                text,
-                len(chunks),
-                old["created_at"] if old is not None else stamp,
-                stamp,
+                *_WRITE.document(draft, old["created_at"] if old is not None else now, now),
             )
             await conn.executemany(
                 "INSERT INTO knowledge_chunks (document_id, tenant, position, start_char,"
                 " end_char, text, embedding, embed_model) VALUES ($1, $2, $3, $4, $5, $6, $7, $8)",
-                _WRITE.chunks(row["id"], tenant, chunks, vectors, model_id),
+                _WRITE.chunks(row["id"], draft.tenant, draft.chunks, vectors, model_id),
             )
             await conn.execute(
                 "INSERT INTO knowledge_revisions AS r (tenant, revision) VALUES ($1, 1)"
                 " ON CONFLICT (tenant) DO UPDATE SET revision = r.revision + 1",
-                tenant,
+                draft.tenant,
             )
         return DocumentWrite(
             document=_ROWS.document(row), status="replaced" if old is not None else "created"

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from memory_core.domain.hook_session import HookSession, TranscriptCursor
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.session import PostgresSession
+from memory_core.storage.records import RowReader
+
+_ROWS = RowReader(aware)
 
 __all__ = ["PostgresHookSessionStore"]
 
@@ -19,19 +21,6 @@ _ENSURE = (
 )
 # FOR UPDATE: two hooks of one session (and replicas) change the row one after the other.
 _LOCKED = "SELECT * FROM hook_sessions WHERE project = $1 AND session_id = $2 FOR UPDATE"
-
-
-def _row(row: Any) -> HookSession:
-    return HookSession(
-        project=row["project"],
-        session_id=row["session_id"],
-        start_context=row["start_context"],
-        start_tokens=int(row["start_tokens"]),
-        injected=tuple(int(i) for i in json.loads(row["injected"])),
-        cursor=TranscriptCursor(int(row["transcript_lines"]), row["transcript_uuid"]),
-        summary_id=None if row["summary_id"] is None else int(row["summary_id"]),
-        updated_at=aware(row["updated_at"]),
-    )
 
 
 class PostgresHookSessionStore:
@@ -48,7 +37,7 @@ class PostgresHookSessionStore:
                 project,
                 session_id,
             )
-        return _row(row) if row is not None else None
+        return _ROWS.hook_session(row) if row is not None else None
 
     async def latest_summary(self, project: str, exclude_session: str | None) -> int | None:
         """The summary of the most recently recorded other session."""
@@ -78,7 +67,7 @@ class PostgresHookSessionStore:
                 session_id,
             )
             row = await conn.fetchrow(_LOCKED, project, session_id)
-        return _row(row)
+        return _ROWS.hook_session(row)
 
     async def add_injected(
         self, project: str, session_id: str, ids: Sequence[int], now: datetime
@@ -87,13 +76,13 @@ class PostgresHookSessionStore:
         stamp = aware(now)
         async with self._session.write("recording injected memories") as conn:
             await conn.execute(_ENSURE, project, session_id, stamp)
-            known = list(_row(await conn.fetchrow(_LOCKED, project, session_id)).injected)
-            new = [i for i in dict.fromkeys(ids) if i not in set(known)]
+            state = _ROWS.hook_session(await conn.fetchrow(_LOCKED, project, session_id))
+            new = state.not_injected(ids)
             if new:
                 await conn.execute(
                     "UPDATE hook_sessions SET injected = $1, updated_at = $2"
                     " WHERE project = $3 AND session_id = $4",
-                    json.dumps(known + new),
+                    json.dumps([*state.injected, *new]),
                     stamp,
                     project,
                     session_id,

@@ -12,8 +12,14 @@ from typing import Any
 
 import structlog
 
-from memory_core.errors import SchemaMismatchError, StorageError
-from memory_core.storage.migrations import Migration, load_migrations, migrations_dir
+from memory_core.errors import StorageError
+from memory_core.storage.migrations import (
+    Migration,
+    load_migrations,
+    migrations_dir,
+    pending_migrations,
+    schema_number,
+)
 
 __all__ = ["MIGRATION_LOCK", "apply_migrations", "default_migrations_dir", "schema_version"]
 
@@ -46,17 +52,8 @@ async def apply_migrations(conn: Any, directory: Path | None = None) -> list[str
             "CREATE TABLE IF NOT EXISTS schema_migrations"
             " (name text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
         )
-        applied = await _applied(conn)
-        unknown = applied - {m.name for m in migrations}
-        if unknown:
-            raise SchemaMismatchError(
-                f"the database was upgraded by a newer memstrata (unknown migrations: "
-                f"{', '.join(sorted(unknown))}); upgrade memstrata to open it"
-            )
         done: list[str] = []
-        for migration in migrations:
-            if migration.name in applied:
-                continue
+        for migration in pending_migrations(migrations, await _applied(conn)):
             try:
                 async with conn.transaction():
                     await conn.execute(migration.sql)  # no arguments: several statements run
@@ -77,4 +74,4 @@ async def schema_version(conn: Any) -> int:
     exists = await conn.fetchval("SELECT to_regclass('schema_migrations') IS NOT NULL")
     if not exists:
         return 0
-    return max((int(n[:4]) for n in await _applied(conn)), default=0)
+    return schema_number(await _applied(conn))

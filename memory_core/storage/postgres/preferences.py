@@ -2,21 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
-from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference
+from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference, PreferenceDraft
 from memory_core.ports.embeddings import Vector
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.scratchpad import lock_text
 from memory_core.storage.postgres.session import PostgresSession
-from memory_core.storage.records import RowReader, vector_to_bytes
+from memory_core.storage.records import RowReader, RowWriter, vector_to_bytes
 
 __all__ = ["PostgresPlaybookStore", "PostgresPreferenceStore"]
 
 _ROWS = RowReader(aware)
+_WRITE = RowWriter(aware)
 
 
 async def _set_vectors(
@@ -41,39 +41,25 @@ class PostgresPreferenceStore:
         self._session = session
 
     async def upsert(
-        self,
-        user: str,
-        key: str,
-        value: str,
-        flow_id: str | None,
-        origin: str,
-        vector: Vector | None,
-        model_id: str | None,
-        now: datetime,
+        self, draft: PreferenceDraft, vector: Vector | None, model_id: str | None, now: datetime
     ) -> tuple[Preference, str | None]:
         """Insert or replace the rule under (user, key)."""
-        stamp = aware(now)
         async with self._session.write("storing a preference") as conn:
             # Two writers of one rule take turns, so each reports the value it replaced.
-            await lock_text(conn, f"preference\x1f{user}\x1f{key}")
+            await lock_text(conn, f"preference\x1f{draft.user}\x1f{draft.key}")
             old = await conn.fetchval(
-                "SELECT value FROM user_preferences WHERE user_id = $1 AND key = $2", user, key
+                "SELECT value FROM user_preferences WHERE user_id = $1 AND key = $2",
+                draft.user,
+                draft.key,
             )
             row = await conn.fetchrow(
                 "INSERT INTO user_preferences (user_id, key, value, flow_id, origin, embedding,"
-                " embed_model, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8)"
+                " embed_model, created_at, updated_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)"
                 " ON CONFLICT (user_id, key) DO UPDATE SET value = EXCLUDED.value,"
                 " flow_id = EXCLUDED.flow_id, origin = EXCLUDED.origin,"
                 " embedding = EXCLUDED.embedding, embed_model = EXCLUDED.embed_model,"
                 " updated_at = EXCLUDED.updated_at RETURNING *",
-                user,
-                key,
-                value,
-                flow_id,
-                origin,
-                vector_to_bytes(vector),
-                model_id if vector is not None else None,
-                stamp,
+                *_WRITE.preference(draft, vector, model_id, now),
             )
         return _ROWS.preference(row), (str(old) if old is not None else None)
 
@@ -130,16 +116,7 @@ class PostgresPlaybookStore:
                 " record_hash, embedding, embed_model, created_at)"
                 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)"
                 " ON CONFLICT (user_id, record_hash) DO NOTHING RETURNING *",
-                draft.user,
-                draft.flow,
-                draft.user_query,
-                json.dumps(draft.slots, ensure_ascii=False, sort_keys=True),
-                json.dumps(draft.tool_calls, ensure_ascii=False),
-                draft.outcome,
-                draft.record_hash,
-                vector_to_bytes(vector),
-                model_id if vector is not None else None,
-                aware(now),
+                *_WRITE.playbook(draft, vector, model_id, now),
             )
             created = row is not None
             if not created:

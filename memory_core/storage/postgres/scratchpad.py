@@ -11,11 +11,12 @@ from memory_core.ports.embeddings import Vector
 from memory_core.ports.knowledge import SnippetWrite
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.session import PostgresSession
-from memory_core.storage.records import RowReader, vector_to_bytes
+from memory_core.storage.records import RowReader, RowWriter, vector_to_bytes
 
 __all__ = ["PostgresScratchpadStore", "lock_text"]
 
 _ROWS = RowReader(aware)
+_WRITE = RowWriter(aware)
 
 
 async def lock_text(conn: Any, name: str) -> None:
@@ -82,18 +83,8 @@ class PostgresScratchpadStore:
                     "INSERT INTO scratchpad_snippets (session_id, user_id, tenant, snippet,"
                     " norm_hash, embedding, embed_model, salient, promote_to, created_at,"
                     " last_used_at, use_seq, use_count)"
-                    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10, $11, 1) RETURNING *",
-                    draft.session_id,
-                    draft.user,
-                    draft.tenant,
-                    draft.text,
-                    draft.norm_hash,
-                    blob,
-                    model_id if vector is not None else None,
-                    draft.salient,
-                    draft.promote_to,
-                    stamp,
-                    seq,
+                    " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13) RETURNING *",
+                    *_WRITE.snippet(draft, vector, model_id, now, seq),
                 )
             evicted = await conn.fetch(
                 "DELETE FROM scratchpad_snippets WHERE id IN (SELECT id FROM scratchpad_snippets"
@@ -165,13 +156,7 @@ class PostgresScratchpadStore:
             rows = await conn.fetch(
                 f"SELECT * FROM scratchpad_snippets WHERE {where} ORDER BY id", owner
             )
-        return [
-            (
-                _ROWS.snippet(r),
-                _ROWS.vector(r, model_id),
-            )
-            for r in rows
-        ]
+        return [(_ROWS.snippet(r), _ROWS.vector(r, model_id)) for r in rows]
 
     async def mark_promoted(
         self,

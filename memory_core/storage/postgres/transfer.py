@@ -11,34 +11,23 @@ from memory_core.ports.transfer import TABLES, BackupReport, Progress, Row, Tabl
 from memory_core.storage.postgres.migrate import schema_version
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.session import PostgresSession, maintenance_lock
+from memory_core.storage.transfer_rows import TABLE, count_query, import_columns, page_query
 
 __all__ = ["PostgresMemoryTransfer"]
 
-# The table behind each record kind; the same names as SQLite's (one schema, two dialects).
-_TABLE = {
-    "memory": "context_snapshots",
-    "conversation_session": "conversation_sessions",
-    "conversation_summary": "conversation_summaries",
-    "conversation_entry": "conversation_entries",
-    "conversation_exchange": "conversation_exchanges",
-    "tool_result": "tool_result_cache",
-    "scratchpad_snippet": "scratchpad_snippets",
-    "preference": "user_preferences",
-    "playbook": "playbooks",
-    "document": "knowledge_documents",
-    "document_chunk": "knowledge_chunks",
-    "document_revision": "knowledge_revisions",
-}
+
+def _mark(n: int) -> str:
+    return f"${n}"
 
 
 def _placeholders(count: int) -> str:
-    return ", ".join(f"${n}" for n in range(1, count + 1))
+    return ", ".join(_mark(n) for n in range(1, count + 1))
 
 
 def _insert_sql(spec: TableSpec, *, keep_ids: bool) -> str:
-    names = [n for n in spec.names if keep_ids or n != "id"]
+    names = import_columns(spec, keep_ids=keep_ids)
     into = (
-        f"INSERT INTO {_TABLE[spec.kind]} ({', '.join(names)}) VALUES ({_placeholders(len(names))})"
+        f"INSERT INTO {TABLE[spec.kind]} ({', '.join(names)}) VALUES ({_placeholders(len(names))})"
     )
     if spec.kind == "document_revision":
         # Raised above both values: a replica caching the tenant's vectors sees a new revision.
@@ -51,7 +40,7 @@ def _insert_sql(spec: TableSpec, *, keep_ids: bool) -> str:
 
 def _sync_sequence(kind: str) -> str:
     # Rows written with their ids leave the identity behind: the next default would collide.
-    name = _TABLE[kind]
+    name = TABLE[kind]
     return (
         f"SELECT setval(pg_get_serial_sequence('{name}', 'id'),"
         f" coalesce((SELECT max(id) FROM {name}), 0) + 1, false)"
@@ -71,34 +60,26 @@ class PostgresMemoryTransfer:
 
     async def count_rows(self, kind: str, project: str | None) -> int:
         """Rows of a kind in one project, or in the store."""
-        spec = table(kind)
-        scoped = project is not None and spec.scoped
-        where, params = ("WHERE project = $1", [project]) if scoped else ("", [])
+        sql, params = count_query(kind, project, _mark)
         async with self._session.read(f"counting {kind} rows") as conn:
-            return int(await conn.fetchval(f"SELECT count(*) FROM {_TABLE[kind]} {where}", *params))
+            return int(await conn.fetchval(sql, *params))
 
     async def export_rows(
         self, kind: str, project: str | None, *, after: tuple[Any, ...] | None, limit: int
     ) -> list[Row]:
         """Keyset page in key order (text keys compare byte-wise, as in SQLite)."""
         spec = table(kind)
-        where: list[str] = []
-        params: list[Any] = []
+        types = dict(spec.columns)
         # COLLATE "C": byte order, as SQLite's, whatever the database's locale; so both
         # backends page (and export) rows in the same order.
-        types = dict(spec.columns)
-        keys = ", ".join(f'{k} COLLATE "C"' if types[k] == "text" else k for k in spec.key)
-        if after is not None:
-            params += list(after)
-            where.append(f"({keys}) > ({_placeholders(len(after))})")
-        if project is not None and spec.scoped:
-            params.append(project)
-            where.append(f"project = ${len(params)}")
-        sql = f"SELECT {', '.join(spec.names)} FROM {_TABLE[kind]}"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        params.append(limit)
-        sql += f" ORDER BY {keys} LIMIT ${len(params)}"
+        sql, params = page_query(
+            kind,
+            project,
+            after,
+            limit,
+            mark=_mark,
+            key=lambda name: f'{name} COLLATE "C"' if types[name] == "text" else name,
+        )
         async with self._session.read(f"exporting {kind} rows") as conn:
             rows = await conn.fetch(sql, *params)
         return [
@@ -113,7 +94,7 @@ class PostgresMemoryTransfer:
         """One transaction per call (a batch)."""
         spec = table(kind)
         sql = _insert_sql(spec, keep_ids=keep_ids)
-        columns = [n for n in spec.names if keep_ids or n != "id"]
+        columns = import_columns(spec, keep_ids=keep_ids)
         out: list[Any] = []
         async with self._session.write(f"importing {kind} rows") as conn:
             if kind == "memory":

@@ -22,9 +22,16 @@ from memory_core.domain.conversation import (
     SummaryDraft,
     canonical_json,
 )
-from memory_core.errors import ConflictError, SessionNotFoundError
+from memory_core.errors import SessionNotFoundError
 from memory_core.ports.conversations import FoldFn
-from memory_core.storage.records import RowReader, RowWriter, json_text, next_number
+from memory_core.storage.conversation_steps import (
+    exchange_outcome,
+    fold_overflow,
+    new_exchange,
+    session_exists,
+    settles_pending,
+)
+from memory_core.storage.records import RowReader, RowWriter, json_text
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
 
@@ -34,6 +41,28 @@ _ROWS = RowReader(decode_time)
 _WRITE = RowWriter(encode_time, flag=int)
 
 _SCOPE = "project = :project AND session_id = :session_id"
+_IMPORT_SESSION = (
+    "INSERT INTO conversation_sessions (project, session_id, created_at, updated_at, config,"
+    " qa_summary, qa_summary_from, qa_summary_until, next_entry, next_summary, next_exchange)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT DO NOTHING"
+)
+# In the order of RowWriter.session_rows.
+_IMPORT_ROWS = (
+    "INSERT INTO conversation_summaries (project, session_id, summary_no, text, entry_ids,"
+    " token_count, original_tokens, ratio, covers_from, covers_until, source, created_at)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO conversation_entries (project, session_id, entry_no, type, role, content,"
+    " tool_name, arguments, source, is_error, created_at, token_count, compressed, summary_no)"
+    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO conversation_exchanges (project, session_id, exchange_no, question, answer,"
+    " answer_shortened, created_at, folded) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+    "INSERT INTO tool_result_cache (project, session_id, cache_key, tool_name, parameters,"
+    " result, duration, remaining, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+)
+
+
+def _opt_time(value: datetime | None) -> str | None:
+    return encode_time(value) if value is not None else None
 
 
 class SqliteConversationStore:
@@ -173,42 +202,27 @@ class SqliteConversationStore:
                 found = await cur.fetchone()
             if found is None or found[0] != len(set(ids)):
                 return None
-            number = row["next_summary"]
-            stamp = encode_time(now)
+            stored = draft.stored(row["next_summary"], now)
             await db.execute(
                 "INSERT INTO conversation_summaries (project, session_id, summary_no, text, "
                 "entry_ids, token_count, original_tokens, ratio, covers_from, covers_until, "
-                "source, created_at) VALUES (:project, :session_id, :no, :text, :ids, :tokens, "
-                ":original, :ratio, :from, :until, :source, :now)",
-                {
-                    **scope,
-                    "no": number,
-                    "text": draft.text,
-                    "ids": json.dumps(ids),
-                    "tokens": draft.token_count,
-                    "original": draft.original_tokens,
-                    "ratio": draft.ratio,
-                    "from": encode_time(draft.covers_from),
-                    "until": encode_time(draft.covers_until),
-                    "source": draft.source,
-                    "now": stamp,
-                },
+                "source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                _WRITE.summary(project, session_id, stored),
             )
             await db.execute(
                 "UPDATE conversation_entries SET compressed = 1, summary_no = :no "
                 f"WHERE {_SCOPE} AND entry_no IN (SELECT value FROM json_each(:ids))",
-                {**scope, "no": number, "ids": json.dumps(ids)},
+                {**scope, "no": stored.id, "ids": json.dumps(ids)},
             )
-            pending = json.loads(row["pending_summary"]) if row["pending_summary"] else None
-            clear_pending = pending is not None and set(pending["entry_ids"]) & set(ids)
+            clear_pending = settles_pending(row["pending_summary"], ids)
             await db.execute(
                 "UPDATE conversation_sessions SET next_summary = next_summary + 1, "
                 "updated_at = :now"
                 + (", pending_summary = NULL" if clear_pending else "")
                 + f" WHERE {_SCOPE}",
-                {**scope, "now": stamp},
+                {**scope, "now": encode_time(now)},
             )
-        return draft.stored(number, now)
+        return stored
 
     async def set_pending(
         self, project: str, session_id: str, pending: PendingSummary | None
@@ -252,23 +266,13 @@ class SqliteConversationStore:
     ) -> ExchangeOutcome:
         """See ConversationStore.finalize_exchange."""
         scope = {"project": project, "session_id": session_id}
-        question, answer, shortened = exchange
-        stamp = encode_time(now)
         async with self._s.write("finalize_exchange") as db:
             row = await self._require(db, project, session_id)
-            number = row["next_exchange"]
+            stored = new_exchange(row["next_exchange"], exchange, now)
             await db.execute(
                 "INSERT INTO conversation_exchanges (project, session_id, exchange_no, question, "
-                "answer, answer_shortened, created_at) VALUES (:project, :session_id, :no, :q, "
-                ":a, :short, :now)",
-                {
-                    **scope,
-                    "no": number,
-                    "q": question,
-                    "a": answer,
-                    "short": int(shortened),
-                    "now": stamp,
-                },
+                "answer, answer_shortened, created_at, folded) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                _WRITE.exchange(project, session_id, stored),
             )
             active = [
                 _ROWS.exchange(r)
@@ -278,45 +282,36 @@ class SqliteConversationStore:
                     scope,
                 )
             ]
-            overflow = active[: max(0, len(active) - max_active)]
-            summary: str = row["qa_summary"]
-            span_from, span_until = row["qa_summary_from"], row["qa_summary_until"]
-            if overflow:
-                summary = fold(summary, overflow)
-                span_from = span_from or encode_time(overflow[0].timestamp)
-                span_until = encode_time(overflow[-1].timestamp)
+            span = (row["qa_summary_from"], row["qa_summary_until"])
+            qa = fold_overflow(
+                active, max_active, (row["qa_summary"], *map(_ROWS.time_or_none, span)), fold
+            )
+            if qa.overflow:
                 await db.execute(
                     f"UPDATE conversation_exchanges SET folded = 1 WHERE {_SCOPE} "
                     "AND exchange_no <= :last",
-                    {**scope, "last": overflow[-1].id},
+                    {**scope, "last": qa.overflow[-1].id},
                 )
             await db.execute(
                 "UPDATE conversation_sessions SET next_exchange = next_exchange + 1, "
                 "qa_summary = :summary, qa_summary_from = :from, qa_summary_until = :until, "
                 f"updated_at = :now WHERE {_SCOPE}",
-                {**scope, "summary": summary, "from": span_from, "until": span_until, "now": stamp},
+                {
+                    **scope,
+                    "summary": qa.summary,
+                    "from": _opt_time(qa.covers_from),
+                    "until": _opt_time(qa.covers_until),
+                    "now": encode_time(now),
+                },
             )
             await db.execute(
                 f"UPDATE tool_result_cache SET remaining = remaining - 1 WHERE {_SCOPE}", scope
             )
-            expired = [
-                _ROWS.cached(r)
-                for r in await self._s.fetch(
-                    f"DELETE FROM tool_result_cache WHERE {_SCOPE} AND remaining <= 0 RETURNING *",
-                    scope,
-                )
-            ]
-        stored = Exchange(
-            id=number,
-            question=question,
-            answer=answer,
-            answer_shortened=shortened,
-            timestamp=now,
-            folded=any(x.id == number for x in overflow),
-        )
-        return ExchangeOutcome(
-            exchange=stored, folded=tuple(overflow), qa_summary=summary, expired=tuple(expired)
-        )
+            expired = await self._s.fetch(
+                f"DELETE FROM tool_result_cache WHERE {_SCOPE} AND remaining <= 0 RETURNING *",
+                scope,
+            )
+        return exchange_outcome(stored, qa, (_ROWS.cached(r) for r in expired))
 
     async def replace_qa_summary(
         self, project: str, session_id: str, expected: str, new: str
@@ -367,7 +362,7 @@ class SqliteConversationStore:
         """See ConversationStore.export_session."""
         scope = {"project": project, "session_id": session_id}
         async with self._s.snapshot("export_session") as db:
-            info = _ROWS.session(await self._require(db, project, session_id))
+            session = await self._require(db, project, session_id)
             entries = await self._s.fetch(
                 f"SELECT * FROM conversation_entries WHERE {_SCOPE} ORDER BY entry_no", scope
             )
@@ -381,73 +376,16 @@ class SqliteConversationStore:
                 f"SELECT * FROM tool_result_cache WHERE {_SCOPE} ORDER BY created_at, cache_key",
                 scope,
             )
-        return SessionExport(
-            session_id=session_id,
-            created_at=info.created_at,
-            updated_at=info.updated_at,
-            config=info.config,
-            qa_summary=info.qa_summary,
-            qa_summary_from=info.qa_summary_from,
-            qa_summary_until=info.qa_summary_until,
-            entries=[_ROWS.entry(r) for r in entries],
-            summaries=[_ROWS.summary(r) for r in summaries],
-            exchanges=[_ROWS.exchange(r) for r in exchanges],
-            cache=[_ROWS.cached(r) for r in cache],
-        )
+        return _ROWS.export(session, entries, summaries, exchanges, cache)
 
     async def import_session(self, project: str, data: SessionExport) -> None:
         """See ConversationStore.import_session."""
-        scope = {"project": project, "session_id": data.session_id}
         async with self._s.write("import_session") as db:
-            cur = await db.execute(
-                "INSERT INTO conversation_sessions (project, session_id, created_at, updated_at, "
-                "config, qa_summary, qa_summary_from, qa_summary_until, next_entry, "
-                "next_summary, next_exchange) VALUES (:project, :session_id, :created, :updated, "
-                ":config, :qa, :qa_from, :qa_until, :ne, :ns, :nx) ON CONFLICT DO NOTHING",
-                {
-                    **scope,
-                    "created": encode_time(data.created_at),
-                    "updated": encode_time(data.updated_at),
-                    "config": canonical_json(data.config),
-                    "qa": data.qa_summary,
-                    "qa_from": encode_time(data.qa_summary_from) if data.qa_summary_from else None,
-                    "qa_until": (
-                        encode_time(data.qa_summary_until) if data.qa_summary_until else None
-                    ),
-                    "ne": next_number(e.id for e in data.entries),
-                    "ns": next_number(s.id for s in data.summaries),
-                    "nx": next_number(x.id for x in data.exchanges),
-                },
-            )
+            cur = await db.execute(_IMPORT_SESSION, _WRITE.session(project, data))
             if cur.rowcount != 1:
-                raise ConflictError(
-                    f"session {data.session_id!r} already exists",
-                    next_step="Import it under another session_id (or delete that session first).",
-                )
-            # Summaries first: entries point at them.
-            await db.executemany(
-                "INSERT INTO conversation_summaries (project, session_id, summary_no, text, "
-                "entry_ids, token_count, original_tokens, ratio, covers_from, covers_until, "
-                "source, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [_WRITE.summary(project, data.session_id, s) for s in data.summaries],
-            )
-            await db.executemany(
-                "INSERT INTO conversation_entries (project, session_id, entry_no, type, role, "
-                "content, tool_name, arguments, source, is_error, created_at, token_count, "
-                "compressed, summary_no) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [_WRITE.entry(project, data.session_id, e) for e in data.entries],
-            )
-            await db.executemany(
-                "INSERT INTO conversation_exchanges (project, session_id, exchange_no, question, "
-                "answer, answer_shortened, created_at, folded) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                [_WRITE.exchange(project, data.session_id, x) for x in data.exchanges],
-            )
-            await db.executemany(
-                "INSERT INTO tool_result_cache (project, session_id, cache_key, tool_name, "
-                "parameters, result, duration, remaining, created_at) "
-                "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [_WRITE.cached(project, data.session_id, c) for c in data.cache],
-            )
+                raise session_exists(data.session_id)
+            for sql, rows in zip(_IMPORT_ROWS, _WRITE.session_rows(project, data), strict=True):
+                await db.executemany(sql, rows)
 
     async def delete_session(self, project: str, session_id: str) -> int:
         """See ConversationStore.delete_session."""

@@ -2,15 +2,17 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 
 from memory_core.ports.transfer import CopyRow
+from memory_core.storage.records import RowWriter, recorded_model
 from memory_core.storage.sqlite.rows import encode_time, row_to_memory
 from memory_core.storage.sqlite.session import SqliteSession
 from memory_core.storage.sqlite.vectors import EXACT_SEARCH_MAX, SqliteVectorIndex
 
 __all__ = ["SqliteCopyEndpoint"]
+
+_WRITE = RowWriter(encode_time)
 
 
 class SqliteCopyEndpoint:
@@ -27,10 +29,7 @@ class SqliteCopyEndpoint:
             rows = await self._session.fetch(
                 "SELECT key, value FROM meta WHERE key IN ('embedding_model', 'embedding_dims')"
             )
-        meta = {str(r[0]): str(r[1]) for r in rows}
-        if "embedding_model" not in meta:
-            return None
-        return meta["embedding_model"], int(meta["embedding_dims"])
+        return recorded_model(rows)
 
     async def counts(self) -> tuple[int, int]:
         """(memories, embeddings)."""
@@ -74,26 +73,7 @@ class SqliteCopyEndpoint:
                 " session_id, created_at, updated_at, last_accessed, access_count, memory_tier,"
                 " content_hash, token_count, author)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (
-                        m.id,
-                        m.project,
-                        m.layer.value,
-                        m.key,
-                        m.content,
-                        json.dumps(m.metadata, ensure_ascii=False),
-                        m.session_id,
-                        encode_time(m.created_at),
-                        encode_time(m.updated_at),
-                        encode_time(m.last_accessed) if m.last_accessed else None,
-                        m.access_count,
-                        m.tier.value,
-                        m.content_hash,
-                        m.token_count,
-                        m.author,
-                    )
-                    for m, _, _ in rows
-                ],
+                [_WRITE.memory(m) for m, _, _ in rows],
             )
         await self._vectors.put_vectors([(m, h, v) for m, h, v in rows if h and v is not None])
 

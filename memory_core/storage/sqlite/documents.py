@@ -6,7 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from memory_core.domain.knowledge import Chunk, ChunkDraft, DocumentOrigin, DocumentRecord
+from memory_core.domain.knowledge import Chunk, DocumentDraft, DocumentOrigin, DocumentRecord
 from memory_core.ports.knowledge import DocumentWrite
 from memory_core.storage.records import ChunkMatrix, RowReader, RowWriter
 from memory_core.storage.sqlite.rows import decode_time, encode_time
@@ -54,46 +54,35 @@ class SqliteDocumentStore:
         return int(rows[0][0])
 
     async def put_document(
-        self,
-        tenant: str,
-        source: str,
-        origin: DocumentOrigin,
-        text: str,
-        content_hash: str,
-        chunks: Sequence[ChunkDraft],
-        vectors: Vector | None,
-        model_id: str | None,
-        now: datetime,
+        self, draft: DocumentDraft, vectors: Vector | None, model_id: str | None, now: datetime
     ) -> DocumentWrite:
         """Store a document and its chunks, replacing an older version, in one transaction."""
-        stamp = encode_time(now)
         async with self._session.write("storing a document") as db:
             old = await self._session.fetch(
                 "SELECT * FROM knowledge_documents WHERE tenant = ? AND source = ?",
-                (tenant, source),
+                (draft.tenant, draft.source),
             )
-            if old and old[0]["content_hash"] == content_hash:
+            if old and old[0]["content_hash"] == draft.content_hash:
                 return DocumentWrite(document=_ROWS.document(old[0]), status="unchanged")
             if old:
                 # Chunks go with their document (ON DELETE CASCADE), and the FTS rows with them.
                 await db.execute("DELETE FROM knowledge_documents WHERE id = ?", (old[0]["id"],))
-            created = old[0]["created_at"] if old else stamp
             rows = await self._session.fetch(
                 "INSERT INTO knowledge_documents (tenant, source, origin, content_hash, body,"
                 " chunk_count, created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)"
                 " RETURNING *",
-                (tenant, source, origin.value, content_hash, text, len(chunks), created, stamp),
+                _WRITE.document(draft, decode_time(old[0]["created_at"]) if old else now, now),
             )
             doc_id = rows[0]["id"]
             await db.executemany(
                 "INSERT INTO knowledge_chunks (document_id, tenant, position, start_char,"
                 " end_char, text, embedding, embed_model) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                _WRITE.chunks(doc_id, tenant, chunks, vectors, model_id),
+                _WRITE.chunks(doc_id, draft.tenant, draft.chunks, vectors, model_id),
             )
             await db.execute(
                 "INSERT INTO knowledge_revisions (tenant, revision) VALUES (?, 1)"
                 " ON CONFLICT (tenant) DO UPDATE SET revision = revision + 1",
-                (tenant,),
+                (draft.tenant,),
             )
         return DocumentWrite(
             document=_ROWS.document(rows[0]), status="replaced" if old else "created"

@@ -5,11 +5,13 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
-from typing import Any
 
 from memory_core.domain.hook_session import HookSession, TranscriptCursor
+from memory_core.storage.records import RowReader
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
+
+_ROWS = RowReader(decode_time)
 
 __all__ = ["SqliteHookSessionStore"]
 
@@ -18,19 +20,6 @@ _ENSURE = (
     " VALUES (?, ?, ?, ?) ON CONFLICT (project, session_id) DO NOTHING"
 )
 _SELECT = "SELECT * FROM hook_sessions WHERE project = ? AND session_id = ?"
-
-
-def _row(row: Any) -> HookSession:
-    return HookSession(
-        project=row["project"],
-        session_id=row["session_id"],
-        start_context=row["start_context"],
-        start_tokens=int(row["start_tokens"]),
-        injected=tuple(int(i) for i in json.loads(row["injected"])),
-        cursor=TranscriptCursor(int(row["transcript_lines"]), row["transcript_uuid"]),
-        summary_id=None if row["summary_id"] is None else int(row["summary_id"]),
-        updated_at=decode_time(row["updated_at"]),
-    )
 
 
 class SqliteHookSessionStore:
@@ -43,7 +32,7 @@ class SqliteHookSessionStore:
         """The session's state, or None."""
         async with self._session.read("reading a hook session"):
             rows = await self._session.fetch(_SELECT, (project, session_id))
-        return _row(rows[0]) if rows else None
+        return _ROWS.hook_session(rows[0]) if rows else None
 
     async def latest_summary(self, project: str, exclude_session: str | None) -> int | None:
         """The summary of the most recently recorded other session."""
@@ -68,7 +57,7 @@ class SqliteHookSessionStore:
                 (text, tokens, stamp, project, session_id),
             )
             rows = await self._session.fetch(_SELECT, (project, session_id))
-        return _row(rows[0])
+        return _ROWS.hook_session(rows[0])
 
     async def add_injected(
         self, project: str, session_id: str, ids: Sequence[int], now: datetime
@@ -78,13 +67,13 @@ class SqliteHookSessionStore:
         async with self._session.write("recording injected memories"):
             await self._session.fetch(_ENSURE, (project, session_id, stamp, stamp))
             rows = await self._session.fetch(_SELECT, (project, session_id))
-            known = list(_row(rows[0]).injected)
-            new = [i for i in dict.fromkeys(ids) if i not in set(known)]
+            state = _ROWS.hook_session(rows[0])
+            new = state.not_injected(ids)
             if new:
                 await self._session.fetch(
                     "UPDATE hook_sessions SET injected = ?, updated_at = ?"
                     " WHERE project = ? AND session_id = ?",
-                    (json.dumps(known + new), stamp, project, session_id),
+                    (json.dumps([*state.injected, *new]), stamp, project, session_id),
                 )
         return new
 

@@ -8,8 +8,13 @@ from pathlib import Path
 import aiosqlite
 import structlog
 
-from memory_core.errors import SchemaMismatchError, StorageError
-from memory_core.storage.migrations import load_migrations, migrations_dir
+from memory_core.errors import StorageError
+from memory_core.storage.migrations import (
+    load_migrations,
+    migrations_dir,
+    pending_migrations,
+    schema_number,
+)
 from memory_core.storage.sqlite.connection import DriverError
 
 __all__ = ["apply_migrations", "default_migrations_dir", "schema_version"]
@@ -43,17 +48,8 @@ async def apply_migrations(db: aiosqlite.Connection, directory: Path | None = No
         "CREATE TABLE IF NOT EXISTS schema_migrations"
         " (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
     )
-    applied = await _applied(db)
-    unknown = applied - {m.name for m in migrations}
-    if unknown:
-        raise SchemaMismatchError(
-            f"the database was upgraded by a newer memstrata (unknown migrations: "
-            f"{', '.join(sorted(unknown))}); upgrade memstrata to open it"
-        )
     done: list[str] = []
-    for migration in migrations:
-        if migration.name in applied:
-            continue
+    for migration in pending_migrations(migrations, await _applied(db)):
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         # executescript ignores isolation_level, so the transaction is spelled out in the script.
         # The name is safe to inline: _NAME admits only digits, lowercase letters and underscores.
@@ -86,5 +82,4 @@ async def schema_version(db: aiosqlite.Connection) -> int:
     ) as cur:
         if await cur.fetchone() is None:
             return 0
-    names = await _applied(db)
-    return max((int(n[:4]) for n in names), default=0)
+    return schema_number(await _applied(db))

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-import json
 from collections.abc import Sequence
 from datetime import datetime
 from typing import TYPE_CHECKING
 
-from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference
-from memory_core.storage.records import RowReader, vector_to_bytes
+from memory_core.domain.knowledge import Playbook, PlaybookDraft, Preference, PreferenceDraft
+from memory_core.storage.records import RowReader, RowWriter, vector_to_bytes
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
 
@@ -18,6 +17,7 @@ if TYPE_CHECKING:
 __all__ = ["SqlitePlaybookStore", "SqlitePreferenceStore"]
 
 _ROWS = RowReader(decode_time)
+_WRITE = RowWriter(encode_time, flag=int)
 
 
 class SqlitePreferenceStore:
@@ -27,21 +27,13 @@ class SqlitePreferenceStore:
         self._session = session
 
     async def upsert(
-        self,
-        user: str,
-        key: str,
-        value: str,
-        flow_id: str | None,
-        origin: str,
-        vector: Vector | None,
-        model_id: str | None,
-        now: datetime,
+        self, draft: PreferenceDraft, vector: Vector | None, model_id: str | None, now: datetime
     ) -> tuple[Preference, str | None]:
         """Insert or replace the rule under (user, key)."""
-        stamp = encode_time(now)
         async with self._session.write("storing a preference"):
             old = await self._session.fetch(
-                "SELECT value FROM user_preferences WHERE user_id = ? AND key = ?", (user, key)
+                "SELECT value FROM user_preferences WHERE user_id = ? AND key = ?",
+                (draft.user, draft.key),
             )
             rows = await self._session.fetch(
                 "INSERT INTO user_preferences (user_id, key, value, flow_id, origin, embedding,"
@@ -50,17 +42,7 @@ class SqlitePreferenceStore:
                 " flow_id = excluded.flow_id, origin = excluded.origin,"
                 " embedding = excluded.embedding, embed_model = excluded.embed_model,"
                 " updated_at = excluded.updated_at RETURNING *",
-                (
-                    user,
-                    key,
-                    value,
-                    flow_id,
-                    origin,
-                    vector_to_bytes(vector),
-                    model_id if vector is not None else None,
-                    stamp,
-                    stamp,
-                ),
+                _WRITE.preference(draft, vector, model_id, now),
             )
         return _ROWS.preference(rows[0]), (str(old[0][0]) if old else None)
 
@@ -117,18 +99,7 @@ class SqlitePlaybookStore:
                 " record_hash, embedding, embed_model, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"
                 " ON CONFLICT (user_id, record_hash) DO NOTHING RETURNING *",
-                (
-                    draft.user,
-                    draft.flow,
-                    draft.user_query,
-                    json.dumps(draft.slots, ensure_ascii=False, sort_keys=True),
-                    json.dumps(draft.tool_calls, ensure_ascii=False),
-                    draft.outcome,
-                    draft.record_hash,
-                    vector_to_bytes(vector),
-                    model_id if vector is not None else None,
-                    encode_time(now),
-                ),
+                _WRITE.playbook(draft, vector, model_id, now),
             )
             created = bool(rows)
             if not created:

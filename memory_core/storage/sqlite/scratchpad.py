@@ -13,7 +13,7 @@ from memory_core.domain.knowledge import (
     SnippetDraft,
 )
 from memory_core.ports.knowledge import SnippetWrite
-from memory_core.storage.records import RowReader, vector_to_bytes
+from memory_core.storage.records import RowReader, RowWriter, vector_to_bytes
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
 
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 __all__ = ["SqliteScratchpadStore"]
 
 _ROWS = RowReader(decode_time)
+_WRITE = RowWriter(encode_time, flag=int)
 
 
 class SqliteScratchpadStore:
@@ -78,21 +79,8 @@ class SqliteScratchpadStore:
                     "INSERT INTO scratchpad_snippets (session_id, user_id, tenant, snippet,"
                     " norm_hash, embedding, embed_model, salient, promote_to, created_at,"
                     " last_used_at, use_seq, use_count)"
-                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, 1) RETURNING *",
-                    (
-                        draft.session_id,
-                        draft.user,
-                        draft.tenant,
-                        draft.text,
-                        draft.norm_hash,
-                        vector_to_bytes(vector),
-                        model_id if vector is not None else None,
-                        int(draft.salient),
-                        draft.promote_to,
-                        stamp,
-                        stamp,
-                        seq,
-                    ),
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) RETURNING *",
+                    _WRITE.snippet(draft, vector, model_id, now, seq),
                 )
             evicted = await self._session.fetch(
                 "DELETE FROM scratchpad_snippets WHERE id IN (SELECT id FROM scratchpad_snippets"
@@ -160,13 +148,7 @@ class SqliteScratchpadStore:
             rows = await self._session.fetch(
                 f"SELECT * FROM scratchpad_snippets WHERE {where} ORDER BY id", (owner,)
             )
-        return [
-            (
-                _ROWS.snippet(r),
-                _ROWS.vector(r, model_id),
-            )
-            for r in rows
-        ]
+        return [(_ROWS.snippet(r), _ROWS.vector(r, model_id)) for r in rows]
 
     async def mark_promoted(
         self,

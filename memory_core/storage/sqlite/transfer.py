@@ -19,25 +19,13 @@ from memory_core.storage.sqlite.connection import DriverError
 from memory_core.storage.sqlite.migrate import schema_version
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
+from memory_core.storage.transfer_rows import TABLE, count_query, import_columns, page_query
 
 __all__ = ["SqliteMemoryTransfer"]
 
-# The table behind each record kind (memory_core.ports.transfer.TABLES); the columns are the
-# records' fields, the same on both backends.
-_TABLE = {
-    "memory": "context_snapshots",
-    "conversation_session": "conversation_sessions",
-    "conversation_summary": "conversation_summaries",
-    "conversation_entry": "conversation_entries",
-    "conversation_exchange": "conversation_exchanges",
-    "tool_result": "tool_result_cache",
-    "scratchpad_snippet": "scratchpad_snippets",
-    "preference": "user_preferences",
-    "playbook": "playbooks",
-    "document": "knowledge_documents",
-    "document_chunk": "knowledge_chunks",
-    "document_revision": "knowledge_revisions",
-}
+
+def _mark(n: int) -> str:
+    return "?"
 
 
 def _decode(kind: ColumnType, value: Any) -> Any:
@@ -67,9 +55,9 @@ def _encode(kind: ColumnType, value: Any) -> Any:
 
 
 def _insert_sql(spec: TableSpec, *, keep_ids: bool) -> str:
-    names = [n for n in spec.names if keep_ids or n != "id"]
+    names = import_columns(spec, keep_ids=keep_ids)
     marks = ", ".join("?" * len(names))
-    into = f"INSERT INTO {_TABLE[spec.kind]} ({', '.join(names)}) VALUES ({marks})"
+    into = f"INSERT INTO {TABLE[spec.kind]} ({', '.join(names)}) VALUES ({marks})"
     if spec.kind == "document_revision":
         # Raised above both values: a server caching the tenant's vectors sees a new revision.
         return (
@@ -130,11 +118,9 @@ class SqliteMemoryTransfer:
 
     async def count_rows(self, kind: str, project: str | None) -> int:
         """Rows of a kind in one project, or in the store."""
-        spec = table(kind)
-        scoped = project is not None and spec.scoped
-        where, params = ("WHERE project = ?", [project]) if scoped else ("", [])
+        sql, params = count_query(kind, project, _mark)
         async with self._session.read(f"counting {kind} rows"):
-            rows = await self._session.fetch(f"SELECT count(*) FROM {_TABLE[kind]} {where}", params)
+            rows = await self._session.fetch(sql, params)
         return int(rows[0][0])
 
     async def export_rows(
@@ -142,20 +128,9 @@ class SqliteMemoryTransfer:
     ) -> list[Row]:
         """Keyset page in key order, so each page is one short read while a server writes."""
         spec = table(kind)
-        where: list[str] = []
-        params: list[Any] = []
-        if after is not None:
-            where.append(f"({', '.join(spec.key)}) > ({', '.join('?' * len(spec.key))})")
-            params += list(after)
-        if project is not None and spec.scoped:
-            where.append("project = ?")
-            params.append(project)
-        sql = f"SELECT {', '.join(spec.names)} FROM {_TABLE[kind]}"
-        if where:
-            sql += " WHERE " + " AND ".join(where)
-        sql += f" ORDER BY {', '.join(spec.key)} LIMIT ?"
+        sql, params = page_query(kind, project, after, limit, mark=_mark)
         async with self._session.read(f"exporting {kind} rows"):
-            rows = await self._session.fetch(sql, [*params, limit])
+            rows = await self._session.fetch(sql, params)
         return [
             {name: _decode(type_, r[i]) for i, (name, type_) in enumerate(spec.columns)}
             for r in rows

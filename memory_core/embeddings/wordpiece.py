@@ -1,24 +1,16 @@
-"""Token counters: the embedding model's own tokenizer when it ships one, else characters / 4."""
+"""The all-MiniLM-L6-v2 WordPiece tokenizer as a counter: a measuring instrument, not a budget.
+
+Budgets count with memory_core/domain/tokens.py. This counter measures what a text costs a
+client (`memstrata tools`, docs/gen_tools.py, bench/) and how far the budget estimate is from
+a real tokenizer (bench/token_gap.py).
+"""
 
 from __future__ import annotations
 
 import threading
-from importlib.util import find_spec
 from typing import Any
 
-from memory_core.domain.tokens import estimate_tokens
-
-__all__ = ["CharTokenCounter", "WordPieceTokenCounter", "token_counter_for"]
-
-
-class CharTokenCounter:
-    """About four characters per token: no tokenizer to load, close enough for English."""
-
-    name = "chars/4"
-
-    def count(self, text: str) -> int:
-        """About len(text) / 4."""
-        return estimate_tokens(text) if text else 0
+__all__ = ["WordPieceTokenCounter"]
 
 
 class WordPieceTokenCounter:
@@ -54,14 +46,3 @@ class WordPieceTokenCounter:
             return 0
         tokenizer = self._tokenizer or self._load()
         return len(tokenizer.encode(text, add_special_tokens=False).ids)
-
-
-def token_counter_for(model_id: str | None) -> CharTokenCounter | WordPieceTokenCounter:
-    """The counter that matches the configured embedding model (chars/4 without one)."""
-    if model_id is not None and "MiniLM-L6-v2" in model_id:
-        # Whether the package is installed, without importing it (the hooks count tokens only
-        # when they inject something, and most prompts inject nothing).
-        if find_spec("tokenizers") is None:
-            return CharTokenCounter()
-        return WordPieceTokenCounter()
-    return CharTokenCounter()
