@@ -11,7 +11,8 @@ at first open), and the labels take turns: each round starts one fresh process p
 which warms up and then times the same 100 queries as bench/scale.py (hybrid, limit 10, the
 query embedding included) and 20 `get_memory_stats` calls, after the tier recalculation
 bench/scale.py makes first. The figures are the median of every sample of a label, the range
-of the per-round medians, and the p95.
+of the per-round medians, and the p95. With `--numpy`, each worker also times numpy's exact
+cosine top 10 over the main project's vectors for the same queries: the floor of that run.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from typing import Any
 import structlog
 
 
-async def _worker(db: Path, cache: Path) -> dict[str, list[float]]:
+async def _worker(db: Path, cache: Path, numpy_floor: bool) -> dict[str, list[float]]:
     # Imported here: the orchestrator runs in any checkout, the worker in the one measured.
     from bench.scale import POOL_MAX, BenchClock, Corpus, build_pool, query_texts, settings_for
     from memory_core.domain.models import SearchMode
@@ -46,7 +47,7 @@ async def _worker(db: Path, cache: Path) -> dict[str, list[float]]:
     pool, _ = build_pool(corpus, POOL_MAX, cache, real)
     queries = query_texts(corpus, pool, 100)
     clock = BenchClock()
-    out: dict[str, list[float]] = {"hybrid": [], "stats": []}
+    out: dict[str, list[float]] = {"hybrid": [], "hybrid_cpu": [], "stats": [], "numpy": []}
     async with open_container(settings_for(db), clock) as store:
         assert store.embedder is not None
         await store.embedder.wait()
@@ -56,16 +57,40 @@ async def _worker(db: Path, cache: Path) -> dict[str, list[float]]:
         for q in queries[:5]:
             await mem.search(SearchRequest(project="main", query=q, mode=SearchMode.HYBRID))
         for q in queries:
-            tick = time.perf_counter()
+            tick, cpu = time.perf_counter(), time.process_time()
             await mem.search(
                 SearchRequest(project="main", query=q, mode=SearchMode.HYBRID, limit=10)
             )
             out["hybrid"].append((time.perf_counter() - tick) * 1000)
+            # CPU of every thread of the process (embedding, both connections' threads): the
+            # work a search costs, which a loaded machine distorts far less than wall time.
+            out["hybrid_cpu"].append((time.process_time() - cpu) * 1000)
         for _ in range(20):
             tick = time.perf_counter()
             await maintenance.memory_stats(store.repo, clock, tiers, "main")
             out["stats"].append((time.perf_counter() - tick) * 1000)
+        if numpy_floor:
+            out["numpy"] = await _numpy_floor(store, real.embed(queries))
     return out
+
+
+async def _numpy_floor(store: Any, vectors: Any) -> list[float]:
+    """The exact-search floor of the same run: cosine top 10 over the main project in numpy."""
+    import numpy as np
+
+    rows = await store.repo._session.fetch(
+        "SELECT e.embedding FROM context_embeddings AS e"
+        " JOIN context_snapshots AS s ON s.id = e.id WHERE s.project = 'main'"
+    )
+    matrix = np.frombuffer(b"".join(r[0] for r in rows), dtype=np.float32).reshape(len(rows), -1)
+    del rows
+    samples = []
+    for vector in vectors:
+        tick = time.perf_counter()
+        scores = matrix @ np.asarray(vector, dtype=np.float32)
+        np.argpartition(-scores, 10)[:10]
+        samples.append((time.perf_counter() - tick) * 1000)
+    return samples
 
 
 def _p95(samples: list[float]) -> float:
@@ -81,11 +106,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--exe", action="append", help="LABEL=venv bin dir")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--json", type=Path)
+    parser.add_argument(
+        "--numpy", action="store_true", help="also time numpy exact search (the floor)"
+    )
     parser.add_argument("--worker-db", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args(argv)
     cache = args.workdir / "cache"
     if args.worker_db:
-        print(json.dumps(asyncio.run(_worker(args.worker_db, cache))))
+        print(json.dumps(asyncio.run(_worker(args.worker_db, cache, args.numpy))))
         return
     bins = {k: Path(v).resolve() for k, v in (e.split("=", 1) for e in args.exe or [])}
     built = args.workdir / f"scale-{args.size}.db"
@@ -95,7 +123,8 @@ def main(argv: list[str] | None = None) -> None:
         shutil.copyfile(built, dbs[label])
 
     def worker_args(label: str) -> list[str]:
-        return ["--workdir", str(args.workdir.resolve()), "--worker-db", str(dbs[label])]
+        numpy = ["--numpy"] if args.numpy else []
+        return ["--workdir", str(args.workdir.resolve()), *numpy, "--worker-db", str(dbs[label])]
 
     rounds: dict[str, list[dict[str, list[float]]]] = {label: [] for label in bins}
     for n in range(args.rounds):
@@ -114,9 +143,11 @@ def main(argv: list[str] | None = None) -> None:
     figures: dict[str, Any] = {}
     for label, runs in rounds.items():
         figures[label] = {}
-        for name in ("hybrid", "stats"):
-            every = [x for run in runs for x in run[name]]
-            medians = [statistics.median(run[name]) for run in runs]
+        for name in ("hybrid", "hybrid_cpu", "stats", "numpy"):
+            every = [x for run in runs for x in run.get(name, [])]
+            if not every:
+                continue
+            medians = [statistics.median(run[name]) for run in runs if run.get(name)]
             figures[label][f"{name}_ms"] = {
                 "p50": round(statistics.median(every), 2),
                 "round_p50_min": round(min(medians), 2),

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+import contextlib
+import importlib
+from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -19,7 +22,7 @@ from server.app_context import AppContext, LiveContext
 from server.container import Container, open_container
 from server.settings import Settings
 from server.surface import MemstrataServer
-from server.tools import admin, conversations, knowledge, memories, toolsets
+from server.toolsets import Toolset
 
 __all__ = ["INSTRUCTIONS", "build_server", "serve_stdio"]
 
@@ -43,6 +46,23 @@ memstrata is your long-term memory, kept across conversations.
 """
 
 
+# The tool modules (server/tools/) and the toolsets their tools belong to, in listing order;
+# a module is imported only once one of its toolsets is enabled or a tool name is looked up
+# (server.surface). tests/server/test_toolsets.py holds each module to its toolsets.
+TOOL_MODULES: tuple[tuple[str, frozenset[Toolset]], ...] = (
+    ("memories", frozenset({Toolset.CORE, Toolset.BULK, Toolset.MAINTENANCE})),
+    ("admin", frozenset({Toolset.MAINTENANCE})),
+    ("conversations", frozenset({Toolset.CONVERSATIONS})),
+    ("scratchpad", frozenset({Toolset.SCRATCHPAD})),
+    ("preferences", frozenset({Toolset.PREFERENCES})),
+    ("business", frozenset({Toolset.DOCUMENTS})),
+)
+
+# Over stdio, the model preload and the scheduler start once the first `tools/list` has been
+# answered, or this long after the store opened if no client lists tools.
+WARM_UP_FALLBACK_S = 2.0
+
+
 def _start_scheduler(container: Container, runs: maintenance_scheduler.JobRuns) -> Any | None:
     """Start the maintenance jobs (None when disabled); needs the running loop."""
     scheduler = maintenance_scheduler.build_scheduler(container, runs)
@@ -50,6 +70,47 @@ def _start_scheduler(container: Container, runs: maintenance_scheduler.JobRuns) 
         scheduler.start()
         log.info("scheduler.started", jobs=[j.id for j in scheduler.get_jobs()])
     return scheduler
+
+
+def _warm_up(settings: Settings, context: AppContext) -> None:
+    """Start the model preload (when configured) and the maintenance scheduler."""
+    container = context.container
+    if container.embedder is not None and settings.embedding_preload:
+        # A thread loads the model; requests do not wait for it (searches do, bounded).
+        container.embedder.start()
+    context.scheduler = _start_scheduler(container, context.runs)
+
+
+async def _warm_up_after_listing(
+    mcp: MemstrataServer, settings: Settings, context: AppContext
+) -> None:
+    """Warm up once the first `tools/list` is answered (or after WARM_UP_FALLBACK_S).
+
+    The handshake needs neither the model nor the scheduler, and the preload thread's imports
+    (numpy, onnxruntime) hold the interpreter lock: started before the handshake, they slowed
+    the `tools/list` answer by ~40 ms (issue 21). A tool call that needs the model before then
+    loads it itself (LazyEmbedder), as it does with preloading off.
+    """
+    with contextlib.suppress(TimeoutError):
+        await asyncio.wait_for(mcp.first_listing(), WARM_UP_FALLBACK_S)
+    _warm_up(settings, context)
+
+
+async def _stop(context: AppContext, warming: asyncio.Task[None] | None) -> None:
+    """Stop what the lifespan started, before the store closes."""
+    if warming is not None and not warming.done():
+        warming.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await warming
+    if context.scheduler is not None:
+        context.scheduler.shutdown(wait=False)
+        log.info("scheduler.stopped")
+    container = context.container
+    if container.indexer is not None:
+        # Stops the backfill too, before the database closes.
+        await container.indexer.aclose()
+    if container.embedder is not None:
+        await container.embedder.settle(max_wait=10)
 
 
 def build_server(
@@ -61,6 +122,7 @@ def build_server(
     auth: AuthSettings | None = None,
     runtime_toolsets: bool = True,
     live: LiveContext | None = None,
+    warm_up_after_listing: bool = False,
 ) -> MemstrataServer:
     """Build the MCP server; the store opens (and the scheduler starts) in its lifespan.
 
@@ -68,21 +130,26 @@ def build_server(
     `runtime_toolsets` registers `enable_toolset`; HTTP turns it off, because one HTTP server
     serves many clients and one client's choice must not change another's tool list.
     `live` receives the lifespan's context while it runs (the dashboard reads it).
+    `warm_up_after_listing` starts the model preload and the scheduler once the first
+    `tools/list` is answered instead of when the store opens (stdio: a process per
+    conversation, whose start the client waits for).
     """
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
         async with open_container(settings, clock, embedder=embedder) as container:
-            if container.embedder is not None and settings.embedding_preload:
-                # A thread loads the model; `initialize` and `tools/list` do not wait.
-                container.embedder.start()
             if container.indexer is not None:
                 # Rows without vectors (imports, keyword-only periods) are embedded once the
                 # model is ready; the first searches wait for it (bounded: embedding_wait).
                 container.indexer.backfill_when_ready()
-            runs = maintenance_scheduler.JobRuns()
-            scheduler = _start_scheduler(container, runs)
-            context = AppContext(container=container, scheduler=scheduler, runs=runs)
+            context = AppContext(
+                container=container, scheduler=None, runs=maintenance_scheduler.JobRuns()
+            )
+            warming = None
+            if warm_up_after_listing:
+                warming = asyncio.create_task(_warm_up_after_listing(mcp, settings, context))
+            else:
+                _warm_up(settings, context)
             if live is not None:
                 live.current = context
             try:
@@ -90,14 +157,7 @@ def build_server(
             finally:
                 if live is not None:
                     live.current = None
-                if scheduler is not None:
-                    scheduler.shutdown(wait=False)
-                    log.info("scheduler.stopped")
-                if container.indexer is not None:
-                    # Stops the backfill too, before the database closes.
-                    await container.indexer.aclose()
-                if container.embedder is not None:
-                    await container.embedder.settle(max_wait=10)
+                await _stop(context, warming)
 
     mcp = MemstrataServer(
         "memstrata",
@@ -109,22 +169,29 @@ def build_server(
         auth=auth,
         toolsets=settings.enabled_toolsets,
     )
-    memories.register(mcp, settings)
-    admin.register(mcp, settings)
-    conversations.register(mcp, settings)
-    knowledge.register(mcp, settings)
+    for module, served in TOOL_MODULES:
+        mcp.defer_module(served, _registration(module, mcp, settings))
     if runtime_toolsets:
-        toolsets.register(mcp, settings)
+        mcp.defer_module({Toolset.CORE}, _registration("toolsets", mcp, settings))
     resources.register(mcp, settings)
     prompts.register(mcp, settings)
     return mcp
+
+
+def _registration(module: str, mcp: MemstrataServer, settings: Settings) -> Callable[[], None]:
+    """Import server.tools.<module> and register its tools, when called."""
+
+    def register() -> None:
+        importlib.import_module(f"server.tools.{module}").register(mcp, settings)
+
+    return register
 
 
 def serve_stdio(settings: Settings) -> None:
     """Serve over stdio (Claude Desktop, Claude Code); stdout carries only MCP messages."""
     from server.logging import configure_logging
 
-    mcp = build_server(settings)
+    mcp = build_server(settings, warm_up_after_listing=True)
     configure_logging(settings.log_level, settings.log_format)  # after MCPServer's own setup
     log.info("server.starting", transport="stdio", db=settings.store_location)
     mcp.run("stdio")

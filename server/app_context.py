@@ -11,9 +11,13 @@ from server.scheduler import JobRuns
 __all__ = ["AppContext", "LiveContext"]
 
 
-@dataclass(frozen=True)
+@dataclass
 class AppContext:
-    """The container plus the running scheduler (None when maintenance is disabled)."""
+    """The container plus the running scheduler.
+
+    `scheduler` is None while it has not started (over stdio it starts after the first
+    `tools/list`, server.app) and when maintenance is disabled; only the lifespan sets it.
+    """
 
     container: Container
     scheduler: Any | None  # apscheduler's AsyncIOScheduler; untyped, see server.scheduler

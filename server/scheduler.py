@@ -1,6 +1,8 @@
 """Scheduled maintenance: APScheduler 3 jobs that call the same services as the tools.
 
-APScheduler 3 is untyped; its use stays in this module.
+APScheduler 3 is untyped; its use stays in this module (and server.cron), and it is imported
+when a scheduler is built: importing this module for JobRuns (the server's context, the
+dashboard) does not load it, so `serve` answers `tools/list` before it loads (issue 21).
 """
 
 from __future__ import annotations
@@ -11,11 +13,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import structlog
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
 
 from memory_core.storage.sqlite.leases import LocalJobLeases
 from server.container import Container
-from server.cron import parse_cron
 
 __all__ = [
     "JobRun",
@@ -135,6 +135,10 @@ def build_scheduler(container: Container, runs: JobRuns | None = None) -> Any | 
     schedule = container.settings.schedule
     if not schedule.enabled:
         return None
+    from apscheduler.schedulers.asyncio import AsyncIOScheduler
+
+    from server.cron import parse_cron
+
     scheduler = AsyncIOScheduler(timezone="UTC")
     jobs = (
         (RECALCULATE_JOB, schedule.recalculate_cron, recalculate_job),

@@ -8,12 +8,19 @@
   models still accept null; a field absent from `required` is already optional);
 - arguments a tool does not take are refused, and schema errors read like the server's own
   ("Invalid `limit`: must be at most 100 (got 1000)"), not like pydantic's dump.
+
+What a client sees does not depend on when a tool is built, so start-up builds only what the
+first `tools/list` shows (issue 21): a tool of a toolset that is not enabled is registered by
+name and built (its argument model and schemas, the SDK's `add_tool`) when the toolset is
+enabled, and a module whose toolsets are all disabled is not even imported until one of its
+tools is asked about. Listing follows registration order whenever a tool was built.
 """
 
 from __future__ import annotations
 
+import asyncio
 import json
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from mcp.server import MCPServer
@@ -40,6 +47,12 @@ __all__ = ["MemstrataServer", "compact_schema", "model_visible_definition"]
 
 Schema = dict[str, Any]
 
+# How long after building the first `tools/list` answer the work waiting for it may start:
+# the SDK serialises and writes the answer (two thread hops over stdio) in the meantime.
+LISTING_GRACE_S = 0.05
+
+_NO_SLOT = 1 << 30  # tools registered outside `defer_module` list after the others
+
 
 class MemstrataServer(MCPServer[AppContext]):
     """An MCPServer whose tools belong to toolsets, of which only the enabled ones are listed."""
@@ -47,39 +60,111 @@ class MemstrataServer(MCPServer[AppContext]):
     def __init__(self, *args: Any, toolsets: Iterable[Toolset], **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self.enabled_toolsets: set[Toolset] = set(toolsets)
-        self.toolset_of: dict[str, Toolset] = {}
-        self.tool_details: dict[str, str] = {}  # docs-only text (docs/tools.md), never sent
+        self._toolset_of: dict[str, Toolset] = {}
+        self._tool_details: dict[str, str] = {}  # docs-only text (docs/tools.md), never sent
         self._schemas: dict[str, Schema] = {}
+        # Tools registered by name but not built yet (their toolset is not enabled).
+        self._unbuilt: dict[str, Callable[[], None]] = {}
+        # Registrations of tool modules not imported yet: (slot, toolsets served, register).
+        self._unloaded: list[tuple[int, frozenset[Toolset], Callable[[], None]]] = []
+        # Each tool's place in the listing: (its module's slot, its place in the module), so
+        # a module registered late still lists where an eager start would have put it.
+        self._rank: dict[str, tuple[int, int]] = {}
+        self._slots = 0
+        self._slot = _NO_SLOT
+        # Set when the first `tools/list` has been answered (see `first_listing`).
+        self._listed: asyncio.Event | None = None
+        self._listing_seen = False
         # Concrete URIs served by templates, listed so clients can offer them (@-mentions).
         self.listed_resources: list[Resource] = []
 
-    def assign(self, name: str, toolset: Toolset, details: str) -> None:
-        """Record the toolset (and the docs-only details) of a registered tool."""
-        self.toolset_of[name] = toolset
+    @property
+    def toolset_of(self) -> dict[str, Toolset]:
+        """Every tool's toolset, in registration order (loads deferred tool modules)."""
+        self._load_modules(None)
+        return dict(sorted(self._toolset_of.items(), key=lambda item: self._rank[item[0]]))
+
+    @property
+    def tool_details(self) -> dict[str, str]:
+        """Docs-only details of every tool that has them (loads deferred tool modules)."""
+        self._load_modules(None)
+        return self._tool_details
+
+    def defer_module(self, toolsets: Iterable[Toolset], register: Callable[[], None]) -> None:
+        """Register a tool module's tools now if one of `toolsets` is enabled, else on demand.
+
+        `register` imports the module and registers its tools; it runs when a toolset it
+        serves is enabled or any tool name is looked up (an unknown call, `toolset_of`).
+        """
+        slot, self._slots = self._slots, self._slots + 1
+        served = frozenset(toolsets)
+        if served & self.enabled_toolsets:
+            self._register(slot, register)
+        else:
+            self._unloaded.append((slot, served, register))
+
+    def _register(self, slot: int, register: Callable[[], None]) -> None:
+        outer, self._slot = self._slot, slot
+        try:
+            register()
+        finally:
+            self._slot = outer
+
+    def _load_modules(self, toolsets: set[Toolset] | None) -> None:
+        """Run the deferred registrations serving `toolsets` (None: all of them)."""
+        due = [r for r in self._unloaded if toolsets is None or r[1] & toolsets]
+        self._unloaded = [r for r in self._unloaded if r not in due]
+        for slot, _, register in due:
+            self._register(slot, register)
+
+    def add_toolset_tool(
+        self, name: str, toolset: Toolset, details: str, build: Callable[[], None]
+    ) -> None:
+        """Register a tool of `toolset`; `build` adds it to the SDK (now, or once enabled)."""
+        self._toolset_of[name] = toolset
+        self._rank[name] = (self._slot, len(self._rank))
         if details:
-            self.tool_details[name] = details
+            self._tool_details[name] = details
+        if toolset in self.enabled_toolsets:
+            build()
+        else:
+            self._unbuilt[name] = build
 
     def is_enabled(self, name: str) -> bool:
         """Whether a tool is listed and callable (tools outside every toolset always are)."""
-        toolset = self.toolset_of.get(name)
+        toolset = self._toolset_of.get(name)
         return toolset is None or toolset in self.enabled_toolsets
 
     def enable(self, toolsets: Iterable[Toolset]) -> list[str]:
         """Enable toolsets; returns the names of the tools that became available."""
         new = set(toolsets) - self.enabled_toolsets
         self.enabled_toolsets |= new
-        return sorted(name for name, ts in self.toolset_of.items() if ts in new)
+        self._load_modules(new)
+        for name in sorted(self._unbuilt, key=self._rank.__getitem__):
+            if self._toolset_of[name] in new:
+                self._unbuilt.pop(name)()
+        return sorted(name for name, ts in self._toolset_of.items() if ts in new)
 
     def tools_in(self, toolset: Toolset) -> list[str]:
         """The names of a toolset's tools, in registration order."""
         return [name for name, ts in self.toolset_of.items() if ts is toolset]
+
+    async def first_listing(self) -> None:
+        """Return once the first `tools/list` of this server has been answered.
+
+        Start-up work that no answer before it needs (the model preload, the scheduler) waits
+        for this, so it does not compete with the client's handshake for the interpreter.
+        """
+        if self._listed is None:
+            self._listed = asyncio.Event()
+        await self._listed.wait()
 
     async def list_resources(self) -> list[Resource]:
         """Static resources, then the template-served ones recorded in `listed_resources`."""
         return [*await super().list_resources(), *self.listed_resources]
 
     async def list_tools(self) -> list[Tool]:
-        """The enabled tools, with compact input schemas."""
+        """The enabled tools, with compact input schemas, in registration order."""
         listed: list[Tool] = []
         for info in await super().list_tools():
             if not self.is_enabled(info.name):
@@ -90,7 +175,20 @@ class MemstrataServer(MCPServer[AppContext]):
             if schema is None:
                 schema = self._schemas[info.name] = compact_schema(info.input_schema)
             listed.append(info.model_copy(update={"input_schema": schema}))
+        # Tools built when their toolset was enabled sit last in the SDK's table.
+        listed.sort(key=lambda t: self._rank.get(t.name, (_NO_SLOT, 0)))
+        self._announce_listing()
         return listed
+
+    def _announce_listing(self) -> None:
+        """Wake `first_listing` once the answer being built has gone out."""
+        if self._listing_seen:
+            return
+        self._listing_seen = True
+        if self._listed is None:
+            self._listed = asyncio.Event()
+        # Soon, not now: the SDK still has to serialise and write this answer.
+        asyncio.get_running_loop().call_later(LISTING_GRACE_S, self._listed.set)
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[AppContext, Any] | None = None
@@ -100,8 +198,10 @@ class MemstrataServer(MCPServer[AppContext]):
         Arguments the tool does not take are refused (a misspelt `limt` would otherwise be
         dropped silently), and schema errors are told as "Invalid `field`: what is allowed".
         """
+        if name not in self._toolset_of:
+            self._load_modules(None)  # a tool of a module not imported yet?
         if not self.is_enabled(name):
-            toolset = self.toolset_of[name]
+            toolset = self._toolset_of[name]
             raise ToolError(
                 f"Tool `{name}` is in the `{toolset}` toolset, which is not enabled. Call "
                 f'`enable_toolset` with toolset="{toolset}" if it is listed, or ask the person to '

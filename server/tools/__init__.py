@@ -1,7 +1,8 @@
 """MCP tools: each module exposes register(mcp, settings), and each tool only translates.
 
 The `tool` decorator adds what every tool shares:
-- its toolset (server.toolsets), so the server lists only the enabled ones;
+- its toolset (server.toolsets), so the server lists only the enabled ones (and builds a
+  tool's schemas only once its toolset is enabled);
 - its description: the docstring up to a line `Details:`, dedented; what follows that line is
   for docs/tools.md only, so the model does not pay for it on every turn;
 - its answer: the result model goes out whole as `structuredContent` (for programs) and, as
@@ -119,10 +120,18 @@ def tool(
 
     def register(fn: F) -> F:
         description, details = split_doc(fn.__doc__)
-        mcp.add_tool(
-            _answering_in_text(fn), title=title, description=description, annotations=annotations
-        )
-        mcp.assign(fn.__name__, toolset, details)
+
+        def build() -> None:
+            # The costly part (argument model, input and output schemas), so it runs only
+            # once the toolset is enabled (server.surface).
+            mcp.add_tool(
+                _answering_in_text(fn),
+                title=title,
+                description=description,
+                annotations=annotations,
+            )
+
+        mcp.add_toolset_tool(fn.__name__, toolset, details, build)
         return fn
 
     return register

@@ -7,7 +7,10 @@ boundaries that keep them low:
   tokenizers, the HTTP client, asyncpg or the scheduler (numpy alone is ~120 ms cold);
 - `serve` imports the SDK (it speaks MCP), but opening the store and answering `tools/list`
   loads neither numpy nor the model: vectors and the embedder load at the first search or
-  write that needs them (or in the background with MEMSTRATA_EMBEDDING_PRELOAD=1).
+  write that needs them (or in the background with MEMSTRATA_EMBEDDING_PRELOAD=1);
+- over stdio, the first `tools/list` of the default toolsets is answered before the
+  scheduler (APScheduler) and the model preload start, with only the listed tools built and
+  the modules of the other toolsets not imported; both start right after it.
 A hybrid search needs numpy and the model; that is its job, so it is not listed here.
 The hook commands are held to the same line by tests/e2e/test_hooks.py.
 """
@@ -20,6 +23,8 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from tests.catalog import DEFAULT_TOOLS
 
 HEAVY = (
     "mcp",
@@ -115,8 +120,87 @@ def test_serve_answers_tools_list_without_numpy_or_the_model(db: Path) -> None:
     loaded, tools = _loaded(_SERVE_RUNNER, [], db)
     assert int(tools) > 10
     # The SDK brings its own web stack (starlette, uvicorn, its HTTP client): that is the
-    # floor every MCP server pays. The maintenance scheduler starts with the server, by design,
-    # and `serve` keeps rich's tracebacks (the SDK's own log handler uses them).
-    expected = {"mcp", "starlette", "uvicorn", "httpx2", "apscheduler", "rich.traceback"}
+    # floor every MCP server pays; `serve` keeps rich's tracebacks (the SDK's own log handler
+    # uses them). The scheduler is not built here: the lifespan starts it (test below).
+    expected = {"mcp", "starlette", "uvicorn", "httpx2", "rich.traceback"}
     assert [m for m in loaded if m not in expected] == []
     assert "mcp" in loaded
+
+
+_LISTING_RUNNER = """
+import asyncio, json, sys, threading
+from mcp import Client
+from server.app import build_server
+from server.app_context import LiveContext
+from server.settings import Settings
+from server.surface import MemstrataServer
+
+heavy = json.loads(sys.stdin.read())
+live = LiveContext()
+seen = {}
+
+def preloading():
+    embedder = live.current.container.embedder
+    alive = any(t.name == "embedder-load" for t in threading.enumerate())
+    return alive or embedder.ready or embedder.failure is not None
+
+listed = MemstrataServer.list_tools
+async def spy(self):
+    if not seen:  # the state in which the first answer is built
+        seen["loaded"] = [m for m in heavy if m in sys.modules]
+        seen["built"] = sorted(t.name for t in self._tool_manager.list_tools())
+        seen["scheduler"] = live.current.scheduler is not None
+        seen["preloading"] = preloading()
+    return await listed(self)
+MemstrataServer.list_tools = spy
+
+async def main():
+    server = build_server(Settings(), live=live, warm_up_after_listing=True)
+    async with Client(server) as client:
+        seen["listed"] = sorted(t.name for t in (await client.list_tools()).tools)
+        for _ in range(500):
+            if live.current.scheduler is not None and preloading():
+                break
+            await asyncio.sleep(0.01)
+        seen["jobs"] = sorted(j.id for j in live.current.scheduler.get_jobs())
+        seen["preloaded"] = preloading()
+
+asyncio.run(main())
+sys.stderr.write("SEEN " + json.dumps(seen) + "\\n")
+"""
+
+# Imported only for what the first `tools/list` of the default toolsets does not need.
+AFTER_LISTING = (
+    "apscheduler",
+    "numpy",
+    "onnxruntime",
+    "tokenizers",
+    "server.tools.conversations",
+    "server.tools.scratchpad",
+    "server.tools.preferences",
+    "server.tools.business",
+    "server.schemas.conversations",
+    "server.schemas.knowledge",
+)
+
+
+def test_serve_answers_its_first_tools_list_before_warming_up(db: Path) -> None:
+    done = subprocess.run(
+        [sys.executable, "-c", _LISTING_RUNNER],
+        input=json.dumps(AFTER_LISTING),
+        capture_output=True,
+        text=True,
+        # The defaults of `memstrata serve`: core and maintenance listed, the model preloaded,
+        # the daily maintenance jobs scheduled.
+        env={"MEMSTRATA_DB": str(db), "PATH": "/usr/bin:/bin"},
+        timeout=120,
+        check=True,
+    )
+    line = next(x for x in done.stderr.splitlines() if x.startswith("SEEN "))
+    seen = json.loads(line.removeprefix("SEEN "))
+    assert seen["loaded"] == []
+    assert seen["built"] == seen["listed"] == sorted(DEFAULT_TOOLS)
+    assert seen["scheduler"] is False and seen["preloading"] is False
+    # ...and right after the answer, both start.
+    assert seen["jobs"] == ["prune_expired", "recalculate_tiers"]
+    assert seen["preloaded"] is True

@@ -1,6 +1,7 @@
 import asyncio
 from collections.abc import AsyncIterator
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 import pytest
 import time_machine
@@ -8,6 +9,8 @@ from apscheduler.events import EVENT_JOB_ERROR, EVENT_JOB_EXECUTED
 from structlog.testing import capture_logs
 
 from memory_core.domain.models import Layer
+from server import app
+from server.app_context import LiveContext
 from server.container import Container, open_container
 from server.cron import parse_cron
 from server.scheduler import (
@@ -21,6 +24,7 @@ from server.scheduler import (
 )
 from server.settings import ScheduleSettings, Settings
 from tests.fakes import FrozenClock
+from tests.mcp_client import hosted
 
 
 @pytest.fixture
@@ -177,3 +181,48 @@ async def test_each_runs_outcome_is_kept_for_the_dashboard(settings: Settings) -
     assert done.result == 0 and not done.failed and done.skipped is None
     assert failed.failed and failed.result is None
     assert done.finished <= failed.finished <= datetime.now(UTC)
+
+
+async def _scheduler_of(live: LiveContext) -> Any:
+    for _ in range(300):
+        if live.current is not None and live.current.scheduler is not None:
+            return live.current.scheduler
+        await asyncio.sleep(0.01)
+    return None
+
+
+async def test_over_stdio_the_scheduler_starts_after_the_first_tools_list(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(app, "WARM_UP_FALLBACK_S", 60.0)  # only the listing can start it
+    enabled = settings.model_copy(update={"schedule": ScheduleSettings()})
+    live = LiveContext()
+    async with hosted(enabled, live=live, warm_up_after_listing=True) as client:
+        await client.call_tool("recall", {"key": "nothing.here"})
+        assert live.current is not None and live.current.scheduler is None
+        await client.list_tools()
+        scheduler = await _scheduler_of(live)
+        assert scheduler is not None
+        assert {j.id for j in scheduler.get_jobs()} == {RECALCULATE_JOB, PRUNE_JOB}
+
+
+async def test_a_client_that_never_lists_tools_gets_the_scheduler_anyway(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(app, "WARM_UP_FALLBACK_S", 0.1)
+    enabled = settings.model_copy(update={"schedule": ScheduleSettings()})
+    live = LiveContext()
+    async with hosted(enabled, live=live, warm_up_after_listing=True) as client:
+        await client.call_tool("recall", {"key": "nothing.here"})
+        assert await _scheduler_of(live) is not None
+
+
+async def test_a_server_stopped_before_warming_up_stops_cleanly(
+    settings: Settings, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(app, "WARM_UP_FALLBACK_S", 60.0)
+    enabled = settings.model_copy(update={"schedule": ScheduleSettings()})
+    live = LiveContext()
+    async with asyncio.timeout(10), hosted(enabled, live=live, warm_up_after_listing=True):
+        pass
+    assert live.current is None

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 import json
 from typing import Any
 
@@ -9,9 +10,9 @@ import pytest
 from mcp import Client
 
 from memory_core.embeddings.wordpiece import WordPieceTokenCounter
-from server.app import build_server
+from server.app import TOOL_MODULES, build_server
 from server.settings import Settings
-from server.surface import compact_schema, model_visible_definition
+from server.surface import MemstrataServer, compact_schema, model_visible_definition
 from server.tools import split_doc
 from server.toolsets import DEFAULT_TOOLSETS, Toolset, parse_toolsets
 from tests.catalog import DEFAULT_TOOLS, TOOL_NAMES
@@ -289,3 +290,53 @@ async def test_the_briefing_of_an_empty_project_says_so(settings: Settings) -> N
         prompt = await client.get_prompt("memory_briefing", {"project": "empty"})
     assert result.content[0].text == "0 memories of project test; nothing stored yet."  # type: ignore[union-attr]
     assert "no memories in project 'empty'" in prompt.messages[0].content.text  # type: ignore[union-attr]
+
+
+def _visible(tools: list[Any]) -> list[tuple[str, str, Any, Any]]:
+    return [(t.name, t.description, t.input_schema, t.output_schema) for t in tools]
+
+
+async def test_enabling_every_toolset_lists_what_an_all_toolsets_start_lists(
+    settings: Settings,
+) -> None:
+    # Tools of disabled toolsets are built when enabled (issue 21); the client cannot tell:
+    # same tools, same order, same descriptions and schemas as a server started with all.
+    eager = build_server(settings)
+    every = await eager.list_tools()
+    late = build_server(default_settings(settings))
+    assert [t.name for t in await late.list_tools()] == [
+        t.name for t in every if t.name in DEFAULT_TOOLS
+    ]
+    late.enable(parse_toolsets("all"))
+    assert _visible(await late.list_tools()) == _visible(every)
+    assert late.toolset_of == eager.toolset_of
+    assert list(late.toolset_of) == list(eager.toolset_of)
+
+
+async def test_only_the_enabled_toolsets_tools_are_built_at_start(settings: Settings) -> None:
+    server = build_server(default_settings(settings))
+    built = {t.name for t in server._tool_manager.list_tools()}
+    assert built == DEFAULT_TOOLS
+    assert server.enable([Toolset.CONVERSATIONS]) == sorted(server.tools_in(Toolset.CONVERSATIONS))
+    built = {t.name for t in server._tool_manager.list_tools()}
+    assert built == DEFAULT_TOOLS | set(server.tools_in(Toolset.CONVERSATIONS))
+    # Names of tools not built yet are known, so a call is refused with the way in.
+    assert server.toolset_of["preferences_find"] is Toolset.PREFERENCES
+    assert "preferences_find" not in built
+
+
+@pytest.mark.parametrize(("module", "served"), TOOL_MODULES)
+def test_each_tool_module_registers_only_the_toolsets_it_is_listed_for(
+    settings: Settings, module: str, served: frozenset[Toolset]
+) -> None:
+    # build_server imports a module only when one of its listed toolsets is enabled; a tool
+    # of an unlisted toolset would be missing after enable_toolset.
+    server = MemstrataServer("t", toolsets=[])
+    importlib.import_module(f"server.tools.{module}").register(server, settings)
+    assert server.toolset_of
+    assert set(server.toolset_of.values()) <= served
+
+
+def test_the_tool_modules_cover_every_tool(settings: Settings) -> None:
+    server = build_server(default_settings(settings))
+    assert set(server.toolset_of) == TOOL_NAMES

@@ -13,6 +13,7 @@ from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import Layer, Memory, MemoryDraft
 from memory_core.domain.tiers import tier_cutoffs
 from memory_core.storage.sqlite import SqliteMemoryRepository, SqliteSession, SqliteVectorIndex
+from memory_core.storage.sqlite import vectors as vectors_module
 from memory_core.storage.sqlite.connection import open_database
 from memory_core.storage.sqlite.vectors import _bits, _CoarseBits
 from server.settings import Settings
@@ -263,3 +264,49 @@ async def test_re_embedding_a_small_project_does_not_list_it(db: aiosqlite.Conne
         await put(index, *rows)
     assert await coarse_listed(db) == set()
     assert await vec0_rows(db) == {"p": 8}
+
+
+def test_int8_narrowing_keeps_the_nearest_by_cosine() -> None:
+    rng = np.random.default_rng(5)
+    vectors = rng.standard_normal((400, 48)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    precise = _CoarseBits(6, version=0, dims=48)
+    plain = _CoarseBits(6, version=0)
+    for coarse in (precise, plain):
+        coarse.add(list(range(1, 401)), ["episodic"] * 400, _bits(vectors), vectors.tobytes())
+    query = vectors[10] + 0.3 * rng.standard_normal(48).astype(np.float32)
+    query /= np.linalg.norm(query)
+    every = plain.candidates(query, None, 400, 20)
+    assert every == list(range(1, 401))  # no copy: every coarse candidate is rescored
+    kept = precise.candidates(query, None, 400, 20)
+    exact = {int(i) + 1 for i in np.argsort(-(vectors @ query))[:20]}
+    assert len(kept) == 20 and len(exact & set(kept)) >= 19  # int8 rounding may swap the 20th
+    assert set(np.argsort(-(vectors @ query))[:10] + 1) <= set(kept)
+    assert precise.candidates(query, "working", 400, 20) == []
+
+
+async def test_narrowed_rescoring_returns_what_rescoring_every_candidate_returns(
+    db: aiosqlite.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The int8 copy only chooses which rows the exact rescore reads (issue 21)."""
+    repo = SqliteMemoryRepository(SqliteSession(db))
+    words = ["tea", "budget", "review", "morning", "deploy", "staging", "green", "note", "plan"]
+    rng = np.random.default_rng(8)
+    rows = [
+        await add(repo, " ".join(rng.choice(words, size=4)) + f" {i}", project="big")
+        for i in range(320)
+    ]
+    narrowed = SqliteVectorIndex(SqliteSession(db), exact_max=0)
+    await narrowed.ensure_model(FAKE.model_id, FAKE.dims)
+    await put(narrowed, *rows)
+    monkeypatch.setattr(vectors_module, "PRECISE_MAX_ROWS", 0)
+    every = SqliteVectorIndex(SqliteSession(db), exact_max=0)
+    for text in ("tea budget", "morning deploy plan", "green note 7", "review"):
+        query = FAKE.embed([text])[0]
+        full = await every.search_vectors("big", query, layer=None, limit=10)
+        monkeypatch.setattr(vectors_module, "PRECISE_MAX_ROWS", 250_000)
+        fast = await narrowed.search_vectors("big", query, layer=None, limit=10)
+        monkeypatch.setattr(vectors_module, "PRECISE_MAX_ROWS", 0)
+        assert [(h.id, h.distance) for h in fast] == [(h.id, h.distance) for h in full]
+    assert narrowed._coarse["big"].dims == FAKE.dims  # the copy was used...
+    assert every._coarse["big"].dims is None  # ...and the other index had none

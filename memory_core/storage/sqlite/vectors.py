@@ -36,7 +36,17 @@ _COUNT_TTL_S = 30.0
 
 
 _COARSE_RELOAD_S = 30.0
-_LOAD_CHUNK = 20_000
+_LOAD_CHUNK = 5_000
+
+# The coarse candidates are narrowed in memory to this many per result asked (at least
+# RESCORE_MIN) before the exact float32 rescore reads them from the table (issue 21): each
+# read is a B-tree lookup of a 1.5 KB row (~6 us; 600 of them were 3.6 ms of a 100k search),
+# while scoring the candidates on an int8 copy of their vectors costs ~0.3 ms for 600. The
+# copy takes 388 bytes a row, so it is kept only for projects up to PRECISE_MAX_ROWS rows
+# (~97 MB at the cap); larger projects rescore every coarse candidate from the table.
+RESCORE_FACTOR = 3
+RESCORE_MIN = 100
+PRECISE_MAX_ROWS = 250_000
 
 
 class _CoarseBits:
@@ -47,9 +57,13 @@ class _CoarseBits:
     over packed words in numpy cost a small fraction of the numpy exact-search reference,
     whatever the k, so the coarse pass of large projects runs here; the exact rescore stays
     in SQLite. 48 bytes a row for 384 dims (48 MB per million).
+
+    With `dims`, it also keeps each row as int8 (scaled by the row's largest component, plus
+    that scale): `candidates` then narrows the coarse pass's rows by their approximate
+    cosine before the exact rescore (see RESCORE_FACTOR).
     """
 
-    def __init__(self, nbytes: int, version: int) -> None:
+    def __init__(self, nbytes: int, version: int, dims: int | None = None) -> None:
         import numpy as np
 
         # The widest word that divides a row, so popcounts run on as few elements as possible.
@@ -63,6 +77,10 @@ class _CoarseBits:
         self._layers = np.zeros(0, dtype=np.int8)
         # Word-major (width, capacity): each popcount pass runs over one contiguous array.
         self._words = np.zeros((self.width, 0), dtype=self.dtype)
+        # Row-major (capacity, dims): a candidate's row is one contiguous gather.
+        self.dims = dims
+        self._int8 = np.zeros((0, dims or 0), dtype=np.int8)
+        self._scale = np.zeros(0, dtype=np.float32)
         self.top = 0  # highest id loaded from the table (own writes are added as they happen)
         self.loaded_at = time.monotonic()
         self.version = version  # PRAGMA data_version when last brought up to date
@@ -83,9 +101,19 @@ class _CoarseBits:
         words = np.zeros((self.width, capacity), dtype=self.dtype)
         words[:, : self.size] = self._words[:, : self.size]
         self._words = words
+        if self.dims is not None:
+            rows = np.zeros((capacity, self.dims), dtype=np.int8)
+            rows[: self.size] = self._int8[: self.size]
+            self._int8 = rows
+            self._scale = np.resize(self._scale, capacity)
 
-    def add(self, ids: Sequence[int], layers: Sequence[str], bits: bytes) -> None:
-        """Append rows: ids, layer names and their packed bits, in the same order."""
+    def add(
+        self, ids: Sequence[int], layers: Sequence[str], bits: bytes, vectors: bytes = b""
+    ) -> None:
+        """Append rows: ids, layer names, packed bits and float32 vectors, in the same order.
+
+        `vectors` (the rows' float32 blobs, joined) is needed only with `dims`.
+        """
         import numpy as np
 
         if not ids:
@@ -98,11 +126,38 @@ class _CoarseBits:
         self._words[:, self.size : end] = (
             np.frombuffer(bits, dtype=self.dtype).reshape(n, self.width).T
         )
+        if self.dims is not None:
+            floats = np.frombuffer(vectors, dtype=np.float32).reshape(n, self.dims)
+            peak = np.abs(floats).max(axis=1)
+            scale = np.where(peak > 0, peak / 127.0, 1.0).astype(np.float32)
+            self._int8[self.size : end] = np.rint(floats / scale[:, None]).astype(np.int8)
+            self._scale[self.size : end] = scale
         self.size = end
         self.top = max(self.top, max(ids))
 
     def nearest(self, query: bytes, layer: str | None, count: int) -> list[int]:
         """Ids of (about) the `count` rows nearest to `query` bits by Hamming distance."""
+        import numpy as np
+
+        return [int(i) for i in np.unique(self._ids[self._nearest_rows(query, layer, count)])]
+
+    def candidates(self, query: Vector, layer: str | None, count: int, keep: int) -> list[int]:
+        """Ids to rescore: the `count` rows nearest by Hamming distance, narrowed.
+
+        With the int8 copy, only the `keep` of them with the highest approximate cosine are
+        returned; without it, all `count`.
+        """
+        import numpy as np
+
+        rows = self._nearest_rows(_bits([query]), layer, count)
+        if self.dims is not None and rows.size > keep:
+            q = np.asarray(query, dtype=np.float32)
+            approx = (self._int8[rows].astype(np.float32) @ q) * self._scale[rows]
+            rows = rows[np.argpartition(-approx, keep - 1)[:keep]]
+        return [int(i) for i in np.unique(self._ids[rows])]
+
+    def _nearest_rows(self, query: bytes, layer: str | None, count: int) -> Any:
+        """Positions of the `count` rows nearest to `query` bits (an int array)."""
         import numpy as np
 
         q = np.frombuffer(query, dtype=self.dtype)
@@ -115,9 +170,8 @@ class _CoarseBits:
             count = min(count, self.size - int(outside.sum()))
         count = min(count, self.size)
         if count <= 0:
-            return []
-        best = np.argpartition(distance, count - 1)[:count]
-        return [int(i) for i in np.unique(self._ids[best])]
+            return np.zeros(0, dtype=np.int64)
+        return np.argpartition(distance, count - 1)[:count]
 
 
 _LAYER_CODES = {layer.value: code for code, layer in enumerate(Layer)}
@@ -368,6 +422,7 @@ class SqliteVectorIndex:
                 [m.id for m, _ in mine],
                 [m.layer.value for m, _ in mine],
                 _bits([_vector(b) for _, b in mine]),
+                b"".join(b for _, b in mine),
             )
 
     async def _project_size(self, project: str, *, fresh: bool = False) -> int:
@@ -405,10 +460,11 @@ class SqliteVectorIndex:
                 )
             else:
                 coarse = await self._coarse_bits(project, len(vector))
-                ids = coarse.nearest(
-                    _bits([vector]),
+                ids = coarse.candidates(
+                    vector,
                     layer.value if layer is not None else None,
                     max(limit * COARSE_FACTOR, COARSE_MIN),
+                    max(limit * RESCORE_FACTOR, RESCORE_MIN),
                 )
                 # The exact rescore reads each candidate's float32 vector by id; rows deleted
                 # since they were loaded are simply not found. Every candidate found is
@@ -442,9 +498,10 @@ class SqliteVectorIndex:
             return coarse
         above = 0
         if coarse is None or time.monotonic() - coarse.loaded_at > _COARSE_RELOAD_S:
-            coarse = self._coarse[project] = _CoarseBits(dims // 8, version)
-            # Room for the rows counted and an eighth more for the writes that follow.
             size = await self._project_size(project)
+            precise = dims if size <= PRECISE_MAX_ROWS else None
+            coarse = self._coarse[project] = _CoarseBits(dims // 8, version, precise)
+            # Room for the rows counted and an eighth more for the writes that follow.
             coarse.reserve(size + size // 8)
         else:
             above, coarse.version = coarse.top, version
@@ -453,7 +510,8 @@ class SqliteVectorIndex:
             rows = await self._session.fetch(
                 # CROSS JOIN walks the embeddings in id order from `above`, so each chunk
                 # stops at its LIMIT (via the project index, every chunk re-sorted it all).
-                "SELECT e.id, s.layer, vec_quantize_binary(e.embedding)"
+                "SELECT e.id, s.layer, vec_quantize_binary(e.embedding),"
+                f" {'e.embedding' if coarse.dims is not None else 'NULL'}"
                 " FROM context_embeddings AS e CROSS JOIN context_snapshots AS s ON s.id = e.id"
                 " WHERE e.id > ? AND s.project = ? ORDER BY e.id LIMIT ?",
                 (above, project, _LOAD_CHUNK),
@@ -461,7 +519,10 @@ class SqliteVectorIndex:
             if not rows:
                 return coarse
             coarse.add(
-                [int(r[0]) for r in rows], [str(r[1]) for r in rows], b"".join(r[2] for r in rows)
+                [int(r[0]) for r in rows],
+                [str(r[1]) for r in rows],
+                b"".join(r[2] for r in rows),
+                b"".join(r[3] for r in rows) if coarse.dims is not None else b"",
             )
             above = int(rows[-1][0])
 
