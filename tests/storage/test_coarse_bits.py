@@ -273,7 +273,7 @@ def test_int8_narrowing_keeps_the_nearest_by_cosine() -> None:
     precise = _CoarseBits(6, version=0, dims=48)
     plain = _CoarseBits(6, version=0)
     for coarse in (precise, plain):
-        coarse.add(list(range(1, 401)), ["episodic"] * 400, _bits(vectors), vectors.tobytes())
+        coarse.add(list(range(1, 401)), ["episodic"] * 400, _bits(list(vectors)), vectors.tobytes())
     query = vectors[10] + 0.3 * rng.standard_normal(48).astype(np.float32)
     query /= np.linalg.norm(query)
     every = plain.candidates(query, None, 400, 20)
