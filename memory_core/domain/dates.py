@@ -42,7 +42,9 @@ from datetime import date, datetime, timedelta
 __all__ = [
     "QueryTime",
     "Span",
+    "dates_of",
     "format_spans",
+    "normalise_dates",
     "parse_spans",
     "query_time",
     "resolve_dates",
@@ -416,3 +418,17 @@ def parse_spans(text: str | None) -> tuple[Span, ...]:
 def spans_overlap(a: tuple[Span, ...], b: tuple[Span, ...]) -> bool:
     """Whether any span of `a` shares a day with any span of `b`."""
     return any(x.start <= y.end and y.start <= x.end for x in a for y in b)
+
+
+def dates_of(text: str, reference: datetime | date) -> str | None:
+    """What a memory stores as its `dates`: the spans `text` mentions, earliest first.
+
+    Earliest first so that the stored text's first day is the earliest date (the date index
+    is on it).
+    """
+    return format_spans(sorted(resolve_dates(text, reference)))
+
+
+def normalise_dates(text: str | None) -> str | None:
+    """Stored `dates` from an untrusted source (an import): parts that are not dates dropped."""
+    return format_spans(sorted(dict.fromkeys(parse_spans(text)))[:MAX_SPANS])

@@ -157,6 +157,8 @@ class RowReader:
             content_hash=row["content_hash"],
             token_count=row["token_count"],
             author=row["author"],
+            occurred_at=self._opt_time(row["occurred_at"]),
+            dates=row["dates"],
         )
 
     def session(self, row: Any) -> SessionInfo:

@@ -72,7 +72,8 @@ class PostgresCopyEndpoint:
             await maintenance_lock(conn, shared=True)
             await conn.executemany(
                 f"INSERT INTO context_snapshots ({COLUMNS})"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)",
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,"
+                " $17)",
                 [
                     (
                         m.id,
@@ -90,6 +91,8 @@ class PostgresCopyEndpoint:
                         m.content_hash,
                         m.token_count,
                         m.author,
+                        aware(m.occurred_at) if m.occurred_at else None,
+                        m.dates,
                     )
                     for m, _, _ in rows
                 ],

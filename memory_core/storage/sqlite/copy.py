@@ -72,8 +72,8 @@ class SqliteCopyEndpoint:
             await db.executemany(
                 "INSERT INTO context_snapshots (id, project, layer, key, content, metadata,"
                 " session_id, created_at, updated_at, last_accessed, access_count, memory_tier,"
-                " content_hash, token_count, author)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " content_hash, token_count, author, occurred_at, dates)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [
                     (
                         m.id,
@@ -91,6 +91,8 @@ class SqliteCopyEndpoint:
                         m.content_hash,
                         m.token_count,
                         m.author,
+                        encode_time(m.occurred_at) if m.occurred_at else None,
+                        m.dates,
                     )
                     for m, _, _ in rows
                 ],
