@@ -213,6 +213,11 @@ class RankSignals(_Frozen):
     author_lift: float = Field(
         0.0, description="The part of `relevance` added because the query names its author."
     )
+    date_lift: float = Field(
+        0.0,
+        description="The part of `relevance` added because its dates match the time the query "
+        'names, or because it says when something happened and the query asks "when".',
+    )
     match: Match = Field(
         Match.WEAK,
         description="Absolute match strength from the cosine similarity and the share of the "

@@ -15,7 +15,7 @@ from pydantic import ConfigDict, Field, JsonValue
 from memory_core.config import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.budget import fit_to_budget
 from memory_core.domain.compaction import chunk_entries, summarize_entries
-from memory_core.domain.dates import dates_of, normalise_dates
+from memory_core.domain.dates import dates_of, normalise_dates, query_time
 from memory_core.domain.frozen import Frozen as _Frozen
 from memory_core.domain.fts_query import search_words, to_fts5_query
 from memory_core.domain.inputs import (
@@ -627,6 +627,7 @@ class MemoryService:
             query_words=name_words(query_text),
             search_terms=words,
             min_match=min_match,
+            query_time=query_time(query_text, now),
         )
         return ranked, dropped, mode, notes
 

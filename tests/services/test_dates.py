@@ -216,3 +216,20 @@ def test_a_record_without_dates_gets_them_on_import_and_junk_dates_are_dropped()
     ]
     parsed = transfer.parse_export(lines, schema_version=10, now=now)
     assert [m.dates for m in parsed.memories] == ["2023-05-07", "2023-05-07"]
+
+
+async def test_a_query_naming_a_time_lifts_the_memory_of_that_time(service: MemoryService) -> None:
+    june = await service.append(
+        "p", Layer.EPISODIC, "we painted the fence", occurred_at=datetime(2023, 6, 20)
+    )
+    may = await service.append(
+        "p", Layer.EPISODIC, "we painted the fence last weekend", occurred_at=SESSION
+    )
+    found = await service.search(SearchRequest(project="p", query="painted the fence in May 2023"))
+    assert found.hits[0].memory.id == may.memory.id
+    assert found.hits[0].signals.date_lift > 0
+    when = await service.search(SearchRequest(project="p", query="When was the fence painted?"))
+    assert when.hits[0].memory.id == may.memory.id  # it says when: 6-7 May 2023
+    plain = await service.search(SearchRequest(project="p", query="painted the fence"))
+    assert plain.hits[0].memory.id == june.memory.id  # newer and shorter, no time asked
+    assert all(h.signals.date_lift == 0 for h in plain.hits)
