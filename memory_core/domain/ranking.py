@@ -250,19 +250,25 @@ def _date_lifts(
 ) -> list[float]:
     """A share of the best total for each candidate whose dates fit the query's time.
 
-    `date_weight` when the query names a time ("in May 2023", "last summer"), else
-    `when_weight` when it asks when; nothing when no candidate fits, or all of them do.
+    `date_weight` when the query names a time ("in May 2023", "last summer") that some
+    candidates fit, else `when_weight` when it asks when ("When did we go camping in June?"
+    asks when even if no June fits); nothing when no candidate fits, or all of them do (a lift
+    alike for all would change nothing but the scale).
     """
-    if query is None or not (query.spans or query.asks_when):
-        return [0.0] * len(candidates)
-    weight = policy.date_weight if query.spans else policy.when_weight
-    if weight == 0:
-        return [0.0] * len(candidates)
-    fits = [_dated(c.memory, query) for c in candidates]
-    if not any(fits) or all(fits):
-        return [0.0] * len(candidates)
-    lift = weight * max(totals, default=0.0)
-    return [lift if f else 0.0 for f in fits]
+    none = [0.0] * len(candidates)
+    if query is None:
+        return none
+    for weight, asked in (
+        (policy.date_weight, query if query.spans else None),
+        (policy.when_weight, QueryTime() if query.asks_when else None),
+    ):
+        if asked is None or weight == 0:
+            continue
+        fits = [_dated(c.memory, asked) for c in candidates]
+        if any(fits) and not all(fits):
+            lift = weight * max(totals, default=0.0)
+            return [lift if f else 0.0 for f in fits]
+    return none
 
 
 def rank_candidates(
