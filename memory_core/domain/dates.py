@@ -33,7 +33,7 @@ failure for ranking (a memory without dates is ranked as before).
 
 from __future__ import annotations
 
-import calendar
+import functools
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -76,12 +76,30 @@ class QueryTime:
     asks_when: bool = False
 
 
-_MONTHS = {name.lower(): n for n, name in enumerate(calendar.month_name) if name}
-_MONTHS.update({name.lower(): n for n, name in enumerate(calendar.month_abbr) if name})
+# English names, not `calendar`'s (which follow the locale, and whose import costs ~10 ms).
+_MONTH_NAMES = [
+    "january",
+    "february",
+    "march",
+    "april",
+    "may",
+    "june",
+    "july",
+    "august",
+    "september",
+    "october",
+    "november",
+    "december",
+]
+_MONTHS = {name: n for n, name in enumerate(_MONTH_NAMES, start=1)}
+_MONTHS.update({name[:3]: n for n, name in enumerate(_MONTH_NAMES, start=1)})
 _MONTHS["sept"] = 9
-del _MONTHS["may"]  # re-added below: "may" is a month only with a day, a year or a preposition
-_MONTHS["may"] = 5
-_WEEKDAYS = {name.lower(): n for n, name in enumerate(calendar.day_name)}
+_WEEKDAYS = {
+    name: n
+    for n, name in enumerate(
+        ["monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday"]
+    )
+}
 _SEASONS = {"spring": 3, "summer": 6, "autumn": 9, "fall": 9, "winter": 12}
 _NUMBERS = {
     "a": 1,
@@ -119,10 +137,9 @@ _SEASON = r"(?P<season>" + "|".join(_SEASONS) + r")"
 # Words after which a bare month or year names a time ("in May", "since 2019").
 _PREP = r"(?P<prep>in|since|during|until|till|by|from|through|early|late|mid|of|before|after)"
 # Future markers in the same sentence send "on Friday" / "in May" forward instead of back.
-_FUTURE = re.compile(
+_FUTURE = (
     r"\b(?:will|won't|shall|going to|gonna|plan(?:ning|s)? to|'ll|hope to|want to|"
-    r"looking forward|next|upcoming|tomorrow)\b",
-    re.IGNORECASE,
+    r"looking forward|next|upcoming|tomorrow)\b"
 )
 
 
@@ -146,11 +163,16 @@ def _weekend(ref: date, weekends: int) -> Span:
     return Span(saturday, saturday + timedelta(days=1))
 
 
+def _days_in(year: int, month: int) -> int:
+    following = date(year + month // 12, month % 12 + 1, 1)
+    return (following - timedelta(days=1)).day
+
+
 def _month(year: int, month: int, months: int = 0) -> Span:
     index = year * 12 + (month - 1) + months
     y, m = divmod(index, 12)
     m += 1
-    return Span(date(y, m, 1), date(y, m, calendar.monthrange(y, m)[1]))
+    return Span(date(y, m, 1), date(y, m, _days_in(y, m)))
 
 
 def _year(year: int) -> Span:
@@ -218,7 +240,7 @@ def _month_in(ref: date, month: int, forward: bool) -> int:
 
 
 def _valid_day(year: int, month: int, day: int) -> bool:
-    return 1 <= day <= calendar.monthrange(year, month)[1]
+    return 1 <= day <= _days_in(year, month)
 
 
 # (pattern, resolver) pairs, tried in this order at each position: longer forms first, so
@@ -314,48 +336,64 @@ def _r_other_day(m: re.Match[str], ref: date, fwd: bool) -> Span | None:
     return Span(ref - timedelta(days=7), ref - timedelta(days=1))
 
 
-_PATTERNS: tuple[tuple[re.Pattern[str], _Resolver], ...] = tuple(
-    (re.compile(p, re.IGNORECASE), r)
-    for p, r in (
-        # 7 May 2023, 7th of May, 2023, May 7, 2023, May 7th 2023
-        (rf"\b{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR}\b", _r_day_month_year),
-        (rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", _r_day_month_year),
-        (rf"\b{_MONTH},?\s+{_YEAR}\b", _r_month_year),
-        (rf"\b{_SEASON}(?:\s+of)?\s+{_YEAR}\b", _r_season_year),
-        (rf"\b{_DAY}(?:\s+of)?\s+{_MONTH}(?!\w)", _r_day_month),
-        (rf"\b{_MONTH}\s+{_DAY}\b(?!\s*(?:%|percent|people|of\b))", _r_day_month),
-        (rf"\b{_REL}\s+{_MONTH}(?!\w)", _r_rel_month),
-        (rf"\b{_PREP}\s+(?:the\s+)?(?:(?:early|late|mid)[\s-]+)?{_MONTH}(?!\w)", _r_prep_month),
-        (rf"\b{_PREP}\s+(?:the\s+)?(?:(?:early|late|mid)[\s-]+)?{_YEAR}\b", _r_prep_year),
-        (
-            rf"\b(?:(?P<rel>last|this past|past|this|next|coming)|in\s+the)\s+{_SEASON}\b",
-            _r_rel_season,
-        ),
-        (rf"\b{_COUNT}\s+{_UNIT}\s+(?:ago|back|earlier)\b", _r_ago),
-        (
-            r"\b(?P<rel>last|this past|past|this|next|coming)\s+"
-            r"(?P<unit>week|weekend|month|year)\b",
-            _r_rel_unit,
-        ),
-        (rf"\b(?:(?P<rel>last|this past|past|this|next|coming)\s+|on\s+){_WEEKDAY}\b", _r_weekday),
-        (r"\bthe\s+day\s+before\s+yesterday\b", _fixed(-2)),
-        (r"\bthe\s+day\s+after\s+tomorrow\b", _fixed(2)),
-        (r"\b(?:yesterday|last\s+night)\b", _fixed(-1)),
-        (r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", _fixed(0)),
-        (r"\btomorrow\b", _fixed(1)),
-        (r"\bthe\s+other\s+day\b", _r_other_day),
-    )
+_PATTERN_TEXT: tuple[tuple[str, _Resolver], ...] = (
+    # 7 May 2023, 7th of May, 2023, May 7, 2023, May 7th 2023
+    (rf"\b{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR}\b", _r_day_month_year),
+    (rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", _r_day_month_year),
+    (rf"\b{_MONTH},?\s+{_YEAR}\b", _r_month_year),
+    (rf"\b{_SEASON}(?:\s+of)?\s+{_YEAR}\b", _r_season_year),
+    (rf"\b{_DAY}(?:\s+of)?\s+{_MONTH}(?!\w)", _r_day_month),
+    (rf"\b{_MONTH}\s+{_DAY}\b(?!\s*(?:%|percent|people|of\b))", _r_day_month),
+    (rf"\b{_REL}\s+{_MONTH}(?!\w)", _r_rel_month),
+    (rf"\b{_PREP}\s+(?:the\s+)?(?:(?:early|late|mid)[\s-]+)?{_MONTH}(?!\w)", _r_prep_month),
+    (rf"\b{_PREP}\s+(?:the\s+)?(?:(?:early|late|mid)[\s-]+)?{_YEAR}\b", _r_prep_year),
+    (
+        rf"\b(?:(?P<rel>last|this past|past|this|next|coming)|in\s+the)\s+{_SEASON}\b",
+        _r_rel_season,
+    ),
+    (rf"\b{_COUNT}\s+{_UNIT}\s+(?:ago|back|earlier)\b", _r_ago),
+    (
+        r"\b(?P<rel>last|this past|past|this|next|coming)\s+"
+        r"(?P<unit>week|weekend|month|year)\b",
+        _r_rel_unit,
+    ),
+    (rf"\b(?:(?P<rel>last|this past|past|this|next|coming)\s+|on\s+){_WEEKDAY}\b", _r_weekday),
+    (r"\bthe\s+day\s+before\s+yesterday\b", _fixed(-2)),
+    (r"\bthe\s+day\s+after\s+tomorrow\b", _fixed(2)),
+    (r"\b(?:yesterday|last\s+night)\b", _fixed(-1)),
+    (r"\b(?:today|tonight|this\s+(?:morning|afternoon|evening))\b", _fixed(0)),
+    (r"\btomorrow\b", _fixed(1)),
+    (r"\bthe\s+other\s+day\b", _r_other_day),
 )
-_SENTENCE = re.compile(r"[^.!?\n]+[.!?]?")
+_SENTENCE = r"[^.!?\n]+[.!?]?"
+
+
+@functools.cache
+def _compiled() -> tuple[
+    re.Pattern[str], re.Pattern[str], re.Pattern[str], tuple[tuple[re.Pattern[str], _Resolver], ...]
+]:
+    """The patterns, compiled on first use.
+
+    Compiling them costs tens of milliseconds, which a process that imports this module but
+    never resolves a date (a hook) should not pay.
+    """
+    patterns = tuple((re.compile(p, re.IGNORECASE), r) for p, r in _PATTERN_TEXT)
+    return (
+        re.compile(_SENTENCE),
+        re.compile(_FUTURE, re.IGNORECASE),
+        re.compile(_WHEN, re.IGNORECASE),
+        patterns,
+    )
 
 
 def _found(text: str, ref: date) -> Iterator[tuple[int, int, Span]]:
     """(start, end, span) of every expression, leftmost-longest, never overlapping."""
-    for sentence in _SENTENCE.finditer(text):
+    sentences, future, _, patterns = _compiled()
+    for sentence in sentences.finditer(text):
         part = sentence.group()
-        forward = bool(_FUTURE.search(part))
+        forward = bool(future.search(part))
         taken: list[tuple[int, int, Span]] = []
-        for pattern, resolve in _PATTERNS:
+        for pattern, resolve in patterns:
             for m in pattern.finditer(part):
                 if any(m.start() < e and s < m.end() for s, e, _ in taken):
                     continue
@@ -384,16 +422,15 @@ def resolve_dates(text: str, reference: datetime | date) -> tuple[Span, ...]:
     return tuple(spans)[:MAX_SPANS]
 
 
-_WHEN = re.compile(
+_WHEN = (
     r"\b(?:when|what\s+(?:date|day|year|month|time|week)|which\s+(?:date|day|year|month|week)|"
-    r"how\s+long\s+ago|what\s+time\s+of\s+(?:the\s+)?year)\b",
-    re.IGNORECASE,
+    r"how\s+long\s+ago|what\s+time\s+of\s+(?:the\s+)?year)\b"
 )
 
 
 def query_time(query: str, now: datetime | date) -> QueryTime:
     """The spans a query names (relative ones counted from `now`) and whether it asks when."""
-    return QueryTime(spans=resolve_dates(query, now), asks_when=bool(_WHEN.search(query)))
+    return QueryTime(spans=resolve_dates(query, now), asks_when=bool(_compiled()[2].search(query)))
 
 
 def format_spans(spans: tuple[Span, ...] | list[Span]) -> str | None:
