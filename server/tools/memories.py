@@ -246,8 +246,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         written (or said, for a memory given `occurred_at`) and `when=` the dates its text
         mentions, resolved ("yesterday" said on 8 May 2023 is 2023-05-07). A query naming a
         time ("in May 2023", "last summer") lifts memories with matching dates; one asking
-        "when" lifts memories that say when something happened. `explain=true` adds the signals behind its rank, which `structuredContent`
-        always carries.
+        "when" lifts memories that say when something happened. `explain=true` adds the
+        signals behind its rank, which `structuredContent` always carries.
         """
         app = container(ctx)
         result = await app.memories.search(
