@@ -28,7 +28,7 @@ import sys
 import tempfile
 import time
 from collections import defaultdict
-from datetime import datetime
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -166,6 +166,8 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901 - one r
         session_weight=args.session_weight,
         session_top=args.session_top,
         author_weight=args.author_weight,
+        date_weight=args.date_weight,
+        when_weight=args.when_weight,
     )
     stack = contextlib.AsyncExitStack()
     store = await stack.enter_async_context(
@@ -187,6 +189,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901 - one r
         "context": args.context,
         "context_words": args.context_words,
         "author": args.author,
+        "occurred": args.occurred,
     }
     if reuse:
         # Tuning ranking flags only: the store of an earlier run with the same text options.
@@ -223,6 +226,10 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901 - one r
                 },
                 session_id=f"{m['conversation_id']}:S{m['session']}",
                 author=m["speaker"] if args.author else None,
+                # The session's date: "yesterday" in a turn counts from it (issue 20).
+                occurred_at=datetime.fromisoformat(m["timestamp"]).replace(tzinfo=UTC)
+                if args.occurred
+                else None,
             )
             ids[result.outcome.memory.id].append(m["id"])
         if indexer is not None:
@@ -369,6 +376,24 @@ def main(argv: list[str] | None = None) -> None:
         type=float,
         default=RankingPolicy().author_weight,
         help="lift for memories whose author the question names (0: off)",
+    )
+    parser.add_argument(
+        "--occurred",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="store each turn's session date as its occurred_at (relative dates count from it)",
+    )
+    parser.add_argument(
+        "--date-weight",
+        type=float,
+        default=RankingPolicy().date_weight,
+        help="lift for memories whose dates fit the time a question names (0: off)",
+    )
+    parser.add_argument(
+        "--when-weight",
+        type=float,
+        default=RankingPolicy().when_weight,
+        help="lift, for 'when' questions, of memories that say when something happened (0: off)",
     )
     parser.add_argument(
         "--db", type=Path, help="keep the store here and reuse it on the next run (tuning)"

@@ -102,6 +102,19 @@ class RankingPolicy(BaseModel):
         description="Share of the best candidate's relevance added to memories whose author "
         "the query names (by full name or first name; 0 turns it off).",
     )
+    # Measured on LoCoMo dev (docs/benchmarks.md, "When it happened").
+    date_weight: float = Field(
+        0.2,
+        ge=0,
+        description="Share of the best candidate's relevance added to memories whose dates "
+        'match a time the query names ("in May 2023", "last summer"; 0 turns it off).',
+    )
+    when_weight: float = Field(
+        0.1,
+        ge=0,
+        description='Share of the best candidate\'s relevance added, when the query asks "when", '
+        "to memories that say when something happened (0 turns it off).",
+    )
     min_similarity: float = Field(
         0.2, ge=-1, le=1, description="Vector hits below this cosine similarity are dropped."
     )

@@ -74,6 +74,12 @@ class MemoryDraft(_Frozen):
     created_at: datetime | None = Field(
         None, description="Back-date the row (compaction summaries sit where their entries were)."
     )
+    occurred_at: datetime | None = Field(
+        None, description="When it happened or was said, when the client said (else created_at)."
+    )
+    dates: str | None = Field(
+        None, description="The dates the content mentions, resolved (domain.dates.format_spans)."
+    )
 
 
 class Memory(_Frozen):
@@ -94,6 +100,19 @@ class Memory(_Frozen):
     content_hash: str
     token_count: int
     author: str | None = Field(None, description="Who said or wrote it, when the client said.")
+    occurred_at: datetime | None = Field(
+        None, description="When it happened or was said, when the client said (else created_at)."
+    )
+    dates: str | None = Field(
+        None,
+        description="The dates its text mentions, resolved against its own time: ISO days and "
+        "`start..end` ranges, space separated, earliest first.",
+    )
+
+    @property
+    def happened_at(self) -> datetime:
+        """The time its relative dates count from: `occurred_at`, else the creation."""
+        return self.occurred_at or self.created_at
 
     @property
     def reference_time(self) -> datetime:
@@ -193,6 +212,11 @@ class RankSignals(_Frozen):
     )
     author_lift: float = Field(
         0.0, description="The part of `relevance` added because the query names its author."
+    )
+    date_lift: float = Field(
+        0.0,
+        description="The part of `relevance` added because its dates match the time the query "
+        'names, or because it says when something happened and the query asks "when".',
     )
     match: Match = Field(
         Match.WEAK,

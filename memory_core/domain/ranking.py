@@ -10,6 +10,7 @@ from collections.abc import Mapping, Sequence
 from pydantic import BaseModel, ConfigDict
 
 from memory_core.config import RankingPolicy
+from memory_core.domain.dates import QueryTime, Span, parse_spans, spans_overlap
 from memory_core.domain.match import Match, MatchThresholds, match_strength, word_share
 from memory_core.domain.models import Memory, RankSignals, SearchHit, SearchMode, Tier, TierCutoffs
 from memory_core.domain.tiers import classify_tier
@@ -226,6 +227,50 @@ def _author_lifts(
     return [lift if n else 0.0 for n in named]
 
 
+def _dated(memory: Memory, query: QueryTime) -> bool:
+    """Whether a memory matches the time a query names, or answers its "when".
+
+    A named time matches the dates the memory's text mentions or the day it was said. A
+    "when" is answered by a memory that mentions a day other than the one it was said on
+    ("yesterday", "last summer", "on 7 May"): the day itself every memory has.
+    """
+    said = memory.happened_at.date()
+    if query.spans:
+        return spans_overlap(parse_spans(memory.dates), query.spans) or spans_overlap(
+            (Span(said, said),), query.spans
+        )
+    return any(s.start != said or s.end != said for s in parse_spans(memory.dates))
+
+
+def _date_lifts(
+    candidates: Sequence[Candidate],
+    totals: Sequence[float],
+    query: QueryTime | None,
+    policy: RankingPolicy,
+) -> list[float]:
+    """A share of the best total for each candidate whose dates fit the query's time.
+
+    `date_weight` when the query names a time ("in May 2023", "last summer") that some
+    candidates fit, else `when_weight` when it asks when ("When did we go camping in June?"
+    asks when even if no June fits); nothing when no candidate fits, or all of them do (a lift
+    alike for all would change nothing but the scale).
+    """
+    none = [0.0] * len(candidates)
+    if query is None:
+        return none
+    for weight, asked in (
+        (policy.date_weight, query if query.spans else None),
+        (policy.when_weight, QueryTime() if query.asks_when else None),
+    ):
+        if asked is None or weight == 0:
+            continue
+        fits = [_dated(c.memory, asked) for c in candidates]
+        if any(fits) and not all(fits):
+            lift = weight * max(totals, default=0.0)
+            return [lift if f else 0.0 for f in fits]
+    return none
+
+
 def rank_candidates(
     candidates: Sequence[Candidate],
     mode: SearchMode,
@@ -235,6 +280,7 @@ def rank_candidates(
     query_words: frozenset[str] = frozenset(),
     search_terms: Sequence[str] = (),
     min_match: Match | None = None,
+    query_time: QueryTime | None = None,
 ) -> tuple[list[SearchHit], int]:
     """Score candidates and return them (the best `limit` of them, when given) best first.
 
@@ -244,7 +290,8 @@ def rank_candidates(
     EXPIRED) weigh the same whatever the query. One exception: the lift narrows the gaps
     between members of a strong session (a shared lift of 0.25 turns 1.0 / 0.5 into
     1.0 / 0.6), so among them tier and recency count for a little more. Memories whose author
-    `query_words` name are lifted after that (see `_author_lifts`). Tiers are classified
+    `query_words` name are lifted after that (see `_author_lifts`), and so are those whose
+    dates fit `query_time` (see `_date_lifts`). Tiers are classified
     live from the reference time, so a stale stored tier cannot skew the ranking. Ties keep
     the newer memory first.
 
@@ -261,12 +308,18 @@ def rank_candidates(
     own = 1 + policy.session_weight / policy.session_top
     totals = [own * t + lift for t, lift in zip(text_scores, lifts, strict=True)]
     by_author = _author_lifts(candidates, totals, query_words, policy)
-    totals = [t + a for t, a in zip(totals, by_author, strict=True)]
+    # Both lifts are shares of the same best total (before either), so neither scales the other.
+    by_date = _date_lifts(candidates, totals, query_time, policy)
+    totals = [t + a + d for t, a, d in zip(totals, by_author, by_date, strict=True)]
     best = max(totals, default=0.0)
-    scored: list[tuple[float, int, Candidate, float, float, float, Tier, float, float]] = []
-    for c, total, lift, named in zip(candidates, totals, lifts, by_author, strict=True):
-        relevance, session_part, author_part = (
-            (total / best, lift / best, named / best) if best > 0 else (1.0, 0.0, 0.0)
+    scored: list[tuple[float, int, Candidate, float, float, float, float, Tier, float, float]] = []
+    for c, total, lift, named, dated in zip(
+        candidates, totals, lifts, by_author, by_date, strict=True
+    ):
+        relevance, session_part, author_part, date_part = (
+            (total / best, lift / best, named / best, dated / best)
+            if best > 0
+            else (1.0, 0.0, 0.0, 0.0)
         )
         tier = classify_tier(c.memory.reference_time, cutoffs)
         age_hours = (cutoffs.now - c.memory.reference_time).total_seconds() / 3600
@@ -274,14 +327,36 @@ def rank_candidates(
         recency = recency_signal(age_hours, policy)
         score = round(relevance + boost + policy.recency_weight * recency, 6)
         scored.append(
-            (score, c.memory.id, c, relevance, session_part, author_part, tier, boost, recency)
+            (
+                score,
+                c.memory.id,
+                c,
+                relevance,
+                session_part,
+                author_part,
+                date_part,
+                tier,
+                boost,
+                recency,
+            )
         )
     # The order the signals' rounded score gives, ties to the newer (higher) id.
     scored.sort(key=lambda s: (-s[0], -s[1]))
     thresholds = match_thresholds(policy)
     hits: list[SearchHit] = []
     dropped = 0
-    for score, _, c, relevance, session_part, author_part, tier, boost, recency in scored:
+    for (
+        score,
+        _,
+        c,
+        relevance,
+        session_part,
+        author_part,
+        date_part,
+        tier,
+        boost,
+        recency,
+    ) in scored:
         if limit is not None and len(hits) >= limit:
             break
         share = word_share(search_terms, _searchable(c.memory))
@@ -297,6 +372,7 @@ def rank_candidates(
             relevance=round(relevance, 6),
             session_lift=round(session_part, 6),
             author_lift=round(author_part, 6),
+            date_lift=round(date_part, 6),
             match=match,
             word_share=round(share, 4),
             tier=tier,

@@ -86,6 +86,8 @@ _MEMORY = TableSpec(
         ("content_hash", "text"),
         ("token_count", "int"),
         ("author", "text"),
+        ("occurred_at", "time"),
+        ("dates", "text"),
     ),
     key=("id",),
     renumbered=True,

@@ -6,7 +6,7 @@ import asyncio
 import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import Literal
 
 import structlog
@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field, JsonValue
 from memory_core.config import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.compaction import chunk_entries, summarize_entries
+from memory_core.domain.dates import dates_of, normalise_dates, query_time
 from memory_core.domain.frozen import Frozen as _Frozen
 from memory_core.domain.fts_query import search_words, to_fts5_query
 from memory_core.domain.inputs import (
@@ -158,6 +159,10 @@ class CompactResult(_Frozen):
     summaries: list[Memory]
 
 
+# The earliest `occurred_at` a client may give (as for imported times).
+_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
+
+
 class AppendItem(_Frozen):
     """One memory of a batched append (`MemoryService.append_many`); fields as in `append`."""
 
@@ -167,6 +172,7 @@ class AppendItem(_Frozen):
     metadata: dict[str, JsonValue] | None = None
     session_id: str | None = None
     author: str | None = None
+    occurred_at: datetime | None = None
 
 
 class SearchRequest(_Frozen):
@@ -215,8 +221,10 @@ class MemoryService:
         metadata: dict[str, JsonValue] | None,
         session_id: str | None,
         author: str | None = None,
+        occurred_at: datetime | None = None,
     ) -> MemoryDraft:
         text = check_text("content", content, max_chars=self.limits.max_content_chars)
+        occurred_at = self._check_occurred(occurred_at)
         return MemoryDraft(
             project=check_project(project),
             layer=layer,
@@ -227,7 +235,21 @@ class MemoryService:
             author=check_author(author),
             content_hash=content_hash(text),
             token_count=count_tokens(text),
+            occurred_at=occurred_at,
+            # Resolved here, on every write path that builds a draft: relative dates count
+            # from the memory's own time, which is now unless the client said when it happened.
+            dates=dates_of(text, occurred_at or self.clock.now()),
         )
+
+    def _check_occurred(self, occurred_at: datetime | None) -> datetime | None:
+        """A client's `occurred_at`, in UTC: between 1970 and now (plus a day of clock skew)."""
+        if occurred_at is None:
+            return None
+        moment = check_time_range(occurred_at, None)[0]
+        assert moment is not None
+        if not _EARLIEST <= moment <= self.clock.now() + timedelta(days=1):
+            raise InvalidInputError("occurred_at", "must lie between 1970 and now")
+        return moment
 
     async def append(
         self,
@@ -239,6 +261,7 @@ class MemoryService:
         metadata: dict[str, JsonValue] | None = None,
         session_id: str | None = None,
         author: str | None = None,
+        occurred_at: datetime | None = None,
     ) -> AppendResult:
         """Store a memory in a layer.
 
@@ -250,6 +273,8 @@ class MemoryService:
         Credentials in content, key and metadata strings are replaced by `[REDACTED:<kind>]`
         first (see domain.redaction); the result counts them by kind. `author` names who said
         or wrote it (search filters on it, and lifts memories whose author the query names).
+        `occurred_at` is when it happened or was said, if not now (a past conversation's
+        session date): relative dates in the text ("yesterday") count from it.
 
         Raises:
             InvalidInputError: A field is missing, empty, too long or malformed.
@@ -262,6 +287,7 @@ class MemoryService:
             metadata=metadata,
             session_id=session_id,
             author=author,
+            occurred_at=occurred_at,
         )
         new_project = not await self.repo.has_project(draft.project)
         outcome = await self.repo.add(draft, self.clock.now())
@@ -299,6 +325,7 @@ class MemoryService:
         metadata: dict[str, JsonValue] | None,
         session_id: str | None,
         author: str | None = None,
+        occurred_at: datetime | None = None,
     ) -> tuple[MemoryDraft, Redaction]:
         """Validate and redact one append into the draft to store (nothing is written)."""
         if layer is Layer.SEMANTIC and key is None and metadata and "key" in metadata:
@@ -325,6 +352,7 @@ class MemoryService:
             metadata=metadata,
             session_id=session_id,
             author=author,
+            occurred_at=occurred_at,
         )
         return draft, redaction
 
@@ -356,6 +384,7 @@ class MemoryService:
                         metadata=item.metadata,
                         session_id=item.session_id,
                         author=item.author,
+                        occurred_at=item.occurred_at,
                     )
                 )
             except InvalidInputError as exc:
@@ -598,6 +627,7 @@ class MemoryService:
             query_words=name_words(query_text),
             search_terms=words,
             min_match=min_match,
+            query_time=query_time(query_text, now),
         )
         return ranked, dropped, mode, notes
 
@@ -877,7 +907,11 @@ class MemoryService:
                 )
                 # Dated like its newest entry: a later compaction keeps the newest real entries
                 # rather than the summaries, and time filters place the summary in its period.
-                drafts.append(draft.model_copy(update={"created_at": chunk[-1].created_at}))
+                # Its dates are its entries' (the summary's own "yesterday" would count from now).
+                dates = normalise_dates(" ".join(m.dates for m in chunk if m.dates))
+                drafts.append(
+                    draft.model_copy(update={"created_at": chunk[-1].created_at, "dates": dates})
+                )
                 summarised += len(chunk)
                 if progress is not None:
                     await progress(summarised, steps)

@@ -28,6 +28,7 @@ import structlog
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from memory_core.config import ConversationPolicy, Limits
+from memory_core.domain.dates import dates_of, normalise_dates
 from memory_core.domain.inputs import (
     check_author,
     check_metadata,
@@ -114,6 +115,10 @@ class _Record(BaseModel):
     token_count: int
     # Since migration 0008; absent from the line when unset, so older files read the same.
     author: str | None = None
+    # Since migration 0010, likewise. A record without `dates` (an older file) gets them
+    # resolved from its content on import, so a store upgraded by export and import has them.
+    occurred_at: datetime | None = None
+    dates: str | None = None
 
     @classmethod
     def of(cls, m: Memory) -> _Record:
@@ -133,6 +138,8 @@ class _Record(BaseModel):
             content_hash=m.content_hash,
             token_count=m.token_count,
             author=m.author,
+            occurred_at=m.occurred_at,
+            dates=m.dates,
         )
 
     def to_memory(self) -> Memory:
@@ -154,6 +161,10 @@ class _Record(BaseModel):
             content_hash=content_hash(self.content),
             token_count=self.token_count,
             author=self.author,
+            occurred_at=self.occurred_at,
+            dates=normalise_dates(self.dates)
+            if self.dates is not None
+            else dates_of(self.content, self.occurred_at or self.created_at),
         )
 
 
@@ -166,9 +177,10 @@ def memory_row(memory: Memory) -> Row:
 
 
 def _memory_line(row: Row) -> str:
-    # A memory without an author is written as before authors existed.
+    # A memory without an author or dates is written as before those existed.
     memory = _Record.model_validate(row)
-    record = memory.model_dump(mode="json", exclude={"author"} if memory.author is None else None)
+    unset = {f for f in ("author", "occurred_at", "dates") if getattr(memory, f) is None}
+    record = memory.model_dump(mode="json", exclude=unset or None)
     return json.dumps({"kind": "memory", **record}, ensure_ascii=False, separators=(",", ":"))
 
 
@@ -295,7 +307,7 @@ def _parse_record(number: int, data: Any, now: datetime, limits: Limits) -> Memo
             raise InvalidInputError("id", f"must be an integer from 1 to {_MAX_ID}")
         if record.access_count < 0 or record.token_count < 0:
             raise InvalidInputError("access_count", "and token_count must not be negative")
-        for name in ("created_at", "updated_at", "last_accessed"):
+        for name in ("created_at", "updated_at", "last_accessed", "occurred_at"):
             check_time(name, getattr(record, name), now)
     except InvalidInputError as exc:
         raise _line_error(number, f"{exc.field}: {exc.reason}") from exc

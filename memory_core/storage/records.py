@@ -196,6 +196,8 @@ class RowReader:
             content_hash=row["content_hash"],
             token_count=row["token_count"],
             author=row["author"],
+            occurred_at=self._opt_time(row["occurred_at"]),
+            dates=row["dates"],
         )
 
     def session(self, row: Any) -> SessionInfo:
@@ -385,7 +387,8 @@ class RowWriter:
         """A context_snapshots row, id included.
 
         Columns: id, project, layer, key, content, metadata, session_id, created_at,
-        updated_at, last_accessed, access_count, memory_tier, content_hash, token_count, author.
+        updated_at, last_accessed, access_count, memory_tier, content_hash, token_count, author,
+        occurred_at, dates.
         """
         return (
             m.id,
@@ -403,6 +406,8 @@ class RowWriter:
             m.content_hash,
             m.token_count,
             m.author,
+            self._opt_time(m.occurred_at),
+            m.dates,
         )
 
     def _opt_time(self, value: datetime | None) -> Any:

@@ -80,10 +80,18 @@ def _memory_label(layer: Layer, key: str | None) -> str:
     return f"{layer.value} {key}"
 
 
-def _meta(metadata: dict[str, JsonValue], session_id: str | None, author: str | None = None) -> str:
+def _meta(
+    metadata: dict[str, JsonValue],
+    session_id: str | None,
+    author: str | None = None,
+    dates: str | None = None,
+) -> str:
     parts = []
     if author:
         parts.append(f"by {author}")
+    if dates:
+        # The dates its text mentions, resolved ("yesterday" -> the day before it was said).
+        parts.append(f"when={dates.replace(' ', ',')}")
     if session_id:
         parts.append(f"session={session_id}")
     if metadata:
@@ -101,6 +109,8 @@ class MemoryOut(BaseModel):
     metadata: dict[str, JsonValue]
     session_id: str | None
     author: str | None = None
+    occurred_at: datetime | None = None
+    dates: str | None = None
     tier: Tier
     created_at: datetime
     updated_at: datetime
@@ -119,6 +129,8 @@ class MemoryOut(BaseModel):
             metadata=m.metadata,
             session_id=m.session_id,
             author=m.author,
+            occurred_at=m.occurred_at,
+            dates=m.dates,
             tier=m.tier,
             created_at=m.created_at,
             updated_at=m.updated_at,
@@ -179,6 +191,9 @@ class AppendItemIn(BaseModel):
     )
     session_id: str | None = Field(None, description="Conversation/session scope.")
     author: str | None = Field(None, description="Who said or wrote it.")
+    occurred_at: datetime | None = Field(
+        None, description="When it was said, if not now (ISO-8601); 'yesterday' counts from it."
+    )
 
 
 class AppendManyOut(BaseModel):
@@ -282,6 +297,10 @@ class SearchHitOut(BaseModel):
     metadata: dict[str, JsonValue]
     session_id: str | None
     author: str | None = None
+    occurred_at: datetime | None = Field(None, description="When it was said, if not created_at.")
+    dates: str | None = Field(
+        None, description="Dates its text mentions, resolved: ISO days, `start..end` ranges."
+    )
     created_at: datetime
     tier: Tier = Field(description="Tier the hit had when ranked (it is ACTIVE now).")
     score: float
@@ -322,6 +341,8 @@ class SearchOut(BaseModel):
                     metadata=h.memory.metadata,
                     session_id=h.memory.session_id,
                     author=h.memory.author,
+                    occurred_at=h.memory.occurred_at,
+                    dates=h.memory.dates,
                     created_at=h.memory.created_at,
                     tier=h.signals.tier,
                     score=h.signals.score,
@@ -346,9 +367,9 @@ class SearchOut(BaseModel):
         lines = [head]
         for h in self.hits:
             label = _memory_label(h.layer, h.key)
-            when = h.created_at.date().isoformat()
+            when = (h.occurred_at or h.created_at).date().isoformat()
             word = h.signals.match.value
-            meta = _meta(h.metadata, h.session_id, h.author)
+            meta = _meta(h.metadata, h.session_id, h.author, h.dates)
             line = f"#{h.id} {label} {h.tier.value} {word} {when}{meta}"
             if self._explain:
                 line += f" [{_signals(h.signals)}]"
@@ -370,6 +391,8 @@ def _signals(s: RankSignals) -> str:
         parts.append(f"session +{s.session_lift:.2f}")
     if s.author_lift:
         parts.append(f"author +{s.author_lift:.2f}")
+    if s.date_lift:
+        parts.append(f"date +{s.date_lift:.2f}")
     parts.append(f"tier {s.tier_boost:+.1f}")
     parts.append(f"recency {s.recency:.2f}")
     parts.append(f"score {s.score:.2f}")
@@ -420,7 +443,7 @@ class ContextOut(BaseModel):
         for m in self.items:
             label = _memory_label(m.layer, m.key)
             when = m.updated_at.date().isoformat()
-            meta = _meta(m.metadata, m.session_id, m.author)
+            meta = _meta(m.metadata, m.session_id, m.author, m.dates)
             lines.append(f"#{m.id} {label} {m.tier_before.value} {when}{meta}: {_text(m.content)}")
         return "\n".join(lines)
 

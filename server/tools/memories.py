@@ -163,6 +163,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
                     metadata=i.metadata,
                     session_id=i.session_id,
                     author=i.author,
+                    occurred_at=i.occurred_at,
                 )
                 for i in items
             ],
@@ -241,9 +242,12 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         Combines keyword (BM25) and embedding-similarity evidence, then favours recently used
         memories. Each hit's text line shows its id, layer, tier, its match strength (strong,
         partial or weak: absolute, from the cosine similarity and the share of the query's
-        words it holds, so a weak best hit means nothing relevant was found) and when it was
-        written; `explain=true` adds the signals behind its rank, which `structuredContent`
-        always carries.
+        words it holds, so a weak best hit means nothing relevant was found), when it was
+        written (or said, for a memory given `occurred_at`) and `when=` the dates its text
+        mentions, resolved ("yesterday" said on 8 May 2023 is 2023-05-07). A query naming a
+        time ("in May 2023", "last summer") lifts memories with matching dates; one asking
+        "when" lifts memories that say when something happened. `explain=true` adds the
+        signals behind its rank, which `structuredContent` always carries.
         """
         app = container(ctx)
         result = await app.memories.search(

@@ -125,20 +125,30 @@ async def test_copy_store_moves_rows_and_vectors_both_ways(
                 "test", Layer.EPISODIC, f"tea note {i}", author="Ada" if i % 2 else None
             )
         await container.memories.learn("test", "user.editor", "helix")
+        await container.memories.append(
+            "test",
+            Layer.EPISODIC,
+            "tea party yesterday",
+            occurred_at=datetime(2023, 5, 8, 13, 56, tzinfo=UTC),
+        )
         assert container.indexer is not None
         await container.indexer.backfill(await lazy.wait(5))
         original = await container.repo.list_layer("test", Layer.EPISODIC, None, newest_first=False)
 
     there = await copy_between(f"sqlite://{source}", pg_url, batch=7)
-    assert there.verified and (there.memories, there.embeddings) == (31, 31)
+    assert there.verified and (there.memories, there.embeddings) == (32, 32)
     back = await copy_between(pg_url, f"sqlite://{tmp_path / 'back.db'}")
-    assert back.verified and (back.memories, back.embeddings) == (31, 31)
+    assert back.verified and (back.memories, back.embeddings) == (32, 32)
 
     on_pg = settings.model_copy(update={"database_url": pg_url})
     async with open_container(on_pg, clock, embedder=lazy) as container:
         copied = await container.repo.list_layer("test", Layer.EPISODIC, None, newest_first=False)
-        assert copied == original  # ids, tiers, times, access counts and authors kept
+        assert copied == original  # ids, tiers, times, access counts, authors and dates kept
         assert sum(m.author == "Ada" for m in copied) == 15
+        assert [m.dates for m in copied if m.dates] == ["2023-05-07"]
+        assert [m.occurred_at for m in copied if m.occurred_at] == [
+            datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+        ]
         fresh = await container.memories.append("test", Layer.EPISODIC, "a new row after copy")
         assert fresh.memory.id > max(m.id for m in original)
     with pytest.raises(Exception, match="already holds"):

@@ -213,6 +213,34 @@ async def test_author_through_append_search_and_load_context(client: Client) -> 
     assert "author" in await error(client, "append", layer="episodic", content="x", author="a\nb")
 
 
+async def test_dates_through_append_many_and_search(client: Client) -> None:
+    # Searched in keyword mode: the tests' server has no embedding model.
+    out = await call(
+        client,
+        "append_many",
+        items=[
+            {
+                "layer": "episodic",
+                "content": "Caroline went to a support group yesterday",
+                "occurred_at": "2023-05-08T13:56:00",
+                "author": "Caroline",
+            },
+            {"layer": "episodic", "content": "Melanie went to a support group too"},
+        ],
+    )
+    first = out["results"][0]["id"]
+    found = await call(client, "search", query="support group in May 2023")
+    hit = found["hits"][0]
+    assert hit["id"] == first and hit["dates"] == "2023-05-07"
+    assert hit["occurred_at"].startswith("2023-05-08T13:56")
+    assert hit["signals"]["date_lift"] > 0
+    text = (await client.call_tool("search", {"query": "support group"})).content[0].text  # type: ignore[union-attr]
+    line = next(x for x in text.splitlines() if x.startswith(f"#{first} "))
+    assert " 2023-05-08 by Caroline when=2023-05-07:" in line
+    bad = {"layer": "episodic", "content": "x", "occurred_at": "2999-01-01T00:00:00"}
+    assert "items[0].occurred_at" in await error(client, "append_many", items=[bad])
+
+
 async def test_min_match_and_the_match_word_in_the_answer(client: Client) -> None:
     await call(client, "append", layer="episodic", content="The team lunch is on Friday")
     await call(client, "append", layer="episodic", content="Lunch money")

@@ -31,6 +31,7 @@ from memory_core.storage.postgres.copy import PostgresCopyEndpoint
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
 from memory_core.storage.sqlite.copy import SqliteCopyEndpoint
 from memory_core.storage.sqlite.migrate import default_migrations_dir
+from memory_core.storage.sqlite.rows import encode_time
 from memory_core.storage.sqlite.transfer import SqliteMemoryTransfer
 from tests.backends import PostgresUnderTest, SqliteUnderTest, StorageUnderTest
 
@@ -295,9 +296,36 @@ async def test_upgrading_counts_the_stored_rows_never_read(tmp_path: Path) -> No
         storage = SqliteUnderTest(conn)
         repo = storage.repo()
         rng = random.Random(4)
-        ids = [(await repo.add(random_draft(rng), T0)).memory.id for _ in range(30)]
-        for project in PROJECTS:
-            await repo.hand_out(project, ids[:12], T0)
+        # Written with the columns schema 8 has (today's repository writes 0010's too).
+        ids: list[int] = []
+        for _ in range(30):
+            d = random_draft(rng)
+            rows = await conn.execute_fetchall(
+                "INSERT INTO context_snapshots (project, layer, key, content, metadata,"
+                " session_id, created_at, updated_at, last_accessed, access_count, memory_tier,"
+                " content_hash, token_count) VALUES (?, ?, ?, ?, '{}', ?, ?, ?, NULL, 0,"
+                " 'ACTIVE', ?, ?) ON CONFLICT DO NOTHING RETURNING id",
+                (
+                    d.project,
+                    d.layer.value,
+                    d.key,
+                    d.content,
+                    d.session_id,
+                    encode_time(T0),
+                    encode_time(T0),
+                    d.content_hash,
+                    d.token_count,
+                ),
+            )
+            ids += [int(r[0]) for r in rows]
+        await conn.commit()
+        read = ids[:12]
+        await conn.execute(
+            "UPDATE context_snapshots SET last_accessed = ?, access_count = access_count + 1,"
+            f" memory_tier = 'ACTIVE' WHERE id IN ({', '.join('?' * len(read))})",
+            (encode_time(T0), *read),
+        )
+        await conn.commit()
         assert "0009_never_accessed_counts" in await apply_migrations(conn)
         await check(storage, repo, T0)
     finally:

@@ -310,3 +310,55 @@ def test_keyword_scores_depend_on_ranks_only_not_on_bm25_values() -> None:
         ]
         assert answers[0] == answers[1]
     assert "bm25" not in answers[0][0].signals.model_dump()
+
+
+def _dated_memory(mid: int, content: str, dates: str | None, said: datetime) -> Candidate:
+    m = make_memory(mid, NOW, content=content).model_copy(
+        update={"dates": dates, "occurred_at": said}
+    )
+    return Candidate(memory=m, bm25_rank=mid)
+
+
+SAID = datetime(2023, 5, 8, 13, 56, tzinfo=UTC)
+
+
+def test_a_named_time_lifts_memories_whose_dates_or_day_fit_it() -> None:
+    from memory_core.domain.dates import query_time
+
+    candidates = [
+        _dated_memory(1, "the group was great", None, SAID),  # said in May 2023
+        # Said in June, of a day in April.
+        _dated_memory(2, "went to the group then", "2023-04-30", datetime(2023, 6, 1, tzinfo=UTC)),
+        _dated_memory(3, "a group in June", None, datetime(2023, 6, 9, tzinfo=UTC)),
+    ]
+    may = query_time("What happened at the group in May 2023?", SAID)
+    hits = rank_candidates(candidates, SearchMode.KEYWORD, CUTS, POLICY, query_time=may)
+    lifted = {h.memory.id: h.signals.date_lift for h in hits}
+    assert lifted[1] > 0 and lifted[2] == 0 and lifted[3] == 0
+    april = query_time("in April 2023", SAID)
+    hits = rank_candidates(candidates, SearchMode.KEYWORD, CUTS, POLICY, query_time=april)
+    assert hits[0].memory.id == 2 and hits[0].signals.date_lift > 0
+    off = RankingPolicy(date_weight=0)
+    hits = rank_candidates(candidates, SearchMode.KEYWORD, CUTS, off, query_time=april)
+    assert hits[0].memory.id == 1 and all(h.signals.date_lift == 0 for h in hits)
+
+
+def test_a_when_question_lifts_memories_that_say_when_something_happened() -> None:
+    from memory_core.domain.dates import query_time
+
+    candidates = [
+        # Its only date is the day it was said (the benchmark's dated text): no answer to "when".
+        _dated_memory(1, "(8 May 2023) the support group", "2023-05-08", SAID),
+        _dated_memory(2, "support group yesterday", "2023-05-07", SAID),
+    ]
+    when = query_time("When did she go to the support group?", SAID)
+    hits = rank_candidates(candidates, SearchMode.KEYWORD, CUTS, POLICY, query_time=when)
+    assert hits[0].memory.id == 2
+    assert hits[0].signals.date_lift > 0 and hits[1].signals.date_lift == 0
+    what = query_time("What did she do at the support group?", SAID)
+    hits = rank_candidates(candidates, SearchMode.KEYWORD, CUTS, POLICY, query_time=what)
+    assert hits[0].memory.id == 1 and all(h.signals.date_lift == 0 for h in hits)
+    # Every candidate fits: a lift alike for all would change nothing but the scale.
+    both = [candidates[1], _dated_memory(3, "group last week", "2023-05-01..2023-05-07", SAID)]
+    hits = rank_candidates(both, SearchMode.KEYWORD, CUTS, POLICY, query_time=when)
+    assert all(h.signals.date_lift == 0 for h in hits)

@@ -203,13 +203,15 @@ class PostgresMemoryRepository:
             conn,
             "INSERT INTO context_snapshots (project, layer, key, content, metadata, session_id,"
             " created_at, updated_at, last_accessed, access_count, memory_tier, content_hash,"
-            " token_count, author)"
+            " token_count, author, occurred_at, dates)"
             " SELECT u.project, u.layer, NULL, u.content, u.metadata::jsonb, u.session_id,"
-            " u.created_at, $9, NULL, 0, 'ACTIVE', u.hash, u.tokens, u.author"
+            " u.created_at, $9, NULL, 0, 'ACTIVE', u.hash, u.tokens, u.author, u.occurred_at,"
+            " u.dates"
             " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],"
-            " $6::timestamptz[], $7::text[], $8::int[], $10::text[])"
+            " $6::timestamptz[], $7::text[], $8::int[], $10::text[], $11::timestamptz[],"
+            " $12::text[])"
             " WITH ORDINALITY AS u(project, layer, content, metadata, session_id, created_at,"
-            " hash, tokens, author, i)"
+            " hash, tokens, author, occurred_at, dates, i)"
             f" ORDER BY u.i RETURNING {COLUMNS}",
             [d.project for d in batch],
             [d.layer.value for d in batch],
@@ -221,6 +223,8 @@ class PostgresMemoryRepository:
             [d.token_count for d in batch],
             stamp,
             [d.author for d in batch],
+            [aware(d.occurred_at) if d.occurred_at else None for d in batch],
+            [d.dates for d in batch],
         )
         # Each fresh identity is unique in the batch, so a returned row maps back by it
         # (RETURNING promises no order).
@@ -267,8 +271,9 @@ class PostgresMemoryRepository:
                 conn,
                 "INSERT INTO context_snapshots (project, layer, key, content, metadata,"
                 " session_id, created_at, updated_at, last_accessed, access_count, memory_tier,"
-                " content_hash, token_count, author)"
-                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, 0, 'ACTIVE', $9, $10, $11)"
+                " content_hash, token_count, author, occurred_at, dates)"
+                " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, 0, 'ACTIVE', $9, $10, $11, $12,"
+                " $13)"
                 f" RETURNING {COLUMNS}",
                 draft.project,
                 draft.layer.value,
@@ -281,6 +286,8 @@ class PostgresMemoryRepository:
                 draft.content_hash,
                 draft.token_count,
                 draft.author,
+                aware(draft.occurred_at) if draft.occurred_at else None,
+                draft.dates,
             )
             assert created is not None
             return AddOutcome(memory=created, status="created")
@@ -305,7 +312,8 @@ class PostgresMemoryRepository:
             conn,
             "UPDATE context_snapshots SET content = $1, metadata = $2, content_hash = $3,"
             " token_count = $4, session_id = coalesce($5, session_id), updated_at = $6,"
-            " last_accessed = $6, memory_tier = 'ACTIVE', author = coalesce($8, author)"
+            " last_accessed = $6, memory_tier = 'ACTIVE', author = coalesce($8, author),"
+            " occurred_at = coalesce($9, occurred_at), dates = $10"
             f" WHERE id = $7 RETURNING {COLUMNS}",
             draft.content,
             draft.metadata,
@@ -315,6 +323,8 @@ class PostgresMemoryRepository:
             stamp,
             existing.id,
             draft.author,
+            aware(draft.occurred_at) if draft.occurred_at else None,
+            draft.dates,
         )
         assert updated is not None
         return AddOutcome(memory=updated, status="updated", previous_content=existing.content)

@@ -13,7 +13,8 @@ __all__ = ["COLUMNS", "aware", "row_to_memory"]
 # Every column but the generated tsvector, which no caller needs and which is large.
 COLUMNS = (
     "id, project, layer, key, content, metadata, session_id, created_at, updated_at,"
-    " last_accessed, access_count, memory_tier, content_hash, token_count, author"
+    " last_accessed, access_count, memory_tier, content_hash, token_count, author,"
+    " occurred_at, dates"
 )
 
 

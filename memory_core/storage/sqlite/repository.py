@@ -56,9 +56,9 @@ _LIVE_TIER = f"""CASE
 _INSERT = """
 INSERT INTO context_snapshots (project, layer, key, content, metadata, session_id, created_at,
                                updated_at, last_accessed, access_count, memory_tier,
-                               content_hash, token_count, author)
+                               content_hash, token_count, author, occurred_at, dates)
 VALUES (:project, :layer, :key, :content, :metadata, :session_id, :created, :now, NULL, 0,
-        'ACTIVE', :content_hash, :token_count, :author)
+        'ACTIVE', :content_hash, :token_count, :author, :occurred_at, :dates)
 RETURNING *"""
 
 
@@ -194,6 +194,8 @@ def _insert_params(draft: MemoryDraft, stamp: str) -> dict[str, Any]:
         "content_hash": draft.content_hash,
         "token_count": draft.token_count,
         "author": draft.author,
+        "occurred_at": encode_time(draft.occurred_at) if draft.occurred_at else None,
+        "dates": draft.dates,
     }
 
 
@@ -322,8 +324,8 @@ class SqliteMemoryRepository:
         updated = await self._session.one(
             "UPDATE context_snapshots SET content = ?, metadata = ?, content_hash = ?,"
             " token_count = ?, session_id = coalesce(?, session_id), updated_at = ?,"
-            " last_accessed = ?, memory_tier = 'ACTIVE', author = coalesce(?, author)"
-            " WHERE id = ? RETURNING *",
+            " last_accessed = ?, memory_tier = 'ACTIVE', author = coalesce(?, author),"
+            " occurred_at = coalesce(?, occurred_at), dates = ? WHERE id = ? RETURNING *",
             (
                 draft.content,
                 json.dumps(draft.metadata, ensure_ascii=False),
@@ -333,6 +335,8 @@ class SqliteMemoryRepository:
                 stamp,
                 stamp,
                 draft.author,
+                encode_time(draft.occurred_at) if draft.occurred_at else None,
+                draft.dates,
                 existing.id,
             ),
         )
