@@ -4,10 +4,10 @@
     python -m bench.hooks --size 10000 --runs 30 --json bench/results/hooks.json
     python -m bench.hooks --runs 30 --against /tmp/before   # session-start: this code vs other
 
-`--against DIR` times session-start only, with this checkout's code and with the `server` and
-`memory_core` packages found in DIR (e.g. `git archive OLD server memory_core | tar -x -C DIR`)
-put first on PYTHONPATH, interleaved run by run on the same store, so both see the same load
-on a shared machine; it reports both medians and their ratio.
+`--against DIR` times session-start only, with this checkout's code and with the `server`,
+`memory_core` and `migrations` folders of DIR first on PYTHONPATH (e.g. `git archive OLD
+server memory_core migrations | tar -x -C DIR`), interleaved run by run on the same store,
+so both see the same load on a shared machine; it reports both medians and their ratio.
 
 Each figure is the wall time of `memstrata hook <event>` as Claude Code runs it: a new process
 (the installed console script), the payload on stdin, until the process has exited, model load
