@@ -15,12 +15,11 @@ import textwrap
 from collections.abc import Sequence
 
 from pydantic import ValidationError
-from pydantic_settings import SettingsError
 
 from memory_core.errors import MemoryCoreError, SchemaMismatchError, StorageError
 from server.container import open_container
 from server.logging import configure_logging
-from server.settings import Settings, describe_settings_error
+from server.settings import Settings, SettingsError, describe_settings_error
 from server.toolsets import parse_toolsets
 
 __all__ = ["EXIT_CANNOT_LISTEN", "EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "main"]

@@ -62,12 +62,11 @@ async def _bounded(work: Awaitable[str | None], seconds: float) -> str | None:
 def _answer(command: str, raw: str) -> str | None:
     """The additionalContext to print, or None; raises on any failure."""
     from pydantic import ValidationError
-    from pydantic_settings import SettingsError
 
     from server.hooks.payload import parse_payload
 
     payload = parse_payload(raw, command)
-    from server.settings import Settings
+    from server.settings import Settings, SettingsError
 
     try:
         settings = Settings()
