@@ -18,19 +18,21 @@ from typing import TYPE_CHECKING, Literal
 import structlog
 
 from memory_core.errors import StorageError
-from memory_core.ports import JobLeases, KeywordSearch, MemoryRepository, VectorIndex
-from memory_core.ports.conversations import ConversationStore
-from memory_core.ports.hooks import HookSessionStore
-from memory_core.ports.knowledge import (
-    DocumentStore,
-    PlaybookStore,
-    PreferenceStore,
-    ScratchpadStore,
-)
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
 from server.settings import Settings, redacted_url
 
 if TYPE_CHECKING:
+    # Annotations only: the port modules load their domain models (the knowledge ones cost
+    # a cold hook ~5 ms and session-start never uses them).
+    from memory_core.ports import JobLeases, KeywordSearch, MemoryRepository, VectorIndex
+    from memory_core.ports.conversations import ConversationStore
+    from memory_core.ports.hooks import HookSessionStore
+    from memory_core.ports.knowledge import (
+        DocumentStore,
+        PlaybookStore,
+        PreferenceStore,
+        ScratchpadStore,
+    )
     from memory_core.storage.sqlite.reader import SqliteKeywordReader
 
 __all__ = [

@@ -132,7 +132,8 @@ class SettingsFields(BaseModel):
     """
 
     # validate_default: pydantic-settings' default, kept so defaults pass the same validators.
-    model_config = ConfigDict(extra="ignore", frozen=True, validate_default=True)
+    # defer_build: only `Settings` is built at run time (this model's validator is not needed).
+    model_config = ConfigDict(extra="ignore", frozen=True, validate_default=True, defer_build=True)
 
     db: Path = Field(default_factory=default_db_path, description="The SQLite database file.")
     database_url: str | None = Field(
@@ -304,6 +305,8 @@ class Settings(SettingsFields):
         SettingsError: A group's JSON (e.g. MEMSTRATA_TIERS) is malformed.
         pydantic.ValidationError: A value breaks its field's rule.
     """
+
+    model_config = ConfigDict(defer_build=False)
 
     def __init__(self, **values: Any) -> None:
         super().__init__(**_deep_update(environment_values(SettingsFields, os.environ), values))
