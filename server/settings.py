@@ -34,7 +34,7 @@ from pydantic.fields import FieldInfo
 
 from memory_core.config import ConversationPolicy, Limits, RankingPolicy, TierPolicy
 from memory_core.domain.redaction import RedactionPolicy
-from memory_core.embeddings import EmbeddingSpec, parse_embedding_model
+from memory_core.embeddings.registry import EmbeddingSpec, parse_embedding_model
 from memory_core.errors import InvalidInputError
 from memory_core.hook_config import HookPolicy
 from memory_core.knowledge_config import KnowledgePolicy

@@ -16,7 +16,6 @@ from functools import cached_property
 from typing import TYPE_CHECKING
 
 from memory_core.clock import SystemClock
-from memory_core.embeddings import LazyEmbedder, load_embedder
 from memory_core.embeddings.token_count import CharTokenCounter, token_counter_for
 from memory_core.ports import Clock
 from memory_core.ports.embeddings import TokenCounter
@@ -25,6 +24,7 @@ from server.backends import Backend, open_backend
 from server.settings import Settings
 
 if TYPE_CHECKING:
+    from memory_core.embeddings import LazyEmbedder
     from memory_core.services.conversations import ConversationService
     from memory_core.services.indexing import Indexer
     from memory_core.services.memories import MemoryService
@@ -143,6 +143,7 @@ async def open_hook_services(
         embedder, indexer = None, None
         spec = settings.embedding
         if semantic and spec.kind != "none":
+            from memory_core.embeddings import LazyEmbedder, load_embedder
             from memory_core.services.indexing import Indexer
 
             embedder = LazyEmbedder(

@@ -315,13 +315,18 @@ try:
     main(["hook", sys.argv[1]])
 except Exit:
     pass
-heavy = ("mcp", "rich", "apscheduler", "uvicorn", "starlette", "numpy", "onnxruntime", "asyncpg")
+heavy = ("mcp", "rich", "apscheduler", "uvicorn", "starlette", "numpy", "onnxruntime", "asyncpg",
+         "pydantic_settings", "importlib.metadata")
+if sys.argv[1] == "session-start":
+    heavy += ("ssl",)  # on the SQLite file (with PostgreSQL it may need TLS)
 loaded = [m for m in heavy if sys.modules.get(m)]
 sys.stderr.write("LOADED " + json.dumps(loaded) + " " + str("server.hooks.events" in sys.modules))
 """
 
 
 def test_the_hook_path_imports_neither_mcp_nor_rich_nor_numpy(ws: Workspace) -> None:
+    """Nor pydantic-settings, nor importlib.metadata (pydantic's plugin search), nor, for
+    session-start on the SQLite file, ssl: each costs a cold hook milliseconds of its budget."""
     for command, payload in [
         ("session-start", ws.payload("SessionStart", source="startup")),
         ("user-prompt-submit", ws.payload("UserPromptSubmit", prompt="billing cluster?")),
@@ -429,3 +434,23 @@ def test_python_m_server_hook_runs_the_same_command(ws: Workspace) -> None:
     assert "# memstrata: memory of project shop-api" in Run(0, done.stdout, "").context(
         "SessionStart"
     )
+
+
+@pytest.mark.parametrize(
+    ("command", "environ", "tls"),
+    [
+        ("session-start", {}, False),
+        ("session-start", {"MEMSTRATA_DB": "/tmp/m.db", "MEMSTRATA_DATABASE_URL": ""}, False),
+        ("session-start", {"MEMSTRATA_DATABASE_URL": "postgresql://h/db"}, True),
+        ("session-start", {"memstrata_database_url": "postgresql://h/db"}, True),
+        ("user-prompt-submit", {}, True),  # may load the model
+        ("pre-compact", {}, True),  # may call the summarizer endpoint
+        ("session-end", {}, True),
+    ],
+)
+def test_only_session_start_on_the_sqlite_file_goes_without_ssl(
+    command: str, environ: dict[str, str], tls: bool
+) -> None:
+    from server.hooks.entry import _may_use_tls
+
+    assert _may_use_tls(command, environ) is tls
