@@ -19,8 +19,9 @@ __all__ = ["run_maintain", "run_recall", "run_reindex", "run_search", "run_stats
 async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
     """Tiers and layers per project: the named one, else every project in the store.
 
-    Reads counts only: it neither loads nor checks the embedding model (as the hooks, it
-    opens the backend without the composition root), and writes nothing but migrations.
+    Opens the backend and the maintenance service only (not the composition root, whose
+    services stats never uses), but refuses a store indexed by another model as every
+    command does; the model itself is not loaded.
     """
     from memory_core.clock import SystemClock
     from memory_core.services.maintenance import MaintenanceService
@@ -28,6 +29,9 @@ async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
     from server.schemas.memories import StatsOut
 
     async with open_backend(settings) as backend:
+        spec = settings.embedding
+        if spec.kind != "none":  # as open_container: SchemaMismatchError names `reindex`
+            await backend.vectors(settings.vector_exact_max).ensure_model(spec.model_id, spec.dims)
         maintenance = MaintenanceService(
             repo=backend.repo, clock=SystemClock(), policy=settings.tiers
         )
