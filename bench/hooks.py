@@ -2,6 +2,12 @@
 
     python -m bench.hooks                       # 10,000 memories, 20 runs per figure
     python -m bench.hooks --size 10000 --runs 30 --json bench/results/hooks.json
+    python -m bench.hooks --runs 30 --against /tmp/before   # session-start: this code vs other
+
+`--against DIR` times session-start only, with this checkout's code and with the `server`,
+`memory_core` and `migrations` folders of DIR first on PYTHONPATH (e.g. `git archive OLD
+server memory_core migrations | tar -x -C DIR`), interleaved run by run on the same store,
+so both see the same load on a shared machine; it reports both medians and their ratio.
 
 Each figure is the wall time of `memstrata hook <event>` as Claude Code runs it: a new process
 (the installed console script), the payload on stdin, until the process has exited, model load
@@ -173,6 +179,49 @@ def measure(db: Path, repo: Path, runs: int, rng: random.Random) -> dict[str, An
     return out
 
 
+def compare(db: Path, repo: Path, runs: int, other: Path) -> dict[str, Any]:
+    """Session-start (new session, then resume) of this code and of `other`, interleaved."""
+    env = {
+        "MEMSTRATA_DB": str(db),
+        "MEMSTRATA_PROJECT": PROJECT,
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(repo.parent),
+    }
+    sides = {"this": env, "other": env | {"PYTHONPATH": str(other)}}
+
+    def payload(sid: str, source: str) -> dict[str, Any]:
+        return {
+            "session_id": sid,
+            "transcript_path": "",
+            "cwd": str(repo),
+            "hook_event_name": "SessionStart",
+            "source": source,
+        }
+
+    times: dict[str, list[float]] = {f"{s}_{k}": [] for s in sides for k in ("start", "resume")}
+    texts: dict[str, str] = {}
+    for side, side_env in sides.items():  # warm the file cache for both
+        run_hook("session-start", payload(f"warm-{side}", "startup"), side_env, repo)
+    for i in range(runs):
+        order = list(sides) if i % 2 == 0 else list(reversed(sides))
+        for side in order:
+            sid = str(uuid.uuid4())
+            ms, text = run_hook("session-start", payload(sid, "startup"), sides[side], repo)
+            times[f"{side}_start"].append(ms)
+            texts[side] = text
+            ms, _ = run_hook("session-start", payload(sid, "resume"), sides[side], repo)
+            times[f"{side}_resume"].append(ms)
+    out: dict[str, Any] = {"against": str(other), "runs": runs}
+    out |= {f"{name}_ms": summary(samples) for name, samples in times.items()}
+    for kind in ("start", "resume"):
+        out[f"ratio_{kind}"] = round(
+            out[f"this_{kind}_ms"]["p50"] / out[f"other_{kind}_ms"]["p50"], 3
+        )
+    # The same store, the same code path: the texts differ only in their git screen lines.
+    out["same_chars"] = len(texts["this"]) == len(texts["other"])
+    return out
+
+
 def markdown(results: dict[str, Any]) -> str:
     def cell(name: str) -> str:
         f = results[name]
@@ -204,6 +253,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--json", type=Path, help="also write the results here")
+    parser.add_argument(
+        "--against", type=Path, help="compare session-start with the code in this directory"
+    )
     args = parser.parse_args(argv)
     logging.disable(logging.INFO)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
@@ -213,9 +265,13 @@ def main(argv: list[str] | None = None) -> None:
     built = asyncio.run(build_store(db, args.size, rng))
     repo = git_workdir(root)
     results = {"size": args.size, "runs": args.runs, "build_s": round(built, 1)}
-    results |= measure(db, repo, args.runs, rng)
-    print(json.dumps(results, indent=2))
-    print(markdown(results))
+    if args.against:
+        results |= compare(db, repo, args.runs, args.against.resolve())
+        print(json.dumps(results, indent=2))
+    else:
+        results |= measure(db, repo, args.runs, rng)
+        print(json.dumps(results, indent=2))
+        print(markdown(results))
     if args.json:
         args.json.write_text(json.dumps(results, indent=2) + "\n")
 

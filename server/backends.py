@@ -12,37 +12,37 @@ from __future__ import annotations
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Literal
+from functools import cached_property
+from typing import TYPE_CHECKING, Literal
 
 import structlog
 
 from memory_core.errors import StorageError
-from memory_core.ports import JobLeases, KeywordSearch, MemoryRepository, VectorIndex
-from memory_core.ports.conversations import ConversationStore
-from memory_core.ports.hooks import HookSessionStore
-from memory_core.ports.knowledge import (
-    DocumentStore,
-    PlaybookStore,
-    PreferenceStore,
-    ScratchpadStore,
-)
-from memory_core.storage.sqlite import (
-    SqliteConversationStore,
-    SqliteMemoryRepository,
-    SqliteSession,
-    SqliteVectorIndex,
-    apply_migrations,
-    open_database,
-)
-from memory_core.storage.sqlite.documents import SqliteDocumentStore
-from memory_core.storage.sqlite.hook_sessions import SqliteHookSessionStore
-from memory_core.storage.sqlite.leases import LocalJobLeases
-from memory_core.storage.sqlite.preferences import SqlitePlaybookStore, SqlitePreferenceStore
-from memory_core.storage.sqlite.reader import SqliteKeywordReader
-from memory_core.storage.sqlite.scratchpad import SqliteScratchpadStore
+from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
 from server.settings import Settings, redacted_url
 
-__all__ = ["STORES", "Backend", "KnowledgeStores", "open_backend", "redacted_url"]
+if TYPE_CHECKING:
+    # Annotations only: the port modules load their domain models (the knowledge ones cost
+    # a cold hook ~5 ms and session-start never uses them).
+    from memory_core.ports import JobLeases, KeywordSearch, MemoryRepository, VectorIndex
+    from memory_core.ports.conversations import ConversationStore
+    from memory_core.ports.hooks import HookSessionStore
+    from memory_core.ports.knowledge import (
+        DocumentStore,
+        PlaybookStore,
+        PreferenceStore,
+        ScratchpadStore,
+    )
+    from memory_core.storage.sqlite.reader import SqliteKeywordReader
+
+__all__ = [
+    "STORES",
+    "Backend",
+    "KnowledgeStores",
+    "StoreFactories",
+    "open_backend",
+    "redacted_url",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -71,24 +71,82 @@ class KnowledgeStores:
 
 
 @dataclass(frozen=True)
+class StoreFactories:
+    """How a backend builds each of its stores (each called once, at the store's first use)."""
+
+    repo: Callable[[], MemoryRepository]
+    leases: Callable[[], JobLeases]
+    vectors: Callable[[int], VectorIndex]
+    conversations: Callable[[], ConversationStore]
+    scratchpad: Callable[[], ScratchpadStore]
+    preferences: Callable[[], PreferenceStore]
+    playbooks: Callable[[], PlaybookStore]
+    documents: Callable[[], DocumentStore]
+    hook_sessions: Callable[[], HookSessionStore]
+    keyword_reader: Callable[[], KeywordSearch | None] = lambda: None
+
+
+@dataclass(frozen=True)
 class Backend:
-    """The opened storage: every store of memstrata, on one backend."""
+    """The opened storage: every store of memstrata, on one backend.
+
+    Each store is built (and its module imported) at its first use, so a process that needs
+    a few stores, like a hook, does not pay for the others: they answer the same either way.
+    """
 
     name: Literal["sqlite", "postgres"]
     location: str  # the file, or the URL without its password (for logs and messages)
-    repo: MemoryRepository
-    leases: JobLeases
     migrations_applied: list[str]
-    make_vectors: Callable[[int], VectorIndex]
-    conversations: ConversationStore
-    knowledge: KnowledgeStores
-    hook_sessions: HookSessionStore
-    # Hybrid search's keyword half on a connection of its own (SQLite); None: use `repo`.
-    keyword_reader: KeywordSearch | None = None
+    factories: StoreFactories
+
+    @cached_property
+    def repo(self) -> MemoryRepository:
+        """The memories."""
+        return self.factories.repo()
+
+    @cached_property
+    def leases(self) -> JobLeases:
+        """The maintenance job leases."""
+        return self.factories.leases()
+
+    @cached_property
+    def conversations(self) -> ConversationStore:
+        """The conversation memory."""
+        return self.factories.conversations()
+
+    @cached_property
+    def scratchpad(self) -> ScratchpadStore:
+        """The session scratchpads."""
+        return self.factories.scratchpad()
+
+    @cached_property
+    def preferences(self) -> PreferenceStore:
+        """The user preferences."""
+        return self.factories.preferences()
+
+    @cached_property
+    def knowledge(self) -> KnowledgeStores:
+        """The scratchpad, preferences, playbooks and documents together."""
+        return KnowledgeStores(
+            scratchpad=self.scratchpad,
+            preferences=self.preferences,
+            playbooks=self.factories.playbooks(),
+            documents=self.factories.documents(),
+        )
+
+    @cached_property
+    def hook_sessions(self) -> HookSessionStore:
+        """The Claude Code hook sessions."""
+        return self.factories.hook_sessions()
+
+    @cached_property
+    def keyword_reader(self) -> KeywordSearch | None:
+        """Hybrid search's keyword half on a connection of its own (SQLite); None: use `repo`."""
+        return self.factories.keyword_reader()
 
     def vectors(self, exact_max: int) -> VectorIndex:
         """The vector index of this backend (exact search up to `exact_max` rows a project)."""
-        return self.make_vectors(exact_max)
+        return self.factories.vectors(exact_max)
 
 
 def _served(name: str, location: str) -> None:
@@ -109,8 +167,16 @@ async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
             yield backend
         return
     db = await open_database(settings.db)
-    # A second connection to an in-memory database would be another, empty database.
-    reader = None if str(settings.db) == ":memory:" else SqliteKeywordReader(settings.db)
+    readers: list[SqliteKeywordReader] = []
+
+    def keyword_reader() -> KeywordSearch | None:
+        if str(settings.db) == ":memory:":
+            return None  # a second connection to an in-memory database would be another one
+        from memory_core.storage.sqlite.reader import SqliteKeywordReader
+
+        readers.append(SqliteKeywordReader(settings.db))
+        return readers[-1]
+
     try:
         applied = await apply_migrations(db)
         session = SqliteSession(db)
@@ -118,24 +184,77 @@ async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
         yield Backend(
             name="sqlite",
             location=str(settings.db),
-            repo=SqliteMemoryRepository(session),
-            leases=LocalJobLeases(),
             migrations_applied=applied,
-            make_vectors=lambda exact_max: SqliteVectorIndex(session, exact_max=exact_max),
-            conversations=SqliteConversationStore(session),
-            knowledge=KnowledgeStores(
-                scratchpad=SqliteScratchpadStore(session),
-                preferences=SqlitePreferenceStore(session),
-                playbooks=SqlitePlaybookStore(session),
-                documents=SqliteDocumentStore(session),
-            ),
-            hook_sessions=SqliteHookSessionStore(session),
-            keyword_reader=reader,
+            factories=_sqlite_stores(session, keyword_reader),
         )
     finally:
-        if reader is not None:
+        for reader in readers:
             await reader.aclose()
         await db.close()
+
+
+def _sqlite_stores(
+    session: SqliteSession, keyword_reader: Callable[[], KeywordSearch | None]
+) -> StoreFactories:
+    """The SQLite stores, each module imported when its store is first used."""
+
+    def repo() -> MemoryRepository:
+        from memory_core.storage.sqlite.repository import SqliteMemoryRepository
+
+        return SqliteMemoryRepository(session)
+
+    def leases() -> JobLeases:
+        from memory_core.storage.sqlite.leases import LocalJobLeases
+
+        return LocalJobLeases()
+
+    def vectors(exact_max: int) -> VectorIndex:
+        from memory_core.storage.sqlite.vectors import SqliteVectorIndex
+
+        return SqliteVectorIndex(session, exact_max=exact_max)
+
+    def conversations() -> ConversationStore:
+        from memory_core.storage.sqlite.conversations import SqliteConversationStore
+
+        return SqliteConversationStore(session)
+
+    def scratchpad() -> ScratchpadStore:
+        from memory_core.storage.sqlite.scratchpad import SqliteScratchpadStore
+
+        return SqliteScratchpadStore(session)
+
+    def preferences() -> PreferenceStore:
+        from memory_core.storage.sqlite.preferences import SqlitePreferenceStore
+
+        return SqlitePreferenceStore(session)
+
+    def playbooks() -> PlaybookStore:
+        from memory_core.storage.sqlite.preferences import SqlitePlaybookStore
+
+        return SqlitePlaybookStore(session)
+
+    def documents() -> DocumentStore:
+        from memory_core.storage.sqlite.documents import SqliteDocumentStore
+
+        return SqliteDocumentStore(session)
+
+    def hook_sessions() -> HookSessionStore:
+        from memory_core.storage.sqlite.hook_sessions import SqliteHookSessionStore
+
+        return SqliteHookSessionStore(session)
+
+    return StoreFactories(
+        repo=repo,
+        leases=leases,
+        vectors=vectors,
+        conversations=conversations,
+        scratchpad=scratchpad,
+        preferences=preferences,
+        playbooks=playbooks,
+        documents=documents,
+        hook_sessions=hook_sessions,
+        keyword_reader=keyword_reader,
+    )
 
 
 @asynccontextmanager
@@ -163,18 +282,18 @@ async def _postgres(settings: Settings) -> AsyncIterator[Backend]:
         yield Backend(
             name="postgres",
             location=redacted_url(url),
-            repo=postgres.PostgresMemoryRepository(pg),
-            leases=postgres.PostgresJobLeases(pg),
             migrations_applied=store.migrations_applied,
-            make_vectors=lambda exact_max: postgres.PostgresVectorIndex(pg, exact_max=exact_max),
-            conversations=postgres.PostgresConversationStore(pg),
-            knowledge=KnowledgeStores(
-                scratchpad=postgres.PostgresScratchpadStore(pg),
-                preferences=postgres.PostgresPreferenceStore(pg),
-                playbooks=postgres.PostgresPlaybookStore(pg),
-                documents=postgres.PostgresDocumentStore(pg),
+            factories=StoreFactories(
+                repo=lambda: postgres.PostgresMemoryRepository(pg),
+                leases=lambda: postgres.PostgresJobLeases(pg),
+                vectors=lambda exact_max: postgres.PostgresVectorIndex(pg, exact_max=exact_max),
+                conversations=lambda: postgres.PostgresConversationStore(pg),
+                scratchpad=lambda: postgres.PostgresScratchpadStore(pg),
+                preferences=lambda: postgres.PostgresPreferenceStore(pg),
+                playbooks=lambda: postgres.PostgresPlaybookStore(pg),
+                documents=lambda: postgres.PostgresDocumentStore(pg),
+                hook_sessions=lambda: postgres.PostgresHookSessionStore(pg),
             ),
-            hook_sessions=postgres.PostgresHookSessionStore(pg),
         )
     finally:
         await store.close()

@@ -1,10 +1,24 @@
-"""Settings: the only place the environment is read (MEMSTRATA_*, `__` for nesting)."""
+"""Settings: the only place the environment is read (MEMSTRATA_*, `__` for nesting).
+
+Every setting is declared once, in `SettingsFields` (a plain pydantic model). `Settings` fills
+it from the environment with a small reader that follows pydantic-settings' rules for this
+model (prefix MEMSTRATA_, names case-insensitive, `__` for nested groups, a group also as JSON
+with `__` variables merged into it, values given in code winning over the environment, group by
+group). Why not pydantic-settings itself: importing it costs ~60-100 ms of every cold process
+(it loads pydantic's dataclasses, importlib.metadata and its cloud sources), and the Claude Code
+hooks and `memstrata stats` are cold processes with a budget of a few hundred milliseconds.
+tests/server/test_settings_env.py holds the reader to pydantic-settings on many environments.
+"""
 
 from __future__ import annotations
 
+import json
 import os
+import types
+import typing
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal
 from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from pydantic import (
@@ -16,19 +30,22 @@ from pydantic import (
     field_validator,
     model_validator,
 )
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic.fields import FieldInfo
 
 from memory_core.config import ConversationPolicy, Limits, RankingPolicy, TierPolicy
 from memory_core.domain.redaction import RedactionPolicy
-from memory_core.embeddings import EmbeddingSpec, parse_embedding_model
+from memory_core.embeddings.registry import EmbeddingSpec, parse_embedding_model
 from memory_core.errors import InvalidInputError
 from memory_core.hook_config import HookPolicy
 from memory_core.knowledge_config import KnowledgePolicy
 from server.toolsets import DEFAULT_TOOLSETS, Toolset, parse_toolsets
 
 __all__ = [
+    "ENV_PREFIX",
     "ScheduleSettings",
     "Settings",
+    "SettingsError",
+    "SettingsFields",
     "default_db_path",
     "describe_settings_error",
     "redacted_url",
@@ -50,6 +67,14 @@ def redacted_url(url: str) -> str:
     return urlunsplit(parts)
 
 
+ENV_PREFIX = "MEMSTRATA_"
+_NESTED = "__"
+
+
+class SettingsError(ValueError):
+    """A MEMSTRATA_* variable that cannot be read at all (a group's JSON is malformed)."""
+
+
 def describe_settings_error(exc: Exception) -> str:
     """A configuration error as `MEMSTRATA_X: what is wrong`, one per line, never the value.
 
@@ -57,7 +82,7 @@ def describe_settings_error(exc: Exception) -> str:
     key may hold a password, so only the variable and the rule are said.
     """
     if not isinstance(exc, ValidationError):
-        return str(exc)  # pydantic-settings' parse errors name the field and source only
+        return str(exc)  # SettingsError names the variable and the JSON error, not the value
     lines = []
     for error in exc.errors(include_url=False, include_input=False):
         loc = "__".join(str(part).upper() for part in error["loc"])
@@ -100,12 +125,15 @@ class ScheduleSettings(BaseModel):
         return _valid_cron(value)
 
 
-class Settings(BaseSettings):
-    """Everything configurable, with the defaults a local single-user install wants."""
+class SettingsFields(BaseModel):
+    """Everything configurable, with the defaults a local single-user install wants.
 
-    model_config = SettingsConfigDict(
-        env_prefix="MEMSTRATA_", env_nested_delimiter="__", extra="ignore", frozen=True
-    )
+    The one declaration of the settings; `Settings` is this model read from the environment.
+    """
+
+    # validate_default: pydantic-settings' default, kept so defaults pass the same validators.
+    # defer_build: only `Settings` is built at run time (this model's validator is not needed).
+    model_config = ConfigDict(extra="ignore", frozen=True, validate_default=True, defer_build=True)
 
     db: Path = Field(default_factory=default_db_path, description="The SQLite database file.")
     database_url: str | None = Field(
@@ -244,7 +272,7 @@ class Settings(BaseSettings):
         return value
 
     @model_validator(mode="after")
-    def _summarizer_needs_a_model(self) -> Settings:
+    def _summarizer_needs_a_model(self) -> SettingsFields:
         if self.summarizer_url and not self.summarizer_model:
             raise ValueError("MEMSTRATA_SUMMARIZER_URL needs MEMSTRATA_SUMMARIZER_MODEL too")
         return self
@@ -264,3 +292,152 @@ class Settings(BaseSettings):
     def embedding(self) -> EmbeddingSpec:
         """The parsed embedding model choice."""
         return parse_embedding_model(self.embedding_model, self.embedding_dims)
+
+
+class Settings(SettingsFields):
+    """The settings of this process: MEMSTRATA_* variables, under values given in code.
+
+    `Settings(db=path)` (tests, benchmarks) still reads the environment for everything else,
+    as pydantic-settings did: a value given here wins, and a group given as a dict is merged
+    into the same group's variables.
+
+    Raises:
+        SettingsError: A group's JSON (e.g. MEMSTRATA_TIERS) is malformed.
+        pydantic.ValidationError: A value breaks its field's rule.
+    """
+
+    model_config = ConfigDict(defer_build=False)
+
+    def __init__(self, **values: Any) -> None:
+        super().__init__(**_deep_update(environment_values(SettingsFields, os.environ), values))
+
+
+def environment_values(model: type[BaseModel], environ: Mapping[str, str]) -> dict[str, Any]:
+    """The input `model` gets from MEMSTRATA_* variables, as pydantic-settings builds it.
+
+    Names are case-insensitive (the last of two spellings wins). A field holding a model
+    (a group such as `tiers`) or a collection is complex: its own variable is decoded as JSON
+    and the group's `__` variables are merged into the object; every other value stays a string
+    for pydantic to convert. JSON object keys are matched to field names case-insensitively.
+    """
+    env = {name.lower(): value for name, value in environ.items()}
+    prefix = ENV_PREFIX.lower()
+    data: dict[str, Any] = {}
+    for name, field in model.model_fields.items():
+        value: Any = env.get(prefix + name)
+        if _is_complex(field.annotation):
+            if value is not None:
+                value = _decoded(value, name)
+                if isinstance(value, dict):
+                    value = _deep_update(value, _nested(field, prefix + name + _NESTED, env, name))
+            else:
+                value = _nested(field, prefix + name + _NESTED, env, name) or None
+        if value is None:
+            continue
+        data[name] = _canonical_keys(field.annotation, value) if isinstance(value, dict) else value
+    return data
+
+
+def _nested(field: FieldInfo, prefix: str, env: Mapping[str, str], top: str) -> dict[str, Any]:
+    """`PREFIX_GROUP__A__B=v` -> {"a": {"b": v}}, values of complex fields decoded as JSON."""
+    result: dict[str, Any] = {}
+    for env_name, env_value in env.items():
+        if not env_name.startswith(prefix):
+            continue
+        *keys, last = env_name[len(prefix) :].split(_NESTED)
+        node: Any = result
+        target: FieldInfo | None = field
+        for key in keys:
+            target = _next_field(target, key)
+            if isinstance(node, dict):
+                node = node.setdefault(key, {})
+        target = _next_field(target, last)
+        value: Any = env_value
+        if target is not None and env_value and _is_complex(target.annotation):
+            value = _decoded(env_value, top)
+        if isinstance(node, dict):
+            node[last] = value
+    return result
+
+
+def _next_field(field: FieldInfo | None, key: str) -> FieldInfo | None:
+    """The field of `field`'s model that a `__` segment names (case-insensitively), if any."""
+    if field is None:
+        return None
+    return _field_named(field.annotation, key)
+
+
+def _field_named(annotation: Any, key: str) -> FieldInfo | None:
+    for arg in typing.get_args(annotation):  # Optional[Group] and other unions
+        found = _field_named(arg, key)
+        if found is not None:
+            return found
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        prefix = ENV_PREFIX.lower()
+        for name, sub in annotation.model_fields.items():
+            if key.lower() in (name.lower(), prefix + name.lower()):
+                return sub
+    return None
+
+
+def _is_complex(annotation: Any) -> bool:
+    """A model or a collection: read from JSON (pydantic-settings' `field_is_complex`)."""
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType, Literal):
+        return False  # no setting is a union of a complex type and a scalar
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return True
+    kind = origin or annotation
+    return isinstance(kind, type) and issubclass(kind, (list, tuple, set, frozenset, dict))
+
+
+def _decoded(value: str, field: str) -> Any:
+    try:
+        return json.loads(value)
+    except ValueError as exc:
+        # The message names the variable and where the JSON breaks, never the value itself.
+        raise SettingsError(
+            f"{ENV_PREFIX}{field.upper()}: not valid JSON ({exc.args[0] if exc.args else exc})"
+        ) from None
+
+
+def _canonical_keys(annotation: Any, values: dict[str, Any]) -> dict[str, Any]:
+    """Keys of a group's dict renamed to its fields' names, matched case-insensitively."""
+    inner = _without_optional(annotation)
+    if not (isinstance(inner, type) and issubclass(inner, BaseModel)):
+        return values
+    fields = inner.model_fields
+    by_lower: dict[str, str] = {}
+    for name in fields:
+        by_lower.setdefault(name.lower(), name)
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        field = by_lower.get(key.lower())
+        if field is None:
+            out[key] = value
+        elif isinstance(value, dict):
+            out[field] = _canonical_keys(fields[field].annotation, value)
+        else:
+            out[field] = value
+    return out
+
+
+def _without_optional(annotation: Any) -> Any:
+    args = typing.get_args(annotation)
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType) and len(args) == 2:
+        others = [a for a in args if a is not type(None)]
+        if len(others) == 1:
+            return others[0]
+    return annotation
+
+
+def _deep_update(base: dict[str, Any], *updates: Mapping[str, Any]) -> dict[str, Any]:
+    """`base` with `updates` laid over it; dicts under the same key are merged, not replaced."""
+    merged = dict(base)
+    for update in updates:
+        for key, value in update.items():
+            if isinstance(merged.get(key), dict) and isinstance(value, dict):
+                merged[key] = _deep_update(merged[key], value)
+            else:
+                merged[key] = value
+    return merged

@@ -6,7 +6,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-__all__ = ["HookSession", "TranscriptCursor"]
+__all__ = ["PROMPT_SOURCE", "START_SOURCE", "HookSession", "TranscriptCursor"]
+
+# `source` of the context entries that record what the hooks injected (kept here, beside the
+# hook session, so a hook that only injects needs no transcript recorder to name them).
+START_SOURCE = "memstrata:session-start"
+PROMPT_SOURCE = "memstrata:prompt-recall"
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pydantic import JsonValue
 
 from memory_core.domain.condense import fallback_summary, shorten_bytes
 from memory_core.domain.conversation import Entry, EntryType, Role
-from memory_core.domain.hook_session import TranscriptCursor
+from memory_core.domain.hook_session import PROMPT_SOURCE, START_SOURCE, TranscriptCursor
 from memory_core.domain.models import Layer
 from memory_core.domain.transcript import TranscriptEntry, read_transcript
 from memory_core.errors import InvalidInputError, MemoryNotFoundError
@@ -43,10 +43,9 @@ __all__ = [
 
 log = structlog.get_logger(__name__)
 
-# `source` of context entries: a Claude Code compaction summary, and what the hooks injected.
+# `source` of context entries: a Claude Code compaction summary (what the hooks injected is
+# START_SOURCE and PROMPT_SOURCE, domain.hook_session).
 COMPACTION_SOURCE = "claude-code:compaction"
-START_SOURCE = "memstrata:session-start"
-PROMPT_SOURCE = "memstrata:prompt-recall"
 _SUMMARY_BYTES = 1600
 
 

@@ -8,14 +8,49 @@ commands.
 from __future__ import annotations
 
 import sys
+import types
 from collections.abc import Sequence
 
 __all__ = ["main"]
 
 
+def _no_pydantic_plugins() -> None:
+    """Let pydantic find no plugins without looking (~20 ms of a cold hook or `stats`).
+
+    Building its first model, pydantic imports its plugin loader, which imports
+    importlib.metadata (with email, zipfile and csv: most of the cost) to read every installed
+    package's entry points for `pydantic` plugins. memstrata uses none, so a short-lived
+    command gets a loader that finds none, as PYDANTIC_DISABLE_PLUGINS=__all__ would, but
+    without the import. `serve` keeps pydantic's own (the MCP SDK reads package metadata
+    anyway). tests/server/test_import_boundaries.py holds the hooks and `stats` to it.
+    """
+    loader = types.ModuleType("pydantic.plugin._loader")
+    loader.get_plugins = lambda: ()  # type: ignore[attr-defined]
+    sys.modules.setdefault("pydantic.plugin._loader", loader)
+
+
+def _structlog_without_rich() -> None:
+    """Import structlog while rich is hidden, so that it neither loads nor uses rich.
+
+    At import, structlog loads rich's console and pretty printer (~25 ms cold) when it can,
+    to render console tracebacks and the locals of JSON tracebacks. A command's logs are JSON
+    lines, whose locals then print with repr(); its tables import rich when they print.
+    """
+    if "structlog" in sys.modules or "rich" in sys.modules:
+        return
+    sys.modules["rich"] = None  # type: ignore[assignment]
+    try:
+        import structlog  # noqa: F401
+    finally:
+        del sys.modules["rich"]
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the `memstrata` console script."""
     args = list(sys.argv[1:] if argv is None else argv)
+    command = next((a for a in args if not a.startswith("-")), "serve")  # bare: serve
+    if command != "serve" and "pydantic" not in sys.modules:
+        _no_pydantic_plugins()
     if args[:1] == ["hook"]:
         from server.hooks.entry import run
 
@@ -25,6 +60,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         # in console logs, ~100 ms of a cold command that prints one table; a command's logs
         # are JSON, and its exceptions print fine without it. Tables still use rich.
         sys.modules.setdefault("rich.traceback", None)  # type: ignore[arg-type]
+        _structlog_without_rich()
     from server.cli.commands import main as cli_main
 
     cli_main(argv)

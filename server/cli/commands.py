@@ -15,12 +15,10 @@ import textwrap
 from collections.abc import Sequence
 
 from pydantic import ValidationError
-from pydantic_settings import SettingsError
 
 from memory_core.errors import MemoryCoreError, SchemaMismatchError, StorageError
-from server.container import open_container
 from server.logging import configure_logging
-from server.settings import Settings, describe_settings_error
+from server.settings import Settings, SettingsError, describe_settings_error
 from server.toolsets import parse_toolsets
 
 __all__ = ["EXIT_CANNOT_LISTEN", "EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "main"]
@@ -349,11 +347,17 @@ def _failure(exc: MemoryCoreError, settings: Settings) -> str:
 
 
 async def _preflight(settings: Settings) -> None:
+    # Here, not at the top: the composition root loads every service, which `stats` and the
+    # other light commands never build.
+    from server.container import open_container
+
     async with open_container(settings):
         pass
 
 
 async def _migrate(settings: Settings) -> int:
+    from server.container import open_container
+
     async with open_container(settings):
         pass
     _err(f"database up to date: {settings.store_location}")

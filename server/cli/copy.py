@@ -8,16 +8,19 @@ import textwrap
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from memory_core.errors import InvalidInputError, MemoryCoreError
-from memory_core.ports.transfer import CopyEndpoint, MemoryTransfer
-from memory_core.services.copy_store import CopyReport, copy_store
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
-from memory_core.storage.sqlite.copy import SqliteCopyEndpoint
 from memory_core.storage.sqlite.vectors import EXACT_SEARCH_MAX
 from server.backends import redacted_url
 from server.settings import Settings
+
+if TYPE_CHECKING:
+    # The copy service and endpoints load where copy-store runs: the CLI imports this module
+    # for every command it parses (`memstrata stats` among them).
+    from memory_core.ports.transfer import CopyEndpoint, MemoryTransfer
+    from memory_core.services.copy_store import CopyReport
 
 __all__ = ["add_parser", "copy_between", "open_endpoint", "run", "run_command"]
 
@@ -96,6 +99,7 @@ async def open_endpoint(
     """
     # Imported here: the transfer module loads sqlite-vec (and numpy), and the CLI imports this
     # module for every command it parses.
+    from memory_core.storage.sqlite.copy import SqliteCopyEndpoint
     from memory_core.storage.sqlite.transfer import SqliteMemoryTransfer
 
     path = _sqlite_path(url)
@@ -131,6 +135,7 @@ async def copy_between(
     source_url: str, target_url: str, *, batch: int = 500, exact_max: int = EXACT_SEARCH_MAX
 ) -> CopyReport:
     """Open both stores and copy, with a progress bar on stderr."""
+    from memory_core.services.copy_store import copy_store
     from server.cli.output import progress_bar  # rich loads for this command only
 
     async with (

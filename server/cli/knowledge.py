@@ -13,7 +13,6 @@ import textwrap
 from typing import Any
 
 from server.cli.output import Exit, err, out_json, stdout_console
-from server.container import open_container
 from server.settings import Settings
 
 __all__ = ["COMMANDS", "add_parser", "run_command"]
@@ -129,6 +128,8 @@ _ACTIONS = {"preferences": _preferences, "documents": _documents, "scratchpad": 
 
 
 async def _run(command: str, settings: Settings, args: argparse.Namespace) -> int:
+    from server.container import open_container  # listing the command must stay light
+
     async with open_container(settings) as c:
         result = await _ACTIONS[command](c.knowledge, args)
     if result is None:

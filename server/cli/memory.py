@@ -1,28 +1,44 @@
-"""CLI commands over the memory services: stats, search, recall, maintain, reindex."""
+"""CLI commands over the memory services: stats, search, recall, maintain, reindex.
+
+`stats` is a cold process people and scripts run often (issue 21: under 250 ms), so it opens
+only the store and the maintenance service; the others open the whole composition root. Each
+command imports what it uses when it runs.
+"""
 
 from __future__ import annotations
 
 import argparse
 
-from rich.table import Table
-
 from memory_core.domain.models import Layer, SearchMode, Tier
-from memory_core.services.memories import SearchRequest
 from server.cli.output import Exit, err, out_json, progress_bar, stdout_console
-from server.container import open_container
-from server.schemas.memories import RecallOut, SearchOut, StatsOut
 from server.settings import Settings
 
 __all__ = ["run_maintain", "run_recall", "run_reindex", "run_search", "run_stats"]
 
 
 async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
-    """Tiers and layers per project: the named one, else every project in the store."""
-    async with open_container(settings) as c:
-        names = [args.project] if args.project else await c.repo.projects()
+    """Tiers and layers per project: the named one, else every project in the store.
+
+    Opens the backend and the maintenance service only (not the composition root, whose
+    services stats never uses), but refuses a store indexed by another model as every
+    command does; the model itself is not loaded.
+    """
+    from memory_core.clock import SystemClock
+    from memory_core.services.maintenance import MaintenanceService
+    from server.backends import open_backend
+    from server.schemas.memories import StatsOut
+
+    async with open_backend(settings) as backend:
+        spec = settings.embedding
+        if spec.kind != "none":  # as open_container: SchemaMismatchError names `reindex`
+            await backend.vectors(settings.vector_exact_max).ensure_model(spec.model_id, spec.dims)
+        maintenance = MaintenanceService(
+            repo=backend.repo, clock=SystemClock(), policy=settings.tiers
+        )
+        names = [args.project] if args.project else await backend.repo.projects()
         if not names:
             names = [settings.default_project()]  # an empty store: show the default project's zeros
-        reports = [StatsOut.of(await c.maintenance.stats(name)) for name in names]
+        reports = [StatsOut.of(await maintenance.stats(name)) for name in names]
     if args.json:
         out_json(
             {
@@ -32,6 +48,8 @@ async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
             }
         )
         return Exit.OK
+    from rich.table import Table  # not for --json
+
     table = Table(title=f"memstrata: {settings.db} ({reports[0].database_bytes} bytes)")
     table.add_column("project")
     table.add_column("total", justify="right")
@@ -65,6 +83,12 @@ async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
 
 async def run_search(settings: Settings, args: argparse.Namespace) -> int:
     """The `search` tool from a terminal (hits are marked as used, as for a client)."""
+    from rich.table import Table
+
+    from memory_core.services.memories import SearchRequest
+    from server.container import open_container
+    from server.schemas.memories import SearchOut
+
     async with open_container(settings) as c:
         if c.embedder is not None and args.mode != "keyword":
             # A one-shot command has no server start-up to hide the model load behind.
@@ -103,6 +127,11 @@ async def run_search(settings: Settings, args: argparse.Namespace) -> int:
 
 async def run_recall(settings: Settings, args: argparse.Namespace) -> int:
     """The `recall` tool from a terminal; exit 3 when no fact is stored under the key."""
+    from rich.table import Table
+
+    from server.container import open_container
+    from server.schemas.memories import RecallOut
+
     async with open_container(settings) as c:
         result = await c.memories.recall(c.project(args.project), args.key)
     recalled = RecallOut.of(result)
@@ -137,6 +166,8 @@ async def run_maintain(settings: Settings, args: argparse.Namespace) -> int:
     if not (args.recalculate or args.prune):
         err("nothing to do: give --recalculate and/or --prune")
         return Exit.USAGE
+    from server.container import open_container
+
     result: dict[str, object] = {}
     async with open_container(settings) as c:
         if args.recalculate:
@@ -174,6 +205,8 @@ async def run_reindex(settings: Settings, args: argparse.Namespace) -> int:
     if settings.embedding.kind == "none":
         err("MEMSTRATA_EMBEDDING_MODEL is 'none': there is no model to index with")
         return Exit.USAGE
+    from server.container import open_container
+
     async with open_container(settings, check_model=False) as c:
         assert c.embedder is not None  # kind != "none"
         assert c.indexer is not None

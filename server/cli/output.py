@@ -11,10 +11,12 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from enum import IntEnum
+from typing import TYPE_CHECKING
 
 from pydantic import BaseModel
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 __all__ = [
     "Exit",
@@ -51,6 +53,8 @@ def stdout_console() -> Console:
     Off a terminal, tables keep their natural width (`memstrata stats | cat`) unless COLUMNS
     says otherwise.
     """
+    from rich.console import Console  # rich loads when a command prints, not at its import
+
     piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
     width = _UNBOUNDED_WIDTH if piped else None
     return Console(file=sys.stdout, highlight=False, soft_wrap=False, width=width)
@@ -58,6 +62,8 @@ def stdout_console() -> Console:
 
 def stderr_console() -> Console:
     """Messages and progress bars go to stderr, so stdout stays clean for results."""
+    from rich.console import Console
+
     return Console(file=sys.stderr, highlight=False)
 
 
@@ -98,6 +104,14 @@ def progress_bar(label: str) -> Iterator[ProgressSink]:
     """A live bar on a terminal's stderr, else one plain stderr line per 10% of the work."""
     console = stderr_console()
     if console.is_terminal:
+        from rich.progress import (
+            BarColumn,
+            MofNCompleteColumn,
+            Progress,
+            TextColumn,
+            TimeElapsedColumn,
+        )
+
         columns = (
             TextColumn("{task.description}"),
             BarColumn(),

@@ -10,11 +10,10 @@ back whatever was unfinished (committed work, e.g. recorded transcript lines, st
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 import sys
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
 if TYPE_CHECKING:  # argparse costs ~15 ms of a hook's budget; only `--help` listing needs it
@@ -52,6 +51,8 @@ def _fail(command: str, reason: str) -> None:
 
 
 async def _bounded(work: Awaitable[str | None], seconds: float) -> str | None:
+    import asyncio
+
     task = asyncio.ensure_future(work)
     done, _ = await asyncio.wait({task}, timeout=seconds)
     if not done:
@@ -62,12 +63,11 @@ async def _bounded(work: Awaitable[str | None], seconds: float) -> str | None:
 def _answer(command: str, raw: str) -> str | None:
     """The additionalContext to print, or None; raises on any failure."""
     from pydantic import ValidationError
-    from pydantic_settings import SettingsError
 
     from server.hooks.payload import parse_payload
 
     payload = parse_payload(raw, command)
-    from server.settings import Settings
+    from server.settings import Settings, SettingsError
 
     try:
         settings = Settings()
@@ -98,9 +98,22 @@ def _answer(command: str, raw: str) -> str | None:
             return await handlers[payload.event](svc, payload)
 
     budget = settings.hooks.record_timeout if recording else settings.hooks.timeout
+    import asyncio
+
     loop = asyncio.new_event_loop()
     # Not closed: an abandoned run may still hold a task; the process ends right after.
     return loop.run_until_complete(_bounded(work(), budget))
+
+
+def _may_use_tls(command: str, environ: Mapping[str, str]) -> bool:
+    """Whether this hook may open a TLS connection: a PostgreSQL store, or more than a start.
+
+    SessionStart on the SQLite file only reads and writes the file and runs `git status`;
+    the other hooks may load the embedding model or call the summarizer endpoint.
+    """
+    if command != "session-start":
+        return True
+    return any(k.upper() == "MEMSTRATA_DATABASE_URL" and v for k, v in environ.items())
 
 
 def run(argv: Sequence[str]) -> NoReturn:
@@ -109,6 +122,10 @@ def run(argv: Sequence[str]) -> NoReturn:
     # costs tens of milliseconds of the budget), so rich is made unimportable in this process.
     sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
     command = argv[0] if argv else ""
+    if not _may_use_tls(command, os.environ):
+        # asyncio imports ssl (~7 ms cold) for TLS connections, and handles its absence;
+        # session-start on the SQLite file opens none, so it does without.
+        sys.modules.setdefault("ssl", None)  # type: ignore[arg-type]
     if command in ("-h", "--help") or not argv:
         sys.stdout.write(_USAGE + "\n")
         sys.stdout.flush()

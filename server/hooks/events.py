@@ -9,11 +9,10 @@ import structlog
 
 from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.conversation import EntryType
+from memory_core.domain.hook_session import PROMPT_SOURCE, START_SOURCE
 from memory_core.domain.models import SearchHit, SearchMode
 from memory_core.errors import EmbeddingUnavailableError, InvalidQueryError, StorageError
 from memory_core.hook_config import HookPolicy
-from memory_core.services.memories import SearchRequest
-from memory_core.services.transcripts import PROMPT_SOURCE, START_SOURCE
 from server.hooks.payload import HookInputError, HookPayload
 from server.hooks.screen import screen_context
 from server.hooks.services import HookServices
@@ -115,6 +114,8 @@ async def user_prompt_submit(svc: HookServices, payload: HookPayload) -> str | N
     prompt = (payload.prompt or "").strip()
     if not policy.user_prompt_submit or len(prompt) < policy.prompt_min_chars:
         return None
+    from memory_core.services.memories import SearchRequest  # only this hook searches
+
     project = svc.settings.default_project(payload.cwd)
     if svc.embedder is not None and policy.prompt_semantic_wait > 0:
         # Not ready in time: keyword search this time.

@@ -1,8 +1,10 @@
 """The services a hook needs, on the configured store: a lighter composition than open_container.
 
 A hook is a fresh process with a budget of a few hundred milliseconds, so it builds only what
-its event uses: no knowledge services, and the embedding model only when the prompt hook is
-allowed to wait for it. Storage, migrations and the backend choice are shared with the server
+its event uses: each service below (and the store and modules under it) is built at its first
+use, so session-start never imports the memory service or the transcript recorder, and no hook
+builds the knowledge services; the embedding model loads only when the prompt hook is allowed
+to wait for it. Storage, migrations and the backend choice are shared with the server
 (server.backends.open_backend), so hooks and server always agree on the store.
 """
 
@@ -10,53 +12,131 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
-from dataclasses import dataclass
+from functools import cached_property
+from typing import TYPE_CHECKING
 
 from memory_core.clock import SystemClock
-from memory_core.embeddings import LazyEmbedder, load_embedder
 from memory_core.ports import Clock
 from memory_core.ports.hooks import HookSessionStore
-from memory_core.services.conversations import ConversationService
-from memory_core.services.indexing import Indexer
-from memory_core.services.memories import MemoryService
-from memory_core.services.session_start import SessionStartService
-from memory_core.services.transcripts import TranscriptRecorder
-from server.backends import open_backend
+from server.backends import Backend, open_backend
 from server.settings import Settings
+
+if TYPE_CHECKING:
+    from memory_core.embeddings import LazyEmbedder
+    from memory_core.services.conversations import ConversationService
+    from memory_core.services.indexing import Indexer
+    from memory_core.services.memories import MemoryService
+    from memory_core.services.session_start import SessionStartService
+    from memory_core.services.transcripts import TranscriptRecorder
 
 __all__ = ["HookServices", "open_hook_services"]
 
 
-@dataclass(frozen=True)
 class HookServices:
-    """What the four hooks use."""
+    """What the four hooks use, each service built at its first use."""
 
-    settings: Settings
-    clock: Clock
-    memories: MemoryService
-    conversations: ConversationService
-    start: SessionStartService
-    recorder: TranscriptRecorder
-    hook_sessions: HookSessionStore
-    embedder: LazyEmbedder | None
+    def __init__(
+        self,
+        settings: Settings,
+        backend: Backend,
+        *,
+        embedder: LazyEmbedder | None,
+        indexer: Indexer | None,
+        recording: bool,
+    ) -> None:
+        self.settings = settings
+        self.clock: Clock = SystemClock()
+        self.embedder = embedder
+        self._backend = backend
+        self._indexer = indexer
+        self._recording = recording
+
+    @property
+    def hook_sessions(self) -> HookSessionStore:
+        """The per-session state of the hooks (cached start text, injected memories)."""
+        return self._backend.hook_sessions
+
+    @cached_property
+    def memories(self) -> MemoryService:
+        """Search and append memories (prompt recall, session summaries)."""
+        from memory_core.services.memories import MemoryService
+
+        return MemoryService(
+            repo=self._backend.repo,
+            clock=self.clock,
+            limits=self.settings.limits,
+            tiers=self.settings.tiers,
+            ranking=self.settings.ranking,
+            indexer=self._indexer,
+            redaction=self.settings.redaction,
+        )
+
+    @cached_property
+    def conversations(self) -> ConversationService:
+        """Conversation memory: injected text noted as context, recorded transcripts.
+
+        Recording hooks use the server's summarizer.
+        """
+        from memory_core.services.conversations import ConversationService
+
+        settings = self.settings
+        summarizer = None
+        if self._recording:
+            from server.container import _summarizer  # the server's summarizer endpoint
+
+            summarizer = _summarizer(settings)
+        return ConversationService(
+            store=self._backend.conversations,
+            clock=self.clock,
+            policy=settings.conversation,
+            summarizer=summarizer,
+            redaction=settings.redaction,
+        )
+
+    @cached_property
+    def start(self) -> SessionStartService:
+        """The session-start context."""
+        from memory_core.services.session_start import SessionStartService
+
+        return SessionStartService(
+            repo=self._backend.repo,
+            clock=self.clock,
+            tiers=self.settings.tiers,
+            preferences=self._backend.preferences,
+            hook_sessions=self._backend.hook_sessions,
+        )
+
+    @cached_property
+    def recorder(self) -> TranscriptRecorder:
+        """Transcripts into conversation memory, and the session's summary."""
+        from memory_core.services.transcripts import TranscriptRecorder
+
+        return TranscriptRecorder(
+            conversations=self.conversations,
+            memories=self.memories,
+            hook_sessions=self._backend.hook_sessions,
+            clock=self.clock,
+        )
 
 
 @asynccontextmanager
 async def open_hook_services(
     settings: Settings, *, semantic: bool = False, recording: bool = False
 ) -> AsyncIterator[HookServices]:
-    """Open the store and build the hook services.
+    """Open the store and prepare the hook services (built when first used).
 
     Args:
         settings: The configuration.
         semantic: Start loading the embedding model (the prompt hook may wait for it).
         recording: Use the server's summarizer (transcript hooks).
     """
-    clock = SystemClock()
     async with open_backend(settings) as backend:
         embedder, indexer = None, None
         spec = settings.embedding
         if semantic and spec.kind != "none":
+            from memory_core.embeddings import LazyEmbedder, load_embedder
+            from memory_core.services.indexing import Indexer
+
             embedder = LazyEmbedder(
                 lambda: load_embedder(spec), model_id=spec.model_id, dims=spec.dims
             )
@@ -64,47 +144,6 @@ async def open_hook_services(
             vectors = backend.vectors(settings.vector_exact_max)
             await vectors.ensure_model(embedder.model_id, embedder.dims)
             indexer = Indexer(vectors=vectors, source=embedder)
-        memories = MemoryService(
-            repo=backend.repo,
-            clock=clock,
-            limits=settings.limits,
-            tiers=settings.tiers,
-            ranking=settings.ranking,
-            indexer=indexer,
-            redaction=settings.redaction,
-        )
-        summarizer = None
-        if recording:
-            from server.container import _summarizer  # the server's summarizer endpoint
-
-            summarizer = _summarizer(settings)
-        conversations = ConversationService(
-            store=backend.conversations,
-            clock=clock,
-            policy=settings.conversation,
-            summarizer=summarizer,
-            redaction=settings.redaction,
-        )
-        start = SessionStartService(
-            repo=backend.repo,
-            clock=clock,
-            tiers=settings.tiers,
-            preferences=backend.knowledge.preferences,
-            hook_sessions=backend.hook_sessions,
-        )
-        recorder = TranscriptRecorder(
-            conversations=conversations,
-            memories=memories,
-            hook_sessions=backend.hook_sessions,
-            clock=clock,
-        )
         yield HookServices(
-            settings=settings,
-            clock=clock,
-            memories=memories,
-            conversations=conversations,
-            start=start,
-            recorder=recorder,
-            hook_sessions=backend.hook_sessions,
-            embedder=embedder,
+            settings, backend, embedder=embedder, indexer=indexer, recording=recording
         )

@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, JsonValue, PrivateAttr
 
 from memory_core.domain.health import HealthNote
 from memory_core.domain.models import Layer, Memory, RankSignals, Tier
-from memory_core.services.maintenance import StatsReport
-from memory_core.services.memories import ContextResult, RecallResult, SearchResult
+
+if TYPE_CHECKING:
+    # What the `of` constructors take: annotations only, so `memstrata stats` (StatsOut)
+    # does not load the memory service and its search modules.
+    from memory_core.services.maintenance import StatsReport
+    from memory_core.services.memories import ContextResult, RecallResult, SearchResult
 
 __all__ = [
     "AppendItemIn",

@@ -315,13 +315,18 @@ try:
     main(["hook", sys.argv[1]])
 except Exit:
     pass
-heavy = ("mcp", "rich", "apscheduler", "uvicorn", "starlette", "numpy", "onnxruntime", "asyncpg")
+heavy = ("mcp", "rich", "apscheduler", "uvicorn", "starlette", "numpy", "onnxruntime", "asyncpg",
+         "pydantic_settings", "importlib.metadata")
+if sys.argv[1] == "session-start":
+    heavy += ("ssl",)  # on the SQLite file (with PostgreSQL it may need TLS)
 loaded = [m for m in heavy if sys.modules.get(m)]
 sys.stderr.write("LOADED " + json.dumps(loaded) + " " + str("server.hooks.events" in sys.modules))
 """
 
 
 def test_the_hook_path_imports_neither_mcp_nor_rich_nor_numpy(ws: Workspace) -> None:
+    """Nor pydantic-settings, nor importlib.metadata (pydantic's plugin search), nor, for
+    session-start on the SQLite file, ssl: each costs a cold hook milliseconds of its budget."""
     for command, payload in [
         ("session-start", ws.payload("SessionStart", source="startup")),
         ("user-prompt-submit", ws.payload("UserPromptSubmit", prompt="billing cluster?")),
@@ -339,6 +344,64 @@ def test_the_hook_path_imports_neither_mcp_nor_rich_nor_numpy(ws: Workspace) -> 
             check=True,
         )
         assert "LOADED [] True" in done.stderr, done.stderr  # ran the hook, loaded none
+
+
+_START_RUNNER = """
+import json, os, sys
+class Exit(BaseException):
+    pass
+def stop(code):
+    raise Exit(code)
+os._exit = stop
+from server.cli import main
+try:
+    main(["hook", "session-start"])
+except Exit:
+    pass
+ours = sorted(m for m in sys.modules if m.startswith("memory_core"))
+sys.stderr.write("LOADED " + json.dumps(ours))
+"""
+
+# What session-start does not use: prompt search, transcript recording, vectors, knowledge.
+_NOT_FOR_SESSION_START = (
+    "memory_core.services.memories",
+    "memory_core.services.indexing",
+    "memory_core.services.transcripts",
+    "memory_core.domain.transcript",
+    "memory_core.storage.sqlite.vectors",
+    "memory_core.storage.sqlite.reader",
+    "memory_core.storage.sqlite.documents",
+    "memory_core.storage.sqlite.scratchpad",
+    "memory_core.storage.sqlite.leases",
+)
+
+
+def test_session_start_imports_only_the_stores_and_services_it_uses(ws: Workspace) -> None:
+    done = subprocess.run(
+        [str(memstrata_exe().parent / "python"), "-c", _START_RUNNER],
+        input=json.dumps(ws.payload("SessionStart", source="startup")),
+        capture_output=True,
+        text=True,
+        env=ws.env,
+        cwd=ws.repo,
+        timeout=60,
+        check=True,
+    )
+    assert "run make lint before pushing" in done.stdout  # the context was built
+    line = next(x for x in done.stderr.splitlines() if x.startswith("LOADED "))
+    loaded = set(json.loads(line.removeprefix("LOADED ")))
+    # What it did use: the start context, its note in conversation memory, the hook session.
+    assert {
+        "memory_core.services.session_start",
+        "memory_core.services.conversations",
+        "memory_core.storage.sqlite.repository",
+        "memory_core.storage.sqlite.preferences",
+        "memory_core.storage.sqlite.hook_sessions",
+        "memory_core.storage.sqlite.conversations",
+    } <= loaded
+    assert sorted(loaded.intersection(_NOT_FOR_SESSION_START)) == []
+    entries = asyncio.run(_store(ws))["entries"][S1]
+    assert [e.source for e in entries] == [START_SOURCE]  # the injected text was noted
 
 
 def test_invalid_configuration_exits_0_with_one_line_naming_the_setting(ws: Workspace) -> None:
@@ -371,3 +434,23 @@ def test_python_m_server_hook_runs_the_same_command(ws: Workspace) -> None:
     assert "# memstrata: memory of project shop-api" in Run(0, done.stdout, "").context(
         "SessionStart"
     )
+
+
+@pytest.mark.parametrize(
+    ("command", "environ", "tls"),
+    [
+        ("session-start", {}, False),
+        ("session-start", {"MEMSTRATA_DB": "/tmp/m.db", "MEMSTRATA_DATABASE_URL": ""}, False),
+        ("session-start", {"MEMSTRATA_DATABASE_URL": "postgresql://h/db"}, True),
+        ("session-start", {"memstrata_database_url": "postgresql://h/db"}, True),
+        ("user-prompt-submit", {}, True),  # may load the model
+        ("pre-compact", {}, True),  # may call the summarizer endpoint
+        ("session-end", {}, True),
+    ],
+)
+def test_only_session_start_on_the_sqlite_file_goes_without_ssl(
+    command: str, environ: dict[str, str], tls: bool
+) -> None:
+    from server.hooks.entry import _may_use_tls
+
+    assert _may_use_tls(command, environ) is tls

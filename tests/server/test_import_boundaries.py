@@ -4,7 +4,11 @@ Each case runs in a fresh interpreter and reports which heavy packages ended up 
 sys.modules. Times are measured in bench/ (docs/benchmarks.md); these tests hold the
 boundaries that keep them low:
 - `stats`, `recall` and a keyword `search` never import the MCP SDK, numpy, onnxruntime,
-  tokenizers, the HTTP client, asyncpg or the scheduler (numpy alone is ~120 ms cold);
+  tokenizers, the HTTP client, asyncpg or the scheduler (numpy alone is ~120 ms cold), nor
+  pydantic-settings (server/settings.py reads the environment itself) nor importlib.metadata
+  (pydantic's plugin search, skipped by server/cli/__init__.py);
+- `stats` opens the store without the composition root: no memory, conversation or
+  knowledge service;
 - `serve` imports the SDK (it speaks MCP), but opening the store and answering `tools/list`
   loads neither numpy nor the model: vectors and the embedder load at the first search or
   write that needs them (or in the background with MEMSTRATA_EMBEDDING_PRELOAD=1);
@@ -38,6 +42,8 @@ HEAVY = (
     "uvicorn",
     "starlette",
 )
+# What `serve` needs (the SDK imports both) but the other commands do without.
+NOT_FOR_COMMANDS = ("pydantic_settings", "importlib.metadata")
 
 _CLI_RUNNER = """
 import json, sys
@@ -71,10 +77,12 @@ sys.stderr.write("LOADED " + json.dumps([m for m in heavy if m in sys.modules]) 
 """
 
 
-def _loaded(runner: str, args: list[str], db: Path) -> tuple[list[str], str]:
+def _loaded(
+    runner: str, args: list[str], db: Path, heavy: tuple[str, ...] = HEAVY
+) -> tuple[list[str], str]:
     done = subprocess.run(
         [sys.executable, "-c", runner, *args],
-        input=json.dumps(HEAVY),
+        input=json.dumps(heavy),
         capture_output=True,
         text=True,
         env={"MEMSTRATA_DB": str(db), "MEMSTRATA_TOOLSETS": "all", "PATH": "/usr/bin:/bin"},
@@ -111,8 +119,37 @@ def db(tmp_path: Path) -> Path:
 def test_cli_commands_that_do_not_speak_mcp_stay_light(
     db: Path, args: list[str], exit_code: str
 ) -> None:
-    loaded, code = _loaded(_CLI_RUNNER, args, db)
+    loaded, code = _loaded(_CLI_RUNNER, args, db, HEAVY + NOT_FOR_COMMANDS)
     assert code == exit_code  # the command ran to its end
+    assert loaded == []
+
+
+# What `stats` does not use: the memory service and its search, conversations, knowledge.
+_NOT_FOR_STATS = (
+    "server.container",
+    "memory_core.services.memories",
+    "memory_core.services.indexing",
+    "memory_core.services.conversations",
+    "memory_core.services.preferences",
+    "memory_core.services.business",
+    "memory_core.services.scratchpad",
+    "memory_core.services.copy_store",
+    "rich.progress",
+)
+
+
+@pytest.mark.parametrize(
+    ("args", "unused"),
+    [
+        (["stats"], ("rich.pretty",)),  # structlog's, for tracebacks; the table needs none
+        (["stats", "--json"], ("rich",)),
+    ],
+)
+def test_stats_opens_only_the_store_and_the_maintenance_service(
+    db: Path, args: list[str], unused: tuple[str, ...]
+) -> None:
+    loaded, code = _loaded(_CLI_RUNNER, args, db, _NOT_FOR_STATS + unused)
+    assert code == "0"
     assert loaded == []
 
 
