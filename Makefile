@@ -51,9 +51,10 @@ unit: dev
 e2e: dev inspector
 	MEMSTRATA_INSPECTOR=$(abspath $(INSPECTOR)) $(BIN)/pytest -m e2e
 
-# Only the dashboard's browser tests (headless chromium); they rewrite docs/screenshots/*.png.
+# Only the dashboard's browser tests (headless chromium); they rewrite docs/screenshots/*.png
+# (other test runs write their screenshots to a temporary folder).
 browser: dev
-	$(BIN)/pytest tests/browser
+	MEMSTRATA_SCREENSHOTS=$(abspath docs/screenshots) $(BIN)/pytest tests/browser
 
 # The dashboard's browser tests (tests/browser) need Debian's chromium: `apt-get install -y
 # chromium` (.ci/run installs it). Without it they skip and say so, unless

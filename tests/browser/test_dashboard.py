@@ -4,15 +4,18 @@ The database is seeded through the services (back-dated with a frozen clock, so 
 are EXPIRED, some ARCHIVED, RECENT and ACTIVE), then the server runs on it with bearer tokens:
 an admin, one limited to project alpha, one to beta, and a read-only one. What the pages show
 is checked against the MCP tools' own answers over the same server. Each page's screenshot
-goes to docs/screenshots/ (the README shows them).
+goes to $MEMSTRATA_SCREENSHOTS (`make browser`: docs/screenshots/, which the README shows), else
+to a temporary folder.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import subprocess
+import tempfile
 from collections.abc import Callable, Coroutine, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
@@ -34,7 +37,11 @@ pytestmark = pytest.mark.e2e
 
 T = TypeVar("T")
 
-SHOTS = Path(__file__).resolve().parents[2] / "docs" / "screenshots"
+# `make browser` sets MEMSTRATA_SCREENSHOTS to docs/screenshots (the README shows them); any
+# other run keeps its screenshots out of the checkout, so `make test` leaves no file changed.
+SHOTS = Path(
+    os.environ.get("MEMSTRATA_SCREENSHOTS") or Path(tempfile.gettempdir()) / "memstrata-screenshots"
+)
 ADMIN = "admin-token-0123456789abcdef"
 ALPHA = "alpha-token-0123456789abcdef"
 BETA = "beta-token-0123456789abcdef0"
