@@ -6,6 +6,7 @@ import heapq
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
 
@@ -271,6 +272,20 @@ def _date_lifts(
     return none
 
 
+class _Scored(NamedTuple):
+    """A candidate with the parts of its score, before the hits are built from the best."""
+
+    score: float
+    candidate: Candidate
+    relevance: float
+    session_lift: float
+    author_lift: float
+    date_lift: float
+    tier: Tier
+    tier_boost: float
+    recency: float
+
+
 def rank_candidates(
     candidates: Sequence[Candidate],
     mode: SearchMode,
@@ -312,7 +327,7 @@ def rank_candidates(
     by_date = _date_lifts(candidates, totals, query_time, policy)
     totals = [t + a + d for t, a, d in zip(totals, by_author, by_date, strict=True)]
     best = max(totals, default=0.0)
-    scored: list[tuple[float, int, Candidate, float, float, float, float, Tier, float, float]] = []
+    scored: list[_Scored] = []
     for c, total, lift, named, dated in zip(
         candidates, totals, lifts, by_author, by_date, strict=True
     ):
@@ -327,36 +342,15 @@ def rank_candidates(
         recency = recency_signal(age_hours, policy)
         score = round(relevance + boost + policy.recency_weight * recency, 6)
         scored.append(
-            (
-                score,
-                c.memory.id,
-                c,
-                relevance,
-                session_part,
-                author_part,
-                date_part,
-                tier,
-                boost,
-                recency,
-            )
+            _Scored(score, c, relevance, session_part, author_part, date_part, tier, boost, recency)
         )
     # The order the signals' rounded score gives, ties to the newer (higher) id.
-    scored.sort(key=lambda s: (-s[0], -s[1]))
+    scored.sort(key=lambda s: (-s.score, -s.candidate.memory.id))
     thresholds = match_thresholds(policy)
     hits: list[SearchHit] = []
     dropped = 0
-    for (
-        score,
-        _,
-        c,
-        relevance,
-        session_part,
-        author_part,
-        date_part,
-        tier,
-        boost,
-        recency,
-    ) in scored:
+    for s in scored:
+        c = s.candidate
         if limit is not None and len(hits) >= limit:
             break
         share = word_share(search_terms, _searchable(c.memory))
@@ -369,16 +363,16 @@ def rank_candidates(
             bm25_rank=c.bm25_rank,
             vector_rank=c.vector_rank,
             vector_distance=None if c.vector_distance is None else round(c.vector_distance, 6),
-            relevance=round(relevance, 6),
-            session_lift=round(session_part, 6),
-            author_lift=round(author_part, 6),
-            date_lift=round(date_part, 6),
+            relevance=round(s.relevance, 6),
+            session_lift=round(s.session_lift, 6),
+            author_lift=round(s.author_lift, 6),
+            date_lift=round(s.date_lift, 6),
             match=match,
             word_share=round(share, 4),
-            tier=tier,
-            tier_boost=boost,
-            recency=round(recency, 6),
-            score=score,
+            tier=s.tier,
+            tier_boost=s.tier_boost,
+            recency=round(s.recency, 6),
+            score=s.score,
         )
         hits.append(SearchHit(memory=c.memory, signals=signals))
     return hits, dropped
