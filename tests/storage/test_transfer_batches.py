@@ -22,22 +22,14 @@ from memory_core.storage.postgres.transfer import PostgresMemoryTransfer
 from memory_core.storage.sqlite import SqliteSession
 from memory_core.storage.sqlite.transfer import SqliteMemoryTransfer
 from server.settings import Settings
-from tests.services.test_transfer_records import line
+from tests.services.test_transfer_records import HEADER, line
 
 NOW = datetime(2026, 11, 23, tzinfo=UTC)
 T = "2026-11-20T10:00:00Z"
-HEADER = {
-    "format": "memstrata-export",
-    "format_version": 2,
-    "schema_version": 7,
-    "exported_at": T,
-    "project": None,
-}
 
 
 def export(rows: int) -> transfer.ParsedExport:
-    header = HEADER
-    lines = [json.dumps(header)]
+    lines = [json.dumps(HEADER)]
     lines += [
         json.dumps(
             {
@@ -128,53 +120,18 @@ async def test_an_import_redacts_every_kind_of_record_as_the_tools_do(
     db: aiosqlite.Connection, settings: Settings
 ) -> None:
     token = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
-    header = HEADER
-    session = {
-        "kind": "conversation_session",
-        "project": "work",
-        "session_id": "s1",
-        "created_at": T,
-        "updated_at": T,
-        "config": "{}",
-        "qa_summary": f"Q: which token? A: {token}",
-        "qa_summary_from": None,
-        "qa_summary_until": None,
-        "next_entry": 2,
-        "next_summary": 1,
-        "next_exchange": 1,
-        "pending_summary": None,
-    }
-    entry = {
-        "kind": "conversation_entry",
-        "project": "work",
-        "session_id": "s1",
-        "entry_no": 1,
-        "type": "tool_call",
-        "role": "assistant",
-        "content": f"calling with {token}",
-        "tool_name": "github",
-        "arguments": json.dumps({"auth": token}),
-        "source": None,
-        "is_error": False,
-        "created_at": T,
-        "token_count": 5,
-        "compressed": False,
-        "summary_no": None,
-    }
-    preference = {
-        "kind": "preference",
-        "id": 1,
-        "user_id": "ana",
-        "key": f"token {token}",
-        "value": f"use {token}",
-        "flow_id": None,
-        "origin": "client",
-        "embedding": None,
-        "embed_model": None,
-        "created_at": T,
-        "updated_at": T,
-    }
-    lines = [json.dumps(r) for r in (header, session, entry, preference)]
+    session = line("conversation_session", qa_summary=f"Q: which token? A: {token}")
+    entry = line(
+        "conversation_entry",
+        type="tool_call",
+        role="assistant",
+        content=f"calling with {token}",
+        tool_name="github",
+        arguments=json.dumps({"auth": token}),
+        token_count=5,
+    )
+    preference = line("preference", key=f"token {token}", value=f"use {token}")
+    lines = [json.dumps(HEADER), session, entry, preference]
     parsed = transfer.parse_export(lines, schema_version=7, now=NOW)
     store = SqliteMemoryTransfer(SqliteSession(db), settings.db, gap_s=0)
     counts = await transfer.import_records(store, parsed)
