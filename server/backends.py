@@ -148,6 +148,16 @@ class Backend:
         """The vector index of this backend (exact search up to `exact_max` rows a project)."""
         return self.factories.vectors(exact_max)
 
+    def log_opened(self, embedding_model: str) -> None:
+        """Log `store.opened`: the line every command that opened the store logs once."""
+        log.info(
+            "store.opened",
+            db=self.location,
+            backend=self.name,
+            migrations_applied=self.migrations_applied,
+            embedding_model=embedding_model,
+        )
+
 
 def _served(name: str, location: str) -> None:
     log.info("store.backend", backend=name, location=location, stores=list(STORES))

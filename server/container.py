@@ -151,7 +151,7 @@ async def open_container(
     try:
         # SQLite file by default, PostgreSQL when MEMSTRATA_DATABASE_URL is set (server/backends).
         backend = await stack.enter_async_context(open_backend(settings))
-        applied, repo = backend.migrations_applied, backend.repo
+        repo = backend.repo
         spec = settings.embedding
         if embedder is None and spec.kind != "none":
             embedder = LazyEmbedder(
@@ -190,13 +190,7 @@ async def open_container(
             redaction=settings.redaction,
             session_notes=knowledge.scratchpad.notes_of,
         )
-        log.info(
-            "store.opened",
-            db=backend.location,
-            backend=backend.name,
-            migrations_applied=applied,
-            embedding_model=embedder.model_id if embedder else "none",
-        )
+        backend.log_opened(embedder.model_id if embedder else "none")
         yield Container(
             settings=settings,
             repo=repo,

@@ -23,8 +23,6 @@ async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
     services stats never uses), but refuses a store indexed by another model as every
     command does; the model itself is not loaded.
     """
-    import structlog
-
     from memory_core.clock import SystemClock
     from memory_core.services.maintenance import MaintenanceService
     from server.backends import open_backend
@@ -34,14 +32,8 @@ async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
         spec = settings.embedding
         if spec.kind != "none":  # as open_container: SchemaMismatchError names `reindex`
             await backend.vectors(settings.vector_exact_max).ensure_model(spec.model_id, spec.dims)
-        # The same line open_container logs, so `-v` / MEMSTRATA_LOG_LEVEL show the same.
-        structlog.get_logger(__name__).info(
-            "store.opened",
-            db=backend.location,
-            backend=backend.name,
-            migrations_applied=backend.migrations_applied,
-            embedding_model=spec.model_id if spec.kind != "none" else "none",
-        )
+        # The line open_container logs, so `-v` / MEMSTRATA_LOG_LEVEL show the same.
+        backend.log_opened(spec.model_id if spec.kind != "none" else "none")
         maintenance = MaintenanceService(
             repo=backend.repo, clock=SystemClock(), policy=settings.tiers
         )
