@@ -26,6 +26,8 @@ MAX_TOKENS = 256
 # (model just loaded) to 424 MB in batches of 32 and 615 MB in batches of 64, but never
 # above 335 MB in batches of 8, at the same throughput (285 texts/s on 2 cores).
 _BATCH = 8
+# onnxruntime's session option that lets idle intra-op threads busy-wait for work.
+_ALLOW_SPINNING = "session.intra_op.allow_spinning"
 
 
 def _sha256(path: Path) -> str:
@@ -85,6 +87,12 @@ class MiniLMOnnxEmbedder:
         # both off, and embedding no slower (bench/scale.py, docs/benchmarks.md "Scale").
         options.enable_cpu_mem_arena = False
         options.enable_mem_pattern = False
+        # The intra-op pool's threads spin between (and after) parallel sections by default.
+        # A hybrid search embeds its query while the keyword SQL runs on another thread, and
+        # on 2 cores the spinning thread took the keyword thread's core: 44-47 -> 27-30 ms of
+        # CPU per search at 100k with spinning off, the embedding no slower (issue 21,
+        # docs/benchmarks.md "Hybrid search, round four").
+        options.add_session_config_entry(_ALLOW_SPINNING, "0")
         self._tokenizer: Any = tokenizer
         self._session: Any = ort.InferenceSession(
             str(model_path), sess_options=options, providers=["CPUExecutionProvider"]

@@ -29,3 +29,10 @@ def test_batching_does_not_change_vectors(embedder: MiniLMOnnxEmbedder) -> None:
     assert np.allclose(batched, single, atol=1e-5)
     assert np.allclose(np.linalg.norm(batched, axis=1), 1.0, atol=1e-5)
     assert embedder.embed([]).shape == (0, 384)
+
+
+def test_idle_threads_do_not_spin(embedder: MiniLMOnnxEmbedder) -> None:
+    # A hybrid search embeds its query while the keyword SQL runs on another thread: a
+    # busy-waiting intra-op thread would take that thread's core (docs/benchmarks.md).
+    options = embedder._session.get_session_options()
+    assert options.get_session_config_entry("session.intra_op.allow_spinning") == "0"
