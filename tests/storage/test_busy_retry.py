@@ -3,15 +3,21 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 import sqlean
 
+from memory_core.domain.inputs import content_hash
+from memory_core.domain.models import Layer, MemoryDraft
 from memory_core.errors import StorageError
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
 from memory_core.storage.sqlite import session as session_module
 from memory_core.storage.sqlite.connection import is_busy
+from memory_core.storage.sqlite.repository import SqliteMemoryRepository
+
+T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
 async def _no_wait(db) -> None:
@@ -88,3 +94,62 @@ def test_is_busy_recognises_locked_and_busy_only():
     conn.close()
     assert not is_busy(caught.value)
     assert not is_busy(ValueError("database is locked"))
+
+
+async def test_recording_access_waits_out_another_connections_lock(tmp_path: Path):
+    # hand_out's UPDATE is its own transaction (no BEGIN): a busy database is retried the
+    # same way, and the updated rows come back once it has run.
+    holder, writer = await open_database(tmp_path / "m.db"), await open_database(tmp_path / "m.db")
+    try:
+        await apply_migrations(holder)
+        text = "the access is recorded"
+        draft = MemoryDraft(
+            project="p",
+            layer=Layer.EPISODIC,
+            content=text,
+            content_hash=content_hash(text),
+            token_count=4,
+        )
+        added = (await SqliteMemoryRepository(SqliteSession(holder)).add(draft, T0)).memory
+        await _no_wait(writer)
+        await holder.execute("BEGIN IMMEDIATE")
+
+        async def release() -> None:
+            await asyncio.sleep(0.3)
+            await holder.execute("COMMIT")
+
+        releaser = asyncio.create_task(release())
+        handed = await SqliteMemoryRepository(SqliteSession(writer)).hand_out(
+            "p", [added.id], T0 + timedelta(hours=1)
+        )
+        await releaser
+        assert [(m.id, m.access_count) for m in handed] == [(added.id, 1)]
+        assert not writer.in_transaction
+        count = await holder.execute_fetchall("SELECT access_count FROM context_snapshots")
+        assert [r[0] for r in count] == [1]
+    finally:
+        await holder.close()
+        await writer.close()
+
+
+async def test_a_single_statement_write_gives_up_with_a_storage_error(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    monkeypatch.setattr(session_module, "BACKOFF_CAP_S", 0.01)
+    holder, writer = await open_database(tmp_path / "m.db"), await open_database(tmp_path / "m.db")
+    try:
+        await apply_migrations(holder)
+        await _no_wait(writer)
+        await holder.execute("BEGIN IMMEDIATE")
+        with pytest.raises(StorageError, match="recording access") as caught:
+            await SqliteSession(writer).write_memories(
+                "recording access",
+                "UPDATE context_snapshots SET access_count = access_count + 1 RETURNING *",
+                (),
+            )
+        assert is_busy(caught.value.__cause__)  # type: ignore[arg-type]
+        assert not writer.in_transaction
+        await holder.execute("ROLLBACK")
+    finally:
+        await holder.close()
+        await writer.close()

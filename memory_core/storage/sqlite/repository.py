@@ -347,13 +347,13 @@ class SqliteMemoryRepository:
         """Record an access on each row and return them as updated; see the port."""
         if not ids:
             return []
-        async with self._session.write("recording access"):
-            rows = await self._session.fetch_memories(
-                "UPDATE context_snapshots SET last_accessed = ?, access_count = access_count + 1,"
-                f" memory_tier = 'ACTIVE' WHERE +project = ? AND id IN ({_placeholders(ids)})"
-                " RETURNING *",
-                (encode_time(at), project, *ids),
-            )
+        rows = await self._session.write_memories(
+            "recording access",
+            "UPDATE context_snapshots SET last_accessed = ?, access_count = access_count + 1,"
+            f" memory_tier = 'ACTIVE' WHERE +project = ? AND id IN ({_placeholders(ids)})"
+            " RETURNING *",
+            (encode_time(at), project, *ids),
+        )
         by_id = {m.id: m for m in rows}
         return [by_id[i] for i in ids if i in by_id]
 

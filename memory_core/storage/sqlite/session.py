@@ -6,9 +6,9 @@ import asyncio
 import contextlib
 import random
 import weakref
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
 
 import aiosqlite
 import anyio
@@ -22,6 +22,7 @@ from memory_core.storage.sqlite.rows import row_to_memory
 __all__ = ["Params", "SqliteSession"]
 
 Params = Sequence[Any] | dict[str, Any]
+_T = TypeVar("_T")
 
 log = structlog.get_logger(__name__)
 
@@ -77,17 +78,25 @@ class SqliteSession:
 
         Only BEGIN is retried: nothing of the caller's has run yet, so a retry repeats no work.
         """
-        for attempt in range(1, BEGIN_ATTEMPTS + 1):
+        await self._when_not_busy(lambda: self.db.execute(begin), operation)
+
+    async def _when_not_busy(self, attempt: Callable[[], Awaitable[_T]], operation: str) -> _T:
+        """Run `attempt` until it does not fail on a busy database (a bounded number of times).
+
+        `attempt` must have changed nothing when it fails busy (a BEGIN; one statement that is
+        its own transaction).
+        """
+        for n in range(1, BEGIN_ATTEMPTS + 1):
             try:
-                await self.db.execute(begin)
-                return
+                return await attempt()
             except DriverError as exc:
-                if not is_busy(exc) or attempt == BEGIN_ATTEMPTS:
+                if not is_busy(exc) or n == BEGIN_ATTEMPTS:
                     raise
                 await self._rollback()  # normally a no-op; guarantees a clean connection
-                delay = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**attempt))
-                log.info("storage.busy_retry", operation=operation, attempt=attempt, delay=delay)
+                delay = random.uniform(0, min(BACKOFF_CAP_S, BACKOFF_BASE_S * 2**n))
+                log.info("storage.busy_retry", operation=operation, attempt=n, delay=delay)
                 await asyncio.sleep(delay)
+        raise AssertionError("unreachable")  # the last attempt returns or raises
 
     @asynccontextmanager
     async def _transaction(self, begin: str, operation: str) -> AsyncIterator[None]:
@@ -119,6 +128,23 @@ class SqliteSession:
         recall runs five to eight statements.
         """
         return list(await self.db.execute_fetchall(sql, params))
+
+    async def write_memories(self, operation: str, sql: str, params: Params) -> list[Memory]:
+        """Run one writing statement as its own transaction; its RETURNING rows as Memory objects.
+
+        Trigger: a write that is a single statement (recording an access). Why: outside an
+        explicit transaction SQLite makes the statement atomic by itself, so BEGIN IMMEDIATE
+        and COMMIT were two more hops to the driver's thread on every search. Outcome: one
+        hop; a busy database is retried as BEGIN is (the failed statement changed nothing).
+        """
+        async with self._lock:
+            try:
+                rows = await self._when_not_busy(
+                    lambda: self.db.execute_fetchall(sql, params), operation
+                )
+            except DriverError as exc:
+                raise StorageError(operation) from exc
+        return [row_to_memory(row) for row in rows]
 
     async def fetch_memories(self, sql: str, params: Params = ()) -> list[Memory]:
         """Rows of context_snapshots as Memory objects."""
