@@ -602,7 +602,7 @@ class MemoryService:
         """One phrasing's ranked hits (not handed out), how many min_match left out, the mode."""
         words = search_words(query_text, drop_stopwords=self.ranking.keyword_stopwords)
         filters = filters.model_copy(update={"words": words})
-        text_matches, vector_matches, notes = await self._first_candidates(
+        text_matches, vector_matches, vector_rows, notes = await self._first_candidates(
             query_text, mode, filters
         )
         if mode is not SearchMode.KEYWORD and vector_matches is None:
@@ -617,7 +617,7 @@ class MemoryService:
                 memory=match.memory, bm25_rank=rank, bm25=match.bm25
             )
         if vector_matches is not None:
-            await self._add_vector_candidates(candidates, filters, vector_matches)
+            await self._add_vector_candidates(candidates, filters, vector_matches, vector_rows)
         ranked, dropped = rank_candidates(
             list(candidates.values()),
             mode,
@@ -633,8 +633,10 @@ class MemoryService:
 
     async def _first_candidates(
         self, query_text: str, mode: SearchMode, filters: TextQuery
-    ) -> tuple[list[TextMatch] | None, list[VectorMatch] | None, list[str]]:
-        """Hybrid keyword matches and the vector matches (None without a model), with notes.
+    ) -> tuple[
+        list[TextMatch] | None, list[VectorMatch] | None, dict[int, Memory] | None, list[str]
+    ]:
+        """Hybrid keyword matches, the vector matches (None without a model) and their rows.
 
         Trigger: a hybrid search. Why: its halves are independent, and one after the other
         they cost their sum (7.6 + 6 ms at 100k rows). Outcome: the keyword search runs (on
@@ -642,9 +644,16 @@ class MemoryService:
         thread and the vector search then runs on the main connection. A start-up backfill
         still running is waited for within the model's wait, so rows it is embedding can be
         found by meaning.
+
+        If the keyword half is still running when the vector matches are known, the rows of
+        the vector matches are read then (they are otherwise read after both halves, for the
+        matches the keyword half did not return): at 100k rows the keyword half is the longer
+        one, and this moves ~1.4 ms of row reads off the path that follows it. None when they
+        were not read here.
         """
         text_matches: list[TextMatch] | None = None
         vector_matches: list[VectorMatch] | None = None
+        vector_rows: dict[int, Memory] | None = None
         notes: list[str] = []
         started = asyncio.get_running_loop().time()
         keyword = (
@@ -666,6 +675,8 @@ class MemoryService:
                     vector_matches = await self.indexer.vectors.search_vectors(
                         filters.project, vector, layer=filters.layer, limit=filters.limit
                     )
+                    if keyword is not None and not keyword.done():
+                        vector_rows = await self._vector_rows(filters, vector_matches, {})
             if keyword is not None:
                 text_matches = await keyword
         finally:
@@ -675,7 +686,7 @@ class MemoryService:
                     await keyword
         if mode is not SearchMode.KEYWORD and vector_matches is None:
             notes.insert(0, self._keyword_fallback_note())
-        return text_matches, vector_matches, notes
+        return text_matches, vector_matches, vector_rows, notes
 
     async def _index_committed(self, memory: Memory) -> NearDuplicate | None:
         """Index a row that is already committed; a failure must not undo or hide the write.
@@ -712,14 +723,24 @@ class MemoryService:
         loading = f"was still loading after {waited:g} s" if waited else "is still loading"
         return f"The embedding model {loading}; used keyword search for this query."
 
+    async def _vector_rows(
+        self, filters: TextQuery, matches: list[VectorMatch], known: dict[int, Candidate]
+    ) -> dict[int, Memory]:
+        """Rows of the vector matches not in `known` that pass the filters and the floor."""
+        floor = self.ranking.min_similarity
+        wanted = [m.id for m in matches if m.id not in known and 1.0 - m.distance >= floor]
+        return {m.id: m for m in await self.repo.get_many(filters.project, wanted, filters)}
+
     async def _add_vector_candidates(
         self,
         candidates: dict[int, Candidate],
         filters: TextQuery,
         matches: list[VectorMatch],
+        rows: dict[int, Memory] | None = None,
     ) -> None:
-        missing = [m.id for m in matches if m.id not in candidates]
-        rows = {m.id: m for m in await self.repo.get_many(filters.project, missing, filters)}
+        """Add the vector matches to `candidates`; `rows`: theirs, if already read."""
+        if rows is None:
+            rows = await self._vector_rows(filters, matches, candidates)
         # Vector hits are ranked among those that pass the filters, like the keyword list.
         rank = 0
         for match in matches:

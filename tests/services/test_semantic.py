@@ -1,9 +1,13 @@
 """Search by meaning through the service, with the deterministic fake embedder."""
 
+import asyncio
+import dataclasses
+from collections.abc import Sequence
+
 import pytest
 
 from memory_core.config import Limits, RankingPolicy, TierPolicy
-from memory_core.domain.models import Layer, SearchMode
+from memory_core.domain.models import Layer, Memory, SearchMode, TextMatch, TextQuery
 from memory_core.embeddings import LazyEmbedder
 from memory_core.ports import MemoryRepository
 from memory_core.services.indexing import Indexer
@@ -177,3 +181,48 @@ async def test_neighbours_come_from_stored_vectors_without_marking_used(
         ranking=service.ranking,
     )
     assert await keyword_only.neighbours(tea) == []
+
+
+class _KeywordHalf:
+    """A keyword reader that is slow the first time and replays its answer at once after."""
+
+    def __init__(self, repo: MemoryRepository) -> None:
+        self.repo = repo
+        self.answer: list[TextMatch] | None = None
+
+    async def search_text(self, query: TextQuery) -> list[TextMatch]:
+        if self.answer is None:
+            await asyncio.sleep(0.3)  # still running when the vector half is done
+            self.answer = await self.repo.search_text(query)
+        return self.answer  # no await: done before the query's embedding comes back
+
+
+async def test_vector_rows_read_while_the_keyword_half_runs_rank_the_same(
+    storage: StorageUnderTest,
+    repo: MemoryRepository,
+    clock: FrozenClock,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    lazy, _ = ready_fake()
+    plain = await make_service(storage, repo, clock, lazy)
+    keyword_half = _KeywordHalf(repo)
+    service = dataclasses.replace(plain, keyword_reader=keyword_half)
+    for text in ("green tea in the morning", "tea", "black tea at night", "coffee", "green"):
+        await service.append("p", Layer.EPISODIC, text)
+    read: list[list[int]] = []
+    get_many = repo.get_many
+
+    async def spy(project: str, ids: Sequence[int], query: TextQuery) -> list[Memory]:
+        read.append(list(ids))
+        return await get_many(project, ids, query)
+
+    monkeypatch.setattr(repo, "get_many", spy)
+    request = SearchRequest(project="p", query="green tea", mark_used=False)
+    while_running = await service.search(request)  # the rows are read beside the keyword half
+    after = await service.search(request)  # the keyword half was done first
+    assert [(h.memory, h.signals) for h in while_running.hits] == [
+        (h.memory, h.signals) for h in after.hits
+    ]
+    keyword_ids = {m.memory.id for m in keyword_half.answer or []}
+    assert keyword_ids and set(read[0]) & keyword_ids  # read before the keyword list was known
+    assert not set(read[1]) & keyword_ids  # read after: only the rows it had not returned
