@@ -89,9 +89,9 @@ class MiniLMOnnxEmbedder:
         options.enable_mem_pattern = False
         # The intra-op pool's threads spin between (and after) parallel sections by default.
         # A hybrid search embeds its query while the keyword SQL runs on another thread, and
-        # on 2 cores the spinning thread took the keyword thread's core: 44-47 -> 27-30 ms of
-        # CPU per search at 100k with spinning off, the embedding no slower (issue 21,
-        # docs/benchmarks.md "Hybrid search, round four").
+        # on 2 cores the spinning thread took the keyword thread's core: 51 -> 27 ms of CPU
+        # per search at 100k with spinning off, and 106 -> 35 ms of wall time on a loaded
+        # machine (docs/benchmarks.md "Hybrid search, round four").
         options.add_session_config_entry(_ALLOW_SPINNING, "0")
         self._tokenizer: Any = tokenizer
         self._session: Any = ort.InferenceSession(
