@@ -3,11 +3,19 @@
 import asyncio
 import dataclasses
 from collections.abc import Sequence
+from typing import Any
 
 import pytest
 
 from memory_core.config import Limits, RankingPolicy, TierPolicy
-from memory_core.domain.models import Layer, Memory, SearchMode, TextMatch, TextQuery
+from memory_core.domain.models import (
+    Layer,
+    Memory,
+    SearchMode,
+    TextMatch,
+    TextQuery,
+    VectorMatch,
+)
 from memory_core.embeddings import LazyEmbedder
 from memory_core.ports import MemoryRepository
 from memory_core.services.indexing import Indexer
@@ -184,15 +192,16 @@ async def test_neighbours_come_from_stored_vectors_without_marking_used(
 
 
 class _KeywordHalf:
-    """A keyword reader that is slow the first time and replays its answer at once after."""
+    """A keyword reader that waits for the vector half the first time, then answers at once."""
 
     def __init__(self, repo: MemoryRepository) -> None:
         self.repo = repo
+        self.vectors_done = asyncio.Event()
         self.answer: list[TextMatch] | None = None
 
     async def search_text(self, query: TextQuery) -> list[TextMatch]:
         if self.answer is None:
-            await asyncio.sleep(0.3)  # still running when the vector half is done
+            await self.vectors_done.wait()  # still running when the vector matches are known
             self.answer = await self.repo.search_text(query)
         return self.answer  # no await: done before the query's embedding comes back
 
@@ -217,6 +226,16 @@ async def test_vector_rows_read_while_the_keyword_half_runs_rank_the_same(
         return await get_many(project, ids, query)
 
     monkeypatch.setattr(repo, "get_many", spy)
+    assert service.indexer is not None
+    vectors = service.indexer.vectors
+    search_vectors = vectors.search_vectors
+
+    async def then_release(*args: Any, **kwargs: Any) -> list[VectorMatch]:
+        matches = await search_vectors(*args, **kwargs)
+        keyword_half.vectors_done.set()
+        return matches
+
+    monkeypatch.setattr(vectors, "search_vectors", then_release)
     request = SearchRequest(project="p", query="green tea", mark_used=False)
     while_running = await service.search(request)  # the rows are read beside the keyword half
     after = await service.search(request)  # the keyword half was done first
