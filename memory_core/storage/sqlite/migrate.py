@@ -16,6 +16,7 @@ from memory_core.storage.migrations import (
     schema_number,
 )
 from memory_core.storage.sqlite.connection import DriverError
+from memory_core.storage.sqlite.keyword_tables import build_pending_keyword_tables
 
 __all__ = ["apply_migrations", "default_migrations_dir", "schema_version"]
 
@@ -67,6 +68,14 @@ async def apply_migrations(db: aiosqlite.Connection, directory: Path | None = No
             raise StorageError(f"applying migration {migration.name}") from exc
         log.info("migration.applied", name=migration.name)
         done.append(migration.name)
+    # 0011 registers the projects whose keyword tables code must build (SQL cannot name a
+    # table from a value); a crash before this leaves them registered, built at the next open.
+    try:
+        built = await build_pending_keyword_tables(db)
+    except DriverError as exc:
+        raise StorageError("building the keyword indexes") from exc
+    if built:
+        log.info("keyword_tables.built", tables=built)
     return done
 
 
