@@ -9,10 +9,11 @@ as much as the code. Here each label (a checkout's virtualenv bin directory) get
 of the store built by bench/scale.py (`scale-SIZE.db` in the workdir, migrated by its own code
 at first open), and the labels take turns: each round starts one fresh process per label,
 which warms up and then times the same 100 queries as bench/scale.py (hybrid, limit 10, the
-query embedding included), the same queries keyword-only, and 20 `get_memory_stats` calls, after the tier recalculation
-bench/scale.py makes first. The figures are the median of every sample of a label, the range
-of the per-round medians, and the p95. With `--numpy`, each worker also times numpy's exact
-cosine top 10 over the main project's vectors for the same queries: the floor of that run.
+query embedding included), the same queries keyword-only, and 20 `get_memory_stats` calls,
+after the tier recalculation bench/scale.py makes first. The figures are the median of every
+sample of a label, the range of the per-round medians, and the p95. With `--numpy`, each worker
+also times numpy's exact cosine top 10 over the main project's vectors for the same queries:
+the floor of that run.
 """
 
 from __future__ import annotations

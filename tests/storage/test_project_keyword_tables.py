@@ -124,7 +124,7 @@ async def test_another_projects_writes_deletes_prunes_imports_and_copies_change_
 
     # Import (new project, rows keeping no ids) and copy-store (rows with their ids).
     transfer = SqliteMemoryTransfer(session, tmp_path / "x.db", gap_s=0)
-    imported = [
+    imported: list[dict[str, Any]] = [
         {
             "project": "gamma",
             "layer": "episodic",
@@ -167,7 +167,7 @@ async def test_a_project_name_with_quotes_and_unicode_keeps_its_own_index(
     """The name is in the trigger's WHEN as a quoted literal: a name that looks like SQL is
     still a name, and a name differing by a quote is another project."""
     repo = SqliteMemoryRepository(SqliteSession(db))
-    names = ["it's \"ours\" 项目 ünï", "it''s", "x' OR 1=1 --", "x"]
+    names = ['it\'s "ours" 项目 ünï', "it''s", "x' OR 1=1 --", "x"]
     ids = {}
     for n, name in enumerate(names):
         ids[name] = [

@@ -32,7 +32,6 @@ __all__ = [
     "build_pending_keyword_tables",
     "ensure_keyword_tables",
     "keyword_table",
-    "keyword_table_names",
     "table_name",
 ]
 
@@ -107,11 +106,11 @@ async def _build(db: aiosqlite.Connection, table_id: int, project: str) -> None:
 
 
 async def ensure_keyword_tables(db: aiosqlite.Connection, projects: Iterable[str]) -> None:
-    """Build the keyword tables `projects` lack; call inside the write transaction that writes
-    their rows, before it does (then the triggers index the rows as they are written).
+    """Build the keyword tables `projects` lack (inside a write transaction).
 
-    One indexed lookup per project not already seen ready (a rolled-back transaction may
-    undo a build, so what is built here is not cached).
+    Call it in the transaction that writes the projects' rows, before it does: then the triggers
+    index the rows as they are written. One indexed lookup per project not already seen ready (a
+    rolled-back transaction may undo a build, so what is built here is not cached).
     """
     known = _READY.get(db, {})
     wanted = sorted({p for p in projects if p not in known})
@@ -133,10 +132,10 @@ async def ensure_keyword_tables(db: aiosqlite.Connection, projects: Iterable[str
 
 
 async def build_pending_keyword_tables(db: aiosqlite.Connection) -> int:
-    """Build every registered table that is not ready (after migration 0011, or rows written
-    by another tool); one IMMEDIATE transaction. Returns how many were built.
+    """Build every registered table that is not ready; returns how many were built.
 
-    A store that predates 0011 (no registry) has nothing to build.
+    After migration 0011, or rows written by another tool; one IMMEDIATE transaction. A store that
+    predates 0011 (no registry) has nothing to build.
     """
     async with db.execute(
         f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{_REGISTRY}'"
@@ -180,9 +179,3 @@ async def keyword_table(session: SqliteSession, project: str) -> str | None:
     name = table_name(int(rows[0][0]))
     known[project] = name
     return name
-
-
-async def keyword_table_names(db: aiosqlite.Connection) -> list[str]:
-    """Every ready project keyword table of the store (for maintenance over all of them)."""
-    rows = await db.execute_fetchall(f"SELECT id FROM {_REGISTRY} WHERE ready = 1 ORDER BY id")
-    return [table_name(int(r[0])) for r in rows]

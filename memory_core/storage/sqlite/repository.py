@@ -138,8 +138,7 @@ _PREFIX_COMMON_MIN = 1000
 
 
 def _capped_text_sql(where: str, fts: str) -> str:
-    """The best `:cap` matches (-1: all) of the project's keyword table `fts`, joined to their
-    rows and filtered.
+    """The best `:cap` matches (-1: all) of the project's keyword table `fts`, joined, filtered.
 
     `rowid DESC` breaks BM25 ties inside the cap as the outer ORDER BY does (newest first),
     so the cap never changes which of two equal rows is returned; SQLite's bounded sorter
@@ -524,19 +523,16 @@ class SqliteMemoryRepository:
         return rows
 
     async def _common_words(self, table: str, words: Sequence[str], at_least: int) -> set[str]:
-        """Those of `words` whose whole form matches at least `at_least` rows of the project
-        (its keyword table `table`).
+        """Those of `words` whose whole form matches at least `at_least` rows of the project.
 
-        One statement, reading at most `at_least` rowids of each word's doclist (no row is
-        looked up: a per-project count joined each rowid to its row and cost as much as the
-        prefixes it saved). FTS5 stems the word as it stems the index ("vulnerabilities"
-        counts rows of "vulner").
+        `table` is the project's keyword table. One statement, reading at most `at_least` rowids of
+        each word's doclist (no row is looked up: a per-project count joined each rowid to its row
+        and cost as much as the prefixes it saved). FTS5 stems the word as it stems the index
+        ("vulnerabilities" counts rows of "vulner").
         """
         if not words:
             return set()
-        probe = (
-            f"(SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?))"
-        )
+        probe = f"(SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?))"
         rows = await self._session.fetch(
             f"SELECT {', '.join([probe] * len(words))}",
             [v for word in words for v in (exact_word(word), at_least)],
