@@ -1,24 +1,41 @@
 -- 0011: one keyword index per project (issue 19, "no channel between projects").
 -- FTS5 computes BM25 from the statistics of the table it reads: how many rows it holds, how
 -- long they are on average, how many hold each word. One table for every project let a
--- project's keyword order (and which rows made the candidate cap) move when another project
--- gained rows. Each project now has its own contentless FTS5 table, context_snapshots_fts_<id>,
--- where <id> is the project's row in context_snapshots_fts_projects: table names never hold a
--- project name.
--- The tables and their triggers are made by code (memory_core.storage.sqlite.keyword_tables),
--- since SQL cannot name a table from a value: this migration registers every stored project
--- with `ready = 0`, and the migration runner builds and fills each registered table in the
--- same open, before the store is used (a crash in between leaves `ready = 0`, built at the
--- next open). Search builds a table that is still not ready before it reads it.
+-- project's keyword order (and which rows made the candidate cap, and the large-store switch)
+-- move when another project gained rows. Each project now has its own contentless FTS5 table,
+-- context_snapshots_fts_<id>, where <id> is the project's row in
+-- context_snapshots_fts_projects: table names never hold a project name.
+--
+-- SQL cannot name a table from a value, so the triggers no longer write the index: they queue
+-- each change (the indexed text, as 0010 defined it) in context_snapshots_fts_queue, in the
+-- writing statement's transaction, whoever writes (this code, an import, the sqlite3 shell).
+-- Code applies the queue to each project's table (memory_core.storage.sqlite.keyword_tables):
+-- every write path of this code in its own transaction, search before it reads if anything is
+-- still queued, and the migration runner at open. A project's table is made, and filled from
+-- its rows, the first time the queue names it (or, here, at the first open after 0011).
+-- Why not one trigger per project (`WHEN new.project = ...`): SQLite runs every trigger of an
+-- event for every row, so each write paid per project in the store (measured: +12 ms a row
+-- at 1,000 projects), and each connection parsed four triggers per project when it opened.
 
 CREATE TABLE context_snapshots_fts_projects (
-    id       INTEGER PRIMARY KEY AUTOINCREMENT,   -- never reused: a table name is never reused
+    id       INTEGER PRIMARY KEY AUTOINCREMENT,   -- never reused: neither is a table name
     project  TEXT NOT NULL UNIQUE,
-    ready    INTEGER NOT NULL DEFAULT 0           -- 1 once its table, triggers and rows are in
+    ready    INTEGER NOT NULL DEFAULT 0           -- 1 once its table exists and holds its rows
 );
 
+-- Every stored project, to be built (from its rows) at the first open after this migration.
 INSERT INTO context_snapshots_fts_projects (project)
 SELECT DISTINCT project FROM context_snapshots ORDER BY project;
+
+CREATE TABLE context_snapshots_fts_queue (
+    seq      INTEGER PRIMARY KEY,                 -- applied in this order
+    project  TEXT NOT NULL,
+    row_id   INTEGER NOT NULL,
+    remove   INTEGER NOT NULL,                    -- 1: the row leaves the index, 0: it enters
+    content  TEXT,
+    key      TEXT,
+    metadata TEXT
+);
 
 DROP TRIGGER context_snapshots_ai;
 DROP TRIGGER context_snapshots_bd;
@@ -26,9 +43,8 @@ DROP TRIGGER context_snapshots_bu;
 DROP TRIGGER context_snapshots_au;
 DROP TABLE context_snapshots_fts;
 
--- The view gains the project, so a project's table is filled by one indexed read. The indexed
--- text itself is 0010's, word for word (a contentless index must be deleted from with the text
--- it was given).
+-- The view gains the project. The indexed text itself is 0010's, word for word (a contentless
+-- index must be deleted from with the text it was given).
 DROP VIEW context_snapshots_search;
 CREATE VIEW context_snapshots_search AS
 SELECT id, project, content, coalesce(key, '') AS key,
@@ -42,18 +58,33 @@ SELECT id, project, content, coalesce(key, '') AS key,
               '-11-', ' november '), '-12-', ' december '), '') AS metadata
 FROM context_snapshots;
 
--- A row of a project that has no keyword table yet (any writer: code that did not build the
--- table first, the sqlite3 shell) registers its project, so the table is built and filled
--- before the project is searched. The write paths of this code build the table first
--- (keyword_tables.ensure_keyword_tables); this only makes a missed one heal instead of hide.
-CREATE TRIGGER context_snapshots_fts_register AFTER INSERT ON context_snapshots
-WHEN NOT EXISTS (SELECT 1 FROM context_snapshots_fts_projects WHERE project = new.project)
-BEGIN
-    INSERT INTO context_snapshots_fts_projects (project) VALUES (new.project);
+-- A row leaves the index BEFORE it changes, while the view still shows its indexed text.
+CREATE TRIGGER context_snapshots_ai AFTER INSERT ON context_snapshots BEGIN
+    INSERT INTO context_snapshots_fts_queue (project, row_id, remove, content, key, metadata)
+    SELECT project, id, 0, content, key, metadata FROM context_snapshots_search
+    WHERE id = new.id;
 END;
 
-CREATE TRIGGER context_snapshots_fts_register_move AFTER UPDATE OF project ON context_snapshots
-WHEN NOT EXISTS (SELECT 1 FROM context_snapshots_fts_projects WHERE project = new.project)
+CREATE TRIGGER context_snapshots_bd BEFORE DELETE ON context_snapshots BEGIN
+    INSERT INTO context_snapshots_fts_queue (project, row_id, remove, content, key, metadata)
+    SELECT project, id, 1, content, key, metadata FROM context_snapshots_search
+    WHERE id = old.id;
+END;
+
+-- Only text changes (and a move to another project) touch the index: access tracking updates
+-- rows constantly and must stay cheap.
+CREATE TRIGGER context_snapshots_bu BEFORE UPDATE OF content, key, metadata, dates, project
+    ON context_snapshots
 BEGIN
-    INSERT INTO context_snapshots_fts_projects (project) VALUES (new.project);
+    INSERT INTO context_snapshots_fts_queue (project, row_id, remove, content, key, metadata)
+    SELECT project, id, 1, content, key, metadata FROM context_snapshots_search
+    WHERE id = old.id;
+END;
+
+CREATE TRIGGER context_snapshots_au AFTER UPDATE OF content, key, metadata, dates, project
+    ON context_snapshots
+BEGIN
+    INSERT INTO context_snapshots_fts_queue (project, row_id, remove, content, key, metadata)
+    SELECT project, id, 0, content, key, metadata FROM context_snapshots_search
+    WHERE id = new.id;
 END;

@@ -164,8 +164,8 @@ async def test_another_projects_writes_deletes_prunes_imports_and_copies_change_
 async def test_a_project_name_with_quotes_and_unicode_keeps_its_own_index(
     db: aiosqlite.Connection,
 ) -> None:
-    """The name is in the trigger's WHEN as a quoted literal: a name that looks like SQL is
-    still a name, and a name differing by a quote is another project."""
+    """Names are bound values, never SQL text: a name that looks like SQL is still a name, and
+    a name differing by a quote is another project."""
     repo = SqliteMemoryRepository(SqliteSession(db))
     names = ['it\'s "ours" 项目 ünï', "it''s", "x' OR 1=1 --", "x"]
     ids = {}
@@ -190,8 +190,8 @@ async def test_a_project_name_with_quotes_and_unicode_keeps_its_own_index(
 async def test_rows_written_around_the_code_are_indexed_before_they_are_searched(
     db: aiosqlite.Connection,
 ) -> None:
-    """A row written by another tool (no table built first) registers its project; the first
-    search builds the table from the rows. A row moved to another project moves index."""
+    """A row written by another tool (the sqlite3 shell) is queued by the triggers and indexed
+    before its project is searched; a row moved to another project moves index."""
     repo = SqliteMemoryRepository(SqliteSession(db))
     kept = (await repo.add(draft("tea for alpha", "alpha"), T0)).memory
     await db.execute(
@@ -289,7 +289,7 @@ async def test_migration_0011_moves_every_project_to_its_own_table(tmp_path: Pat
 
 
 async def test_a_crash_after_0011_builds_the_tables_at_the_next_open(tmp_path: Path) -> None:
-    """0011 registers the projects; a process killed before building their tables leaves
+    """0011 registers the projects; a process killed before their tables were built leaves
     `ready = 0`, and the next open builds them."""
     db = await _store_at(tmp_path / "old.db", tmp_path, before=11)
     await db.execute(

@@ -3,44 +3,42 @@
 FTS5 computes BM25 from the statistics of the table it reads (row count, average length, rows
 holding each word). With one table for every project, a project's keyword order, the rows that
 made the candidate cap and the large-store switch (a count of matches) all moved when another
-project gained rows: a channel between projects (issue 19). Migration 0011 registers each
-project in `context_snapshots_fts_projects`; its table is `context_snapshots_fts_<id>` (the
-name never holds the project's name) with four triggers on context_snapshots that keep it in
-step, so every write path (append, update, delete, prune, import, copy-store, the sqlite3
-shell) is indexed by SQL, not by code routing.
+project gained rows: a channel between projects (issue 19). Since migration 0011 each project
+has its own contentless table, `context_snapshots_fts_<id>`, `<id>` being its row in
+`context_snapshots_fts_projects` (a table name never holds a project name).
 
-Trigger: each of those triggers is evaluated for every written row, so a write costs one
-`WHEN` test per project (docs/benchmarks.md: ~1.7 us each). Why not route in code: a write
-path that forgot would leave the contentless index out of step for good. The `WHEN` compares
-the project with a quoted literal (`_literal`): a subquery by id cost 1.8x as much.
-
-A table is built (created, given its triggers, filled from context_snapshots) in the writing
-transaction that first needs it, and marked `ready`. Tables are never dropped, so a `ready`
-seen outside a transaction stays true and is cached per connection.
+Trigger: SQL cannot name a table from a value, and one trigger per project (`WHEN project =
+...`) made every write pay for every project in the store (+12 ms a row at 1,000 projects,
+docs/benchmarks.md) and every connection parse them all. Why: the change must still be
+captured by SQL, whatever writes (a forgotten code path would leave a contentless index out of
+step for good). Outcome: four triggers, whatever the number of projects, queue each change
+with its indexed text in `context_snapshots_fts_queue`, in the writing transaction;
+`apply_keyword_queue` moves the queue into the projects' tables. Every write path of this code
+calls it before its transaction commits, so the queue is empty between transactions; search
+applies anything still queued (rows written by another tool) before it reads, and so does the
+migration runner at open. A project's table is made, and filled from its rows, when the queue
+first names it.
 """
 
 from __future__ import annotations
 
-import weakref
-from collections.abc import Iterable
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 import aiosqlite
 
 from memory_core.storage.sqlite.session import SqliteSession
 
 __all__ = [
+    "apply_keyword_queue",
     "build_pending_keyword_tables",
-    "ensure_keyword_tables",
+    "indexed_write",
     "keyword_table",
     "table_name",
 ]
 
 _REGISTRY = "context_snapshots_fts_projects"
-
-# Projects whose table was seen ready outside a transaction, per connection (one file each).
-_READY: weakref.WeakKeyDictionary[aiosqlite.Connection, dict[str, str]] = (
-    weakref.WeakKeyDictionary()
-)
+_QUEUE = "context_snapshots_fts_queue"
 
 
 def table_name(table_id: int) -> str:
@@ -48,54 +46,18 @@ def table_name(table_id: int) -> str:
     return f"context_snapshots_fts_{int(table_id)}"
 
 
-def _literal(text: str) -> str:
-    """`text` as an SQL string literal (a trigger's WHEN cannot take a bound parameter)."""
-    if "\x00" in text:
-        raise ValueError("a project name cannot hold NUL")
-    return "'" + text.replace("'", "''") + "'"
+async def _build(db: aiosqlite.Connection, table_id: int, project: str) -> None:
+    """Create one registered project's table, index its rows, mark it ready (in a transaction).
 
-
-def _build_sql(table_id: int, project: str) -> list[str]:
-    """The table, its ranking, and the triggers that keep it in step with the project's rows.
-
-    The same columns, tokenizer, prefixes and weights as the former shared table (0007, 0010);
-    a row leaves the index BEFORE it changes, while the view still shows its indexed text.
+    The same columns, tokenizer, prefixes and weights as the former shared table (0007, 0010).
     """
     fts = table_name(table_id)
-    name = _literal(project)
-    insert = (
-        f"INSERT INTO {fts} (rowid, content, key, metadata)"
-        " SELECT id, content, key, metadata FROM context_snapshots_search WHERE id = new.id;"
+    await db.execute(
+        f"CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5(content, key, metadata,"
+        " content = '', tokenize = 'porter unicode61 remove_diacritics 2', prefix = '2 3 4')"
     )
-    remove = (
-        f"INSERT INTO {fts} ({fts}, rowid, content, key, metadata)"
-        " SELECT 'delete', id, content, key, metadata FROM context_snapshots_search"
-        " WHERE id = old.id;"
-    )
-    # Only text changes (and a move to another project) touch the index: access tracking
-    # updates rows constantly and must stay cheap.
-    text_columns = "content, key, metadata, dates, project"
-    return [
-        f"CREATE VIRTUAL TABLE {fts} USING fts5(content, key, metadata, content = '',"
-        " tokenize = 'porter unicode61 remove_diacritics 2', prefix = '2 3 4')",
-        # A metadata match counts half as much as one in the content or the key.
-        f"INSERT INTO {fts} ({fts}, rank) VALUES ('rank', 'bm25(1.0, 1.0, 0.5)')",
-        f"CREATE TRIGGER {fts}_ai AFTER INSERT ON context_snapshots"
-        f" WHEN new.project = {name} BEGIN {insert} END",
-        f"CREATE TRIGGER {fts}_bd BEFORE DELETE ON context_snapshots"
-        f" WHEN old.project = {name} BEGIN {remove} END",
-        f"CREATE TRIGGER {fts}_bu BEFORE UPDATE OF {text_columns} ON context_snapshots"
-        f" WHEN old.project = {name} BEGIN {remove} END",
-        f"CREATE TRIGGER {fts}_au AFTER UPDATE OF {text_columns} ON context_snapshots"
-        f" WHEN new.project = {name} BEGIN {insert} END",
-    ]
-
-
-async def _build(db: aiosqlite.Connection, table_id: int, project: str) -> None:
-    """Create, index and mark ready one registered project's table (inside a transaction)."""
-    for statement in _build_sql(table_id, project):
-        await db.execute(statement)
-    fts = table_name(table_id)
+    # A metadata match counts half as much as one in the content or the key.
+    await db.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('rank', 'bm25(1.0, 1.0, 0.5)')")
     await db.execute(
         f"INSERT INTO {fts} (rowid, content, key, metadata)"
         " SELECT id, content, key, metadata FROM context_snapshots_search"
@@ -105,45 +67,69 @@ async def _build(db: aiosqlite.Connection, table_id: int, project: str) -> None:
     await db.execute(f"UPDATE {_REGISTRY} SET ready = 1 WHERE id = ?", (table_id,))
 
 
-async def ensure_keyword_tables(db: aiosqlite.Connection, projects: Iterable[str]) -> None:
-    """Build the keyword tables `projects` lack (inside a write transaction).
+async def apply_keyword_queue(db: aiosqlite.Connection) -> None:
+    """Move every queued change into its project's table; call inside a write transaction.
 
-    Call it in the transaction that writes the projects' rows, before it does: then the triggers
-    index the rows as they are written. One indexed lookup per project not already seen ready (a
-    rolled-back transaction may undo a build, so what is built here is not cached).
+    A project the queue names for the first time is registered and its table built from its
+    rows (which already hold the queued changes); a ready one gets the changes in order (a
+    removal carries the text the row was indexed with, as a contentless table needs). One
+    statement when nothing is queued.
     """
-    known = _READY.get(db, {})
-    wanted = sorted({p for p in projects if p not in known})
-    for project in wanted:
-        rows = list(
-            await db.execute_fetchall(
-                f"SELECT id, ready FROM {_REGISTRY} WHERE project = ?", (project,)
-            )
+    named = list(
+        await db.execute_fetchall(
+            f"SELECT q.project, p.id, p.ready FROM (SELECT DISTINCT project FROM {_QUEUE}) AS q"
+            f" LEFT JOIN {_REGISTRY} AS p ON p.project = q.project"
         )
-        if rows and rows[0][1]:
-            continue
-        if rows:
-            table_id = int(rows[0][0])
-        else:
+    )
+    if not named:
+        return
+    for project, table_id, ready in named:
+        if table_id is None:
             cur = await db.execute(f"INSERT INTO {_REGISTRY} (project) VALUES (?)", (project,))
             assert cur.lastrowid is not None
-            table_id = int(cur.lastrowid)
-        await _build(db, table_id, project)
+            table_id = cur.lastrowid
+        if not ready:
+            await _build(db, int(table_id), str(project))
+            continue
+        fts = table_name(int(table_id))
+        await db.execute(
+            f"INSERT INTO {fts} ({fts}, rowid, content, key, metadata)"
+            " SELECT CASE WHEN remove THEN 'delete' END, row_id, content, key, metadata"
+            f" FROM {_QUEUE} WHERE project = ? ORDER BY seq",
+            (project,),
+        )
+    await db.execute(f"DELETE FROM {_QUEUE}")
+
+
+@asynccontextmanager
+async def indexed_write(
+    session: SqliteSession, operation: str
+) -> AsyncIterator[aiosqlite.Connection]:
+    """`session.write` for statements that write memories: the queue is applied before COMMIT."""
+    async with session.write(operation) as db:
+        yield db
+        await apply_keyword_queue(db)
 
 
 async def build_pending_keyword_tables(db: aiosqlite.Connection) -> int:
-    """Build every registered table that is not ready; returns how many were built.
+    """Build every registered table that is not ready, and apply the queue; one transaction.
 
-    After migration 0011, or rows written by another tool; one IMMEDIATE transaction. A store that
-    predates 0011 (no registry) has nothing to build.
+    Runs at every open (after the migrations): after 0011 it builds every project's table; a
+    crash in between leaves them registered, built at the next open. Returns how many tables
+    it built. A store that predates 0011 has nothing to build.
     """
     async with db.execute(
         f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{_REGISTRY}'"
     ) as cur:
         if await cur.fetchone() is None:
             return 0
-    async with db.execute(f"SELECT 1 FROM {_REGISTRY} WHERE ready = 0 LIMIT 1") as cur:
-        if await cur.fetchone() is None:
+    probe = (
+        f"SELECT EXISTS (SELECT 1 FROM {_REGISTRY} WHERE ready = 0)"
+        f" OR EXISTS (SELECT 1 FROM {_QUEUE})"
+    )
+    async with db.execute(probe) as cur:
+        row = await cur.fetchone()
+        if row is None or not row[0]:
             return 0
     await db.execute("BEGIN IMMEDIATE")
     try:
@@ -152,6 +138,7 @@ async def build_pending_keyword_tables(db: aiosqlite.Connection) -> int:
         )
         for table_id, project in pending:
             await _build(db, int(table_id), str(project))
+        await apply_keyword_queue(db)
         await db.execute("COMMIT")
     except BaseException:
         await db.execute("ROLLBACK")
@@ -160,22 +147,26 @@ async def build_pending_keyword_tables(db: aiosqlite.Connection) -> int:
 
 
 async def keyword_table(session: SqliteSession, project: str) -> str | None:
-    """The project's keyword table, built first if it is not ready; None if it has no rows.
+    """The project's keyword table, with every queued change in it; None if it has no rows.
 
-    Call outside any transaction of `session` (it may take the write lock to build).
+    One statement; a write transaction too when something is queued or the project's table is
+    not built yet (rows written by another tool, a crash after 0011). Call it outside any
+    transaction of `session`.
     """
-    known = _READY.setdefault(session.db, {})
-    if project in known:
-        return known[project]
+    lookup = (
+        f"SELECT p.id, p.ready, EXISTS (SELECT 1 FROM {_QUEUE})"
+        f" FROM (SELECT 1) LEFT JOIN {_REGISTRY} AS p ON p.project = ?"
+    )
     async with session.read("finding the keyword index"):
-        rows = await session.fetch(
-            f"SELECT id, ready FROM {_REGISTRY} WHERE project = ?", (project,)
-        )
-    if not rows:
-        return None  # never written: no row to match
-    if not rows[0][1]:
-        async with session.write("building the keyword index") as db:
-            await ensure_keyword_tables(db, [project])
-    name = table_name(int(rows[0][0]))
-    known[project] = name
-    return name
+        table_id, ready, queued = (await session.fetch(lookup, (project,)))[0]
+    if queued or (table_id is not None and not ready):
+        async with session.write("updating the keyword index") as db:
+            await apply_keyword_queue(db)
+            pending = await session.fetch(
+                f"SELECT id FROM {_REGISTRY} WHERE project = ? AND ready = 0", (project,)
+            )
+            if pending:
+                await _build(db, int(pending[0][0]), project)
+            rows = await session.fetch(f"SELECT id FROM {_REGISTRY} WHERE project = ?", (project,))
+        table_id = rows[0][0] if rows else None
+    return None if table_id is None else table_name(int(table_id))

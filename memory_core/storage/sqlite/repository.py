@@ -39,7 +39,7 @@ from memory_core.storage.sqlite.fts_match import (
     exact_word,
     prefix_candidates,
 )
-from memory_core.storage.sqlite.keyword_tables import ensure_keyword_tables, keyword_table
+from memory_core.storage.sqlite.keyword_tables import indexed_write, keyword_table
 from memory_core.storage.sqlite.rows import decode_time, encode_time, row_to_memory
 from memory_core.storage.sqlite.session import SqliteSession
 
@@ -210,8 +210,7 @@ class SqliteMemoryRepository:
 
     async def add(self, draft: MemoryDraft, now: datetime) -> AddOutcome:
         """Insert or upsert a draft; see MemoryRepository.add."""
-        async with self._session.write("add") as db:
-            await ensure_keyword_tables(db, [draft.project])
+        async with indexed_write(self._session, "add") as db:
             return await self._add_in_transaction(db, draft, now)
 
     async def add_many(self, drafts: Sequence[MemoryDraft], now: datetime) -> list[AddOutcome]:
@@ -225,8 +224,7 @@ class SqliteMemoryRepository:
         """
         if not drafts:
             return []
-        async with self._session.write("add many") as db:
-            await ensure_keyword_tables(db, {d.project for d in drafts})
+        async with indexed_write(self._session, "add many") as db:
             return await self._add_many_in_transaction(db, drafts, now)
 
     async def _add_many_in_transaction(
@@ -364,7 +362,7 @@ class SqliteMemoryRepository:
         """Delete rows of a project by id."""
         if not ids:
             return 0
-        async with self._session.write("delete") as db:
+        async with indexed_write(self._session, "delete") as db:
             cur = await db.execute(
                 "DELETE FROM context_snapshots"
                 f" WHERE +project = ? AND id IN ({_placeholders(ids)})",
@@ -374,7 +372,7 @@ class SqliteMemoryRepository:
 
     async def delete_layer(self, project: str, layer: Layer | None) -> int:
         """Delete a layer of a project, or all of it."""
-        async with self._session.write("clear") as db:
+        async with indexed_write(self._session, "clear") as db:
             if layer is None:
                 cur = await db.execute(
                     "DELETE FROM context_snapshots WHERE project = ?", (project,)
@@ -390,7 +388,7 @@ class SqliteMemoryRepository:
         self, project: str, layer: Layer, session_id: str | None, *, keep: int
     ) -> int:
         """Delete all but the newest `keep` rows of a project+layer+session."""
-        async with self._session.write("trim") as db:
+        async with indexed_write(self._session, "trim") as db:
             cur = await db.execute(
                 "DELETE FROM context_snapshots WHERE id IN ("
                 " SELECT id FROM context_snapshots"
@@ -404,8 +402,7 @@ class SqliteMemoryRepository:
         self, project: str, ids: Sequence[int], drafts: Sequence[MemoryDraft], now: datetime
     ) -> list[Memory]:
         """Delete `ids` and add `drafts` atomically."""
-        async with self._session.write("compact") as db:
-            await ensure_keyword_tables(db, {d.project for d in drafts})
+        async with indexed_write(self._session, "compact") as db:
             if ids:
                 await db.execute(
                     "DELETE FROM context_snapshots"
@@ -682,7 +679,7 @@ class SqliteMemoryRepository:
             async with self._session.read("prune (dry run)"):
                 rows = await self._session.fetch(candidates, params)
             return PruneOutcome(ids=[int(r[0]) for r in rows], dry_run=True)
-        async with self._session.write("prune") as db:
+        async with indexed_write(self._session, "prune") as db:
             await self._recalculate(db, cutoffs, project)
             rows = await self._session.fetch(
                 "DELETE FROM context_snapshots WHERE memory_tier = 'EXPIRED'"
@@ -702,7 +699,7 @@ class SqliteMemoryRepository:
         if not ids:
             return []
         listed = ", ".join(str(int(i)) for i in ids)  # ints from our own listing
-        async with self._session.write("prune") as db:
+        async with indexed_write(self._session, "prune") as db:
             # The live condition keeps a row that was used since it was listed.
             doomed = [
                 int(r[0])
