@@ -3,13 +3,14 @@
     python -m bench.project_tables --workdir W --projects 1 10 100 1000 \\
         --exe base=/work/main/.venv/bin --exe new=.venv/bin --rounds 3
 
-Each of a project's four triggers on context_snapshots carries `WHEN project = '<name>'`, so
-every row written tests one `WHEN` per project. For each project count, a store is made with
-that many projects (one row each), then in a fresh process per label (taking turns, the labels
-interleaved): the time to open the store and run its first statement (SQLite parses the whole
-schema then, and each project adds a table, its shadow tables and its triggers), 300 single
-`add` calls and 20 `add_many` batches of 100 rows into one project (no embedder: the storage
-write alone), and 100 deletes of one row. Medians of every sample of a label.
+A write queues each change (one trigger, whatever the number of projects) and moves the queue
+into the project's table before it commits; each project adds a table and its shadow tables to
+the schema, which SQLite parses at a connection's first statement. For each project count, a
+store is made with that many projects (one row each), then in a fresh process per label
+(taking turns, the labels interleaved): the time to open the store and run its first
+statement, 300 single `add` calls and 20 `add_many` batches of 100 rows into one project (no
+embedder: the storage write alone), and 100 deletes of one row. Medians of every sample of a
+label.
 """
 
 from __future__ import annotations
