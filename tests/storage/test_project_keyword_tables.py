@@ -65,6 +65,12 @@ async def table_of(db: aiosqlite.Connection, project: str) -> str:
     return f"context_snapshots_fts_{int(next(iter(rows))[0])}"
 
 
+async def queued(db: aiosqlite.Connection) -> int:
+    """Changes the triggers queued that no write path moved into a table before committing."""
+    rows = await db.execute_fetchall("SELECT count(*) FROM context_snapshots_fts_queue")
+    return int(next(iter(rows))[0])
+
+
 async def view_of(repo: SqliteMemoryRepository, db: aiosqlite.Connection) -> dict[str, Any]:
     """Everything alpha's keyword search shows or decides by: ids in order with their BM25,
     the key lookups, and the match counts behind the large-store switch and the prefix probe."""
@@ -100,9 +106,11 @@ async def test_another_projects_writes_deletes_prunes_imports_and_copies_change_
     await repo.add_many(b_rows(200, start=40), T0)
     await repo.add(draft("deploy billing", "beta", Layer.PROCEDURAL, key="deploy rule"), T0)
     await repo.add(draft("deploy outage", "beta", Layer.PROCEDURAL, key="deploy rule"), T0)
+    assert await queued(db) == 0
     assert await view_of(repo, db) == before
     await repo.delete("beta", [m.id for m in stored[:20]])
     await repo.replace_with("beta", [m.id for m in stored[20:30]], b_rows(5, start=900), T0)
+    assert await queued(db) == 0
     assert await view_of(repo, db) == before
 
     # Prune: beta's rows expire (alpha's were used later, so they stay).
@@ -118,8 +126,17 @@ async def test_another_projects_writes_deletes_prunes_imports_and_copies_change_
     )
     pruned = await repo.prune_expired(cutoffs, "beta", limit=50, dry_run=False)
     assert len(pruned.ids) == 50
+    assert await queued(db) == 0
+    assert await view_of(repo, db) == before
+    listed = await repo.prune_expired(cutoffs, "beta", limit=30, dry_run=True)
+    assert len(await repo.delete_expired(listed.ids, cutoffs)) == 30
+    for i in range(6):
+        await repo.add(draft(f"deploy {i}", "beta", Layer.WORKING, session_id="s"), later)
+    assert await repo.trim_session("beta", Layer.WORKING, "s", keep=2) == 4
+    assert await queued(db) == 0
     assert await view_of(repo, db) == before
     await repo.delete_layer("beta", None)
+    assert await queued(db) == 0
     assert await view_of(repo, db) == before
 
     # Import (new project, rows keeping no ids) and copy-store (rows with their ids).
@@ -151,6 +168,7 @@ async def test_another_projects_writes_deletes_prunes_imports_and_copies_change_
         for i, m in enumerate(stored[30:])
     ]
     await SqliteCopyEndpoint(session).write(copied)
+    assert await queued(db) == 0
     assert await view_of(repo, db) == before
 
     # And the other projects are searchable in their own tables.
@@ -201,6 +219,7 @@ async def test_rows_written_around_the_code_are_indexed_before_they_are_searched
         " '2026-01-01T00:00:00.000000Z', 0, 'ACTIVE', 'h', 4)"
     )
     await db.commit()
+    assert await queued(db) == 1  # the shell's row waits for the next search (or open)
     query = TextQuery(project="shell", words=("tea",), limit=5)
     assert [m.memory.content for m in await repo.search_text(query)] == ["tea from the shell"]
     await db.execute("UPDATE context_snapshots SET project = 'shell' WHERE id = ?", (kept.id,))
