@@ -114,15 +114,10 @@ async def indexed_write(
 async def build_pending_keyword_tables(db: aiosqlite.Connection) -> int:
     """Build every registered table that is not ready, and apply the queue; one transaction.
 
-    Runs at every open (after the migrations): after 0011 it builds every project's table; a
-    crash in between leaves them registered, built at the next open. Returns how many tables
-    it built. A store that predates 0011 has nothing to build.
+    Runs at every open of a store at 0011 or later (after the migrations): after 0011 it
+    builds every project's table; a crash in between leaves them registered, built at the next
+    open. Returns how many tables it built. One statement when there is nothing to do.
     """
-    async with db.execute(
-        f"SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = '{_REGISTRY}'"
-    ) as cur:
-        if await cur.fetchone() is None:
-            return 0
     probe = (
         f"SELECT EXISTS (SELECT 1 FROM {_REGISTRY} WHERE ready = 0)"
         f" OR EXISTS (SELECT 1 FROM {_QUEUE})"

@@ -22,6 +22,9 @@ __all__ = ["apply_migrations", "default_migrations_dir", "schema_version"]
 
 log = structlog.get_logger(__name__)
 
+# From this migration on, each project's keyword table is built by code (keyword_tables).
+_KEYWORD_TABLES = "0011_project_keyword_tables"
+
 
 def default_migrations_dir() -> Path:
     """Where the SQLite migration files are (packaged, else the checkout's migrations/sqlite)."""
@@ -50,7 +53,8 @@ async def apply_migrations(db: aiosqlite.Connection, directory: Path | None = No
         " (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
     )
     done: list[str] = []
-    for migration in pending_migrations(migrations, await _applied(db)):
+    applied = await _applied(db)
+    for migration in pending_migrations(migrations, applied):
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         # executescript ignores isolation_level, so the transaction is spelled out in the script.
         # The name is safe to inline: _NAME admits only digits, lowercase letters and underscores.
@@ -70,6 +74,8 @@ async def apply_migrations(db: aiosqlite.Connection, directory: Path | None = No
         done.append(migration.name)
     # 0011 registers the projects whose keyword tables code must build (SQL cannot name a
     # table from a value); a crash before this leaves them registered, built at the next open.
+    if _KEYWORD_TABLES not in applied and _KEYWORD_TABLES not in done:
+        return done
     try:
         built = await build_pending_keyword_tables(db)
     except DriverError as exc:
