@@ -31,7 +31,9 @@ from memory_core.services.memories import SearchRequest
 from memory_core.storage.sqlite.repository import SqliteMemoryRepository
 
 
-async def _no_common_words(self: SqliteMemoryRepository, words: object, at_least: int) -> set[str]:
+async def _no_common_words(
+    self: SqliteMemoryRepository, table: str, words: object, at_least: int
+) -> set[str]:
     return set()
 
 

@@ -9,10 +9,11 @@ as much as the code. Here each label (a checkout's virtualenv bin directory) get
 of the store built by bench/scale.py (`scale-SIZE.db` in the workdir, migrated by its own code
 at first open), and the labels take turns: each round starts one fresh process per label,
 which warms up and then times the same 100 queries as bench/scale.py (hybrid, limit 10, the
-query embedding included) and 20 `get_memory_stats` calls, after the tier recalculation
-bench/scale.py makes first. The figures are the median of every sample of a label, the range
-of the per-round medians, and the p95. With `--numpy`, each worker also times numpy's exact
-cosine top 10 over the main project's vectors for the same queries: the floor of that run.
+query embedding included), the same queries keyword-only, and 20 `get_memory_stats` calls,
+after the tier recalculation bench/scale.py makes first. The figures are the median of every
+sample of a label, the range of the per-round medians, and the p95. With `--numpy`, each worker
+also times numpy's exact cosine top 10 over the main project's vectors for the same queries:
+the floor of that run.
 """
 
 from __future__ import annotations
@@ -47,7 +48,13 @@ async def _worker(db: Path, cache: Path, numpy_floor: bool) -> dict[str, list[fl
     pool, _ = build_pool(corpus, POOL_MAX, cache, real)
     queries = query_texts(corpus, pool, 100)
     clock = BenchClock()
-    out: dict[str, list[float]] = {"hybrid": [], "hybrid_cpu": [], "stats": [], "numpy": []}
+    out: dict[str, list[float]] = {
+        "hybrid": [],
+        "hybrid_cpu": [],
+        "keyword": [],
+        "stats": [],
+        "numpy": [],
+    }
     async with open_container(settings_for(db), clock) as store:
         assert store.embedder is not None
         await store.embedder.wait()
@@ -65,6 +72,13 @@ async def _worker(db: Path, cache: Path, numpy_floor: bool) -> dict[str, list[fl
             # CPU of every thread of the process (embedding, both connections' threads): the
             # work a search costs, which a loaded machine distorts far less than wall time.
             out["hybrid_cpu"].append((time.process_time() - cpu) * 1000)
+        # Keyword-only: the FTS5 side alone (no embedding), the same queries.
+        for q in queries:
+            tick = time.perf_counter()
+            await mem.search(
+                SearchRequest(project="main", query=q, mode=SearchMode.KEYWORD, limit=10)
+            )
+            out["keyword"].append((time.perf_counter() - tick) * 1000)
         for _ in range(20):
             tick = time.perf_counter()
             await maintenance.memory_stats(store.repo, clock, tiers, "main")
@@ -143,7 +157,7 @@ def main(argv: list[str] | None = None) -> None:
     figures: dict[str, Any] = {}
     for label, runs in rounds.items():
         figures[label] = {}
-        for name in ("hybrid", "hybrid_cpu", "stats", "numpy"):
+        for name in ("hybrid", "hybrid_cpu", "keyword", "stats", "numpy"):
             every = [x for run in runs for x in run.get(name, [])]
             if not every:
                 continue

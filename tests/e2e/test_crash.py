@@ -121,7 +121,11 @@ async def test_sigkill_mid_write_loses_no_acknowledged_write(db_path: Path, tmp_
             "SELECT id, content FROM context_snapshots WHERE project = ?", (PROJECT,)
         ):
             rows.setdefault(content, []).append(int(memory_id))
-        fts = conn.execute("SELECT count(*) FROM context_snapshots_fts").fetchone()[0]
+        # The project's own keyword table (migration 0011).
+        (table_id,) = conn.execute(
+            "SELECT id FROM context_snapshots_fts_projects WHERE project = ?", (PROJECT,)
+        ).fetchone()
+        fts = conn.execute(f"SELECT count(*) FROM context_snapshots_fts_{table_id}").fetchone()[0]
     finally:
         conn.close()
     missing = [c for c in acked if c not in rows]

@@ -172,7 +172,9 @@ async def test_export_and_import_carry_dates_and_occurred_at(
 
     stored = await repo.list_layer("p", Layer.EPISODIC, None, newest_first=False)
     assert await repo.delete("p", [m.id for m in stored]) == 2
-    parsed = transfer.parse_export(lines, schema_version=10, now=clock.now())
+    parsed = transfer.parse_export(
+        lines, schema_version=await store.schema_version(), now=clock.now()
+    )
     counts = await transfer.import_records(store, parsed)
     assert counts.imported == 2
     back = await repo.get("p", said.memory.id)

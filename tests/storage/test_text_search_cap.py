@@ -34,14 +34,22 @@ def draft(text: str, project: str = "p", layer: Layer = Layer.EPISODIC) -> Memor
     )
 
 
+async def keyword_table(db: aiosqlite.Connection, project: str = "p") -> str:
+    """The project's own FTS5 table (migration 0011)."""
+    rows = await db.execute_fetchall(
+        "SELECT id FROM context_snapshots_fts_projects WHERE project = ?", (project,)
+    )
+    return f"context_snapshots_fts_{int(next(iter(rows))[0])}"
+
+
 async def uncapped(db: aiosqlite.Connection, query: TextQuery) -> list[int]:
     """The former statement: join every match to its row, then sort."""
+    fts_table = await keyword_table(db, query.project)
     sql = (
-        "SELECT s.id FROM context_snapshots_fts"
-        " JOIN context_snapshots AS s ON s.id = context_snapshots_fts.rowid"
-        " WHERE context_snapshots_fts MATCH ? AND s.project = ?"
+        f"SELECT s.id FROM {fts_table} JOIN context_snapshots AS s ON s.id = {fts_table}.rowid"
+        f" WHERE {fts_table} MATCH ? AND s.project = ?"
         + (" AND s.layer = ?" if query.layer else "")
-        + " ORDER BY context_snapshots_fts.rank, s.id DESC LIMIT ?"
+        + f" ORDER BY {fts_table}.rank, s.id DESC LIMIT ?"
     )
     fts = any_word(query.words, query.prefix_min_chars)
     args = [fts, query.project, *([query.layer.value] if query.layer else []), query.limit]
@@ -67,13 +75,13 @@ async def test_capped_search_returns_the_same_top_hits(db: aiosqlite.Connection,
 async def test_filters_that_drop_the_best_matches_fall_back_to_all_matches(
     db: aiosqlite.Connection,
 ) -> None:
-    """Another project's rows outrank this one's: the capped set holds none of them."""
+    """Another layer's rows outrank the wanted one's: the capped set holds none of them."""
     repo: MemoryRepository = SqliteMemoryRepository(SqliteSession(db))
     limit = 3
     for i in range(limit * _OVERFETCH * 3):
-        await repo.add(draft(f"tea tea tea {i}", project="busy"), T0)
+        await repo.add(draft(f"tea tea tea {i}", layer=Layer.SEMANTIC), T0)
     mine = [(await repo.add(draft(f"tea and a long note number {i}"), T0)).memory for i in range(4)]
-    wanted = TextQuery(project="p", words=("tea",), limit=limit)
+    wanted = TextQuery(project="p", words=("tea",), layer=Layer.EPISODIC, limit=limit)
     hits = await repo.search_text(wanted)
     assert [h.memory.id for h in hits] == await uncapped(db, wanted)
     assert {h.memory.id for h in hits} <= {m.id for m in mine} and len(hits) == limit
@@ -111,9 +119,10 @@ async def test_the_probe_counts_whole_word_matches(
     longer = (await repo.add(draft("three vulnerabilities"), T0)).memory.id
     # FTS5 stems the probe as the index: "vulnerability" counts the rows of "vulnerabilities".
     probe = ["vuln", "vulnerability", "zzzz"]
-    assert await repo._common_words(probe, 3) == {"vuln"}
-    assert await repo._common_words(probe, 1) == {"vuln", "vulnerability"}
-    assert await repo._common_words(probe, 4) == set()
+    table = await keyword_table(db)
+    assert await repo._common_words(table, probe, 3) == {"vuln"}
+    assert await repo._common_words(table, probe, 1) == {"vuln", "vulnerability"}
+    assert await repo._common_words(table, probe, 4) == set()
     # Under the bar (1,000 rows) a word keeps its prefix; whole matches still rank first.
     short = TextQuery(project="p", words=("vuln",), prefix_min_chars=3, limit=3)
     assert sorted(m.memory.id for m in await repo.search_text(short)) == whole

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 
 from memory_core.ports.transfer import CopyRow
 from memory_core.storage.records import RowWriter, recorded_model
+from memory_core.storage.sqlite.keyword_tables import indexed_write
 from memory_core.storage.sqlite.rows import encode_time, row_to_memory
 from memory_core.storage.sqlite.session import SqliteSession
 from memory_core.storage.sqlite.vectors import EXACT_SEARCH_MAX, SqliteVectorIndex
@@ -67,7 +68,7 @@ class SqliteCopyEndpoint:
 
     async def write(self, rows: Sequence[CopyRow]) -> None:
         """Insert a batch keeping ids (AUTOINCREMENT follows them), then its vectors."""
-        async with self._session.write("copying rows") as db:
+        async with indexed_write(self._session, "copying rows") as db:
             await db.executemany(
                 "INSERT INTO context_snapshots (id, project, layer, key, content, metadata,"
                 " session_id, created_at, updated_at, last_accessed, access_count, memory_tier,"

@@ -16,10 +16,14 @@ from memory_core.storage.migrations import (
     schema_number,
 )
 from memory_core.storage.sqlite.connection import DriverError
+from memory_core.storage.sqlite.keyword_tables import build_pending_keyword_tables
 
 __all__ = ["apply_migrations", "default_migrations_dir", "schema_version"]
 
 log = structlog.get_logger(__name__)
+
+# From this migration on, each project's keyword table is built by code (keyword_tables).
+_KEYWORD_TABLES = "0011_project_keyword_tables"
 
 
 def default_migrations_dir() -> Path:
@@ -49,7 +53,8 @@ async def apply_migrations(db: aiosqlite.Connection, directory: Path | None = No
         " (name TEXT PRIMARY KEY, applied_at TEXT NOT NULL)"
     )
     done: list[str] = []
-    for migration in pending_migrations(migrations, await _applied(db)):
+    applied = await _applied(db)
+    for migration in pending_migrations(migrations, applied):
         stamp = datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
         # executescript ignores isolation_level, so the transaction is spelled out in the script.
         # The name is safe to inline: _NAME admits only digits, lowercase letters and underscores.
@@ -67,6 +72,16 @@ async def apply_migrations(db: aiosqlite.Connection, directory: Path | None = No
             raise StorageError(f"applying migration {migration.name}") from exc
         log.info("migration.applied", name=migration.name)
         done.append(migration.name)
+    # 0011 registers the projects whose keyword tables code must build (SQL cannot name a
+    # table from a value); a crash before this leaves them registered, built at the next open.
+    if _KEYWORD_TABLES not in applied and _KEYWORD_TABLES not in done:
+        return done
+    try:
+        built = await build_pending_keyword_tables(db)
+    except DriverError as exc:
+        raise StorageError("building the keyword indexes") from exc
+    if built:
+        log.info("keyword_tables.built", tables=built)
     return done
 
 

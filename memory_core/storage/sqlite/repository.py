@@ -39,6 +39,7 @@ from memory_core.storage.sqlite.fts_match import (
     exact_word,
     prefix_candidates,
 )
+from memory_core.storage.sqlite.keyword_tables import indexed_write, keyword_table
 from memory_core.storage.sqlite.rows import decode_time, encode_time, row_to_memory
 from memory_core.storage.sqlite.session import SqliteSession
 
@@ -129,23 +130,23 @@ _OVERFETCH = 4
 _SCORE_ALL_MAX = 10_000
 # The service asks this many keyword candidates per hit it returns (services.memories).
 _CANDIDATES_PER_HIT = 4
-# A word keeps its prefix form unless this many rows (of any project; or the candidate limit,
+# A word keeps its prefix form unless this many rows (of the project; or the candidate limit,
 # if larger) hold it whole. Dropping the prefix changes BM25 slightly (a row holding the word
 # no longer matches it twice): LoCoMo dev R@10 -0.004 with the candidate limit as the bar,
 # -0.0013 with this one (docs/benchmarks.md); below it the prefix costs about a millisecond.
 _PREFIX_COMMON_MIN = 1000
 
 
-def _capped_text_sql(where: str) -> str:
-    """The best `:cap` FTS5 matches (-1: all), joined to their rows and filtered.
+def _capped_text_sql(where: str, fts: str) -> str:
+    """The best `:cap` matches (-1: all) of the project's keyword table `fts`, joined, filtered.
 
     `rowid DESC` breaks BM25 ties inside the cap as the outer ORDER BY does (newest first),
     so the cap never changes which of two equal rows is returned; SQLite's bounded sorter
     also beats FTS5's own `ORDER BY rank` here (6.0 vs 8.6 ms at 80k rows).
     """
     return (
-        "WITH hits AS (SELECT rowid AS id, rank AS bm25 FROM context_snapshots_fts"
-        " WHERE context_snapshots_fts MATCH :fts ORDER BY rank, rowid DESC LIMIT :cap)"
+        f"WITH hits AS (SELECT rowid AS id, rank AS bm25 FROM {fts}"
+        f" WHERE {fts} MATCH :fts ORDER BY rank, rowid DESC LIMIT :cap)"
         " SELECT s.*, hits.bm25 AS bm25 FROM hits JOIN context_snapshots AS s ON s.id = hits.id"
         f" WHERE s.project = :project{where} ORDER BY hits.bm25, s.id DESC LIMIT :limit"
     )
@@ -209,7 +210,7 @@ class SqliteMemoryRepository:
 
     async def add(self, draft: MemoryDraft, now: datetime) -> AddOutcome:
         """Insert or upsert a draft; see MemoryRepository.add."""
-        async with self._session.write("add") as db:
+        async with indexed_write(self._session, "add") as db:
             return await self._add_in_transaction(db, draft, now)
 
     async def add_many(self, drafts: Sequence[MemoryDraft], now: datetime) -> list[AddOutcome]:
@@ -223,7 +224,7 @@ class SqliteMemoryRepository:
         """
         if not drafts:
             return []
-        async with self._session.write("add many") as db:
+        async with indexed_write(self._session, "add many") as db:
             return await self._add_many_in_transaction(db, drafts, now)
 
     async def _add_many_in_transaction(
@@ -361,7 +362,7 @@ class SqliteMemoryRepository:
         """Delete rows of a project by id."""
         if not ids:
             return 0
-        async with self._session.write("delete") as db:
+        async with indexed_write(self._session, "delete") as db:
             cur = await db.execute(
                 "DELETE FROM context_snapshots"
                 f" WHERE +project = ? AND id IN ({_placeholders(ids)})",
@@ -371,7 +372,7 @@ class SqliteMemoryRepository:
 
     async def delete_layer(self, project: str, layer: Layer | None) -> int:
         """Delete a layer of a project, or all of it."""
-        async with self._session.write("clear") as db:
+        async with indexed_write(self._session, "clear") as db:
             if layer is None:
                 cur = await db.execute(
                     "DELETE FROM context_snapshots WHERE project = ?", (project,)
@@ -387,7 +388,7 @@ class SqliteMemoryRepository:
         self, project: str, layer: Layer, session_id: str | None, *, keep: int
     ) -> int:
         """Delete all but the newest `keep` rows of a project+layer+session."""
-        async with self._session.write("trim") as db:
+        async with indexed_write(self._session, "trim") as db:
             cur = await db.execute(
                 "DELETE FROM context_snapshots WHERE id IN ("
                 " SELECT id FROM context_snapshots"
@@ -401,7 +402,7 @@ class SqliteMemoryRepository:
         self, project: str, ids: Sequence[int], drafts: Sequence[MemoryDraft], now: datetime
     ) -> list[Memory]:
         """Delete `ids` and add `drafts` atomically."""
-        async with self._session.write("compact") as db:
+        async with indexed_write(self._session, "compact") as db:
             if ids:
                 await db.execute(
                     "DELETE FROM context_snapshots"
@@ -481,10 +482,14 @@ class SqliteMemoryRepository:
         """
         if not query.words:
             return []
+        table = await keyword_table(self._session, query.project)
+        if table is None:
+            return []  # the project was never written
         where, params = _filters(query)
         params.update(project=query.project, limit=query.limit)
         async with self._session.read("keyword search"):
             whole = await self._common_words(
+                table,
                 prefix_candidates(query.words, query.prefix_min_chars),
                 max(query.limit, _PREFIX_COMMON_MIN),
             )
@@ -492,50 +497,49 @@ class SqliteMemoryRepository:
             every = every_word(query.words, query.prefix_min_chars, whole)
             # Counting costs ~0.5 us a match (~2 ms at 100k); a one-word query has no
             # "every word" query to take instead, so it skips the count.
-            if every is not None and await self._count_matches(fts, _SCORE_ALL_MAX) > (
+            if every is not None and await self._count_matches(table, fts, _SCORE_ALL_MAX) > (
                 _SCORE_ALL_MAX
             ):
-                rows = await self._capped_text_search(where, {**params, "fts": every}, query.limit)
+                rows = await self._capped_text_search(
+                    table, where, {**params, "fts": every}, query.limit
+                )
                 if len(rows) >= max(1, query.limit // _CANDIDATES_PER_HIT):
                     return _text_matches(rows)
             params["fts"] = fts
-            rows = await self._capped_text_search(where, params, query.limit)
+            rows = await self._capped_text_search(table, where, params, query.limit)
         return _text_matches(rows)
 
     async def _capped_text_search(
-        self, where: str, params: dict[str, Any], limit: int
+        self, table: str, where: str, params: dict[str, Any], limit: int
     ) -> list[Any]:
         cap = limit * _OVERFETCH
-        rows = await self._session.fetch(_capped_text_sql(where), {**params, "cap": cap})
-        if len(rows) < limit and await self._count_matches(params["fts"], cap) > cap:
-            rows = await self._session.fetch(_capped_text_sql(where), {**params, "cap": -1})
+        sql = _capped_text_sql(where, table)
+        rows = await self._session.fetch(sql, {**params, "cap": cap})
+        if len(rows) < limit and await self._count_matches(table, params["fts"], cap) > cap:
+            rows = await self._session.fetch(sql, {**params, "cap": -1})
         return rows
 
-    async def _common_words(self, words: Sequence[str], at_least: int) -> set[str]:
-        """Those of `words` whose whole form matches at least `at_least` rows (any project).
+    async def _common_words(self, table: str, words: Sequence[str], at_least: int) -> set[str]:
+        """Those of `words` whose whole form matches at least `at_least` rows of the project.
 
-        One statement, reading at most `at_least` rowids of each word's doclist (no row is
-        looked up: a per-project count joined each rowid to its row and cost as much as the
-        prefixes it saved). FTS5 stems the word as it stems the index ("vulnerabilities"
-        counts rows of "vulner").
+        `table` is the project's keyword table. One statement, reading at most `at_least` rowids of
+        each word's doclist (no row is looked up: a per-project count joined each rowid to its row
+        and cost as much as the prefixes it saved). FTS5 stems the word as it stems the index
+        ("vulnerabilities" counts rows of "vulner").
         """
         if not words:
             return set()
-        probe = (
-            "(SELECT count(*) FROM (SELECT 1 FROM context_snapshots_fts"
-            " WHERE context_snapshots_fts MATCH ? LIMIT ?))"
-        )
+        probe = f"(SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?))"
         rows = await self._session.fetch(
             f"SELECT {', '.join([probe] * len(words))}",
             [v for word in words for v in (exact_word(word), at_least)],
         )
         return {word for word, n in zip(words, rows[0], strict=True) if n >= at_least}
 
-    async def _count_matches(self, fts: str, at_most: int) -> int:
-        """How many rows (of any project) match `fts`, counted up to `at_most + 1`."""
+    async def _count_matches(self, table: str, fts: str, at_most: int) -> int:
+        """How many rows of the project (keyword table `table`) match `fts`, up to `at_most + 1`."""
         rows = await self._session.fetch(
-            "SELECT count(*) FROM (SELECT rowid FROM context_snapshots_fts"
-            " WHERE context_snapshots_fts MATCH ? LIMIT ?)",
+            f"SELECT count(*) FROM (SELECT rowid FROM {table} WHERE {table} MATCH ? LIMIT ?)",
             (fts, at_most + 1),
         )
         return int(rows[0][0])
@@ -549,12 +553,14 @@ class SqliteMemoryRepository:
         the rows) would leave too few of the best matches, and the uncapped retry doubled the
         work (recall at 1M rows: p50 5.6 ms as it is, 21.8 ms capped).
         """
+        table = await keyword_table(self._session, project)
+        if table is None:
+            return []  # the project was never written
         async with self._session.read("key search"):
             return await self._session.fetch_memories(
-                "SELECT s.* FROM context_snapshots_fts"
-                " JOIN context_snapshots AS s ON s.id = context_snapshots_fts.rowid"
-                " WHERE context_snapshots_fts MATCH ? AND s.project = ? AND s.layer = ?"
-                " AND s.key IS NOT NULL ORDER BY bm25(context_snapshots_fts), s.id DESC LIMIT ?",
+                f"SELECT s.* FROM {table} JOIN context_snapshots AS s ON s.id = {table}.rowid"
+                f" WHERE {table} MATCH ? AND s.project = ? AND s.layer = ?"
+                f" AND s.key IS NOT NULL ORDER BY bm25({table}), s.id DESC LIMIT ?",
                 (f"key : ({fts})", project, layer.value, limit),
             )
 
@@ -673,7 +679,7 @@ class SqliteMemoryRepository:
             async with self._session.read("prune (dry run)"):
                 rows = await self._session.fetch(candidates, params)
             return PruneOutcome(ids=[int(r[0]) for r in rows], dry_run=True)
-        async with self._session.write("prune") as db:
+        async with indexed_write(self._session, "prune") as db:
             await self._recalculate(db, cutoffs, project)
             rows = await self._session.fetch(
                 "DELETE FROM context_snapshots WHERE memory_tier = 'EXPIRED'"
@@ -693,7 +699,7 @@ class SqliteMemoryRepository:
         if not ids:
             return []
         listed = ", ".join(str(int(i)) for i in ids)  # ints from our own listing
-        async with self._session.write("prune") as db:
+        async with indexed_write(self._session, "prune") as db:
             # The live condition keeps a row that was used since it was listed.
             doomed = [
                 int(r[0])

@@ -16,6 +16,7 @@ from memory_core.errors import StorageError
 from memory_core.files import partial_beside
 from memory_core.ports.transfer import BackupReport, ColumnType, Progress, Row, TableSpec, table
 from memory_core.storage.sqlite.connection import DriverError
+from memory_core.storage.sqlite.keyword_tables import indexed_write
 from memory_core.storage.sqlite.migrate import schema_version
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
@@ -145,7 +146,7 @@ class SqliteMemoryTransfer:
         sql = _insert_sql(spec, keep_ids=keep_ids)
         columns = [(n, t) for n, t in spec.columns if keep_ids or n != "id"]
         out: list[Any] = []
-        async with self._session.write(f"importing {kind} rows"):
+        async with indexed_write(self._session, f"importing {kind} rows"):
             for row in rows:
                 got = await self._session.fetch(sql, [_encode(t, row[n]) for n, t in columns])
                 out.append(got[0][0] if got else None)
