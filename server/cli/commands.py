@@ -67,7 +67,8 @@ def _add_project(parser: argparse.ArgumentParser, default: str) -> None:
     parser.add_argument("--project", "-p", metavar="P", help=f"the project ({default})")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `memstrata` parser; with `command`, other modules' commands are left out."""
     parser = argparse.ArgumentParser(
         prog="memstrata",
         description=textwrap.fill(
@@ -293,22 +294,44 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("path", help="a text/markdown file or a folder of them")
     ingest.add_argument("--tenant", "-t", required=True, help="whose business context")
     _add_json(ingest)
-    from server.cli import (  # light: rich loads only when they run
-        copy,
-        knowledge,
-        setup,
-        tools,
-        ui,
-    )
-    from server.hooks import entry as hook_entry
-
-    knowledge.add_parser(sub)
-    copy.add_parser(sub)
-    setup.add_parser(sub)
-    tools.add_parser(sub)
-    ui.add_parser(sub)
-    hook_entry.add_parser(sub)
+    for module, commands in _PARSER_MODULES:
+        if command is None or command in commands:
+            importlib.import_module(module).add_parser(sub)
     return parser
+
+
+# Modules that add their own commands to the parser, in `memstrata --help` order. Each is
+# imported only to parse its own command (or for the full listing): `server.cli.copy` reaches
+# the storage records and vectors, `setup` the Claude settings files, ~15% of a cold `stats`.
+_PARSER_MODULES: tuple[tuple[str, frozenset[str]], ...] = (
+    ("server.cli.knowledge", frozenset({"preferences", "documents", "scratchpad"})),
+    ("server.cli.copy", frozenset({"copy-store"})),
+    ("server.cli.setup", frozenset({"setup"})),
+    ("server.cli.tools", frozenset({"tools"})),
+    ("server.cli.ui", frozenset({"ui"})),
+    ("server.hooks.entry", frozenset({"hook"})),
+)
+# The commands defined above in `_parser` itself.
+_OWN_COMMANDS = frozenset(
+    {"serve", "migrate", "maintain", "reindex", "stats", "search", "recall", "export"}
+    | {"import", "backup", "compact-file", "doctor", "ingest"}
+)
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The command `argv` names, or None when the whole parser is needed.
+
+    None (every command's parser) for the listing (`--help` with no command) and for a word
+    that names no command, so argparse's errors list every choice as before. A bare
+    `memstrata` serves, and needs no other command's parser.
+    """
+    if not argv:
+        return "serve"
+    word = next((a for a in argv if not a.startswith("-")), None)
+    if word is None:
+        return None
+    known = _OWN_COMMANDS.union(*(commands for _, commands in _PARSER_MODULES))
+    return word if word in known else None
 
 
 def _err(text: str) -> None:
@@ -452,7 +475,8 @@ def _run(command: str, settings: Settings, args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the `memstrata` console script and of `python -m server`."""
-    args = _parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = _parser(_command_word(words)).parse_args(words)
     if args.command == "hook":  # `python -m server hook ...`; the console script goes direct
         from server.hooks.entry import run
 
