@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib
 import sys
 import textwrap
@@ -21,10 +22,14 @@ from server.logging import configure_logging
 from server.settings import Settings, SettingsError, describe_settings_error
 from server.toolsets import parse_toolsets
 
-__all__ = ["EXIT_CANNOT_LISTEN", "EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_CANNOT_LISTEN", "EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "ONE_SHOT", "main"]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 EXIT_CANNOT_LISTEN = 6
+
+# Cold one-shot queries (issue 21): they answer and exit, so they run without the cyclic
+# garbage collector, which the console script turns off for start-up (server.cli.main).
+ONE_SHOT = frozenset({"stats", "recall", "search"})
 
 # Commands that read or write the SQLite file itself, not the configured store.
 _SQLITE_FILE_COMMANDS = frozenset({"doctor", "backup", "compact-file"})
@@ -491,6 +496,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     # First, for every command: nothing may log to stdout before the stdio transport starts.
     # (serve configures it again after MCPServer() installs its own handlers.)
     configure_logging(settings.log_level, settings.log_format)
+    if command not in ONE_SHOT and command != "serve":
+        gc.enable()  # off during start-up (server.cli.main); `serve` turns it on when warm
     try:
         code = _serve(settings, args) if command == "serve" else _run(command, settings, args)
     except MemoryCoreError as exc:
