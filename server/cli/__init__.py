@@ -8,9 +8,10 @@ commands.
 from __future__ import annotations
 
 import gc
+import os
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = ["main"]
 
@@ -46,6 +47,11 @@ def _structlog_without_rich() -> None:
         del sys.modules["rich"]
 
 
+def _names_postgres(environ: Mapping[str, str]) -> bool:
+    """Whether the store is PostgreSQL (MEMSTRATA_DATABASE_URL, names case-insensitive)."""
+    return any(k.upper() == "MEMSTRATA_DATABASE_URL" and v for k, v in environ.items())
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the `memstrata` console script."""
     # Start-up creates only long-lived objects (modules, classes, validators), so the cyclic
@@ -61,6 +67,10 @@ def main(argv: Sequence[str] | None = None) -> None:
         from server.hooks.entry import run
 
         run(args[1:])
+    if command == "stats" and not _names_postgres(os.environ):
+        # asyncio imports ssl (~2% of a cold `stats`) for TLS connections and handles its
+        # absence; stats on the SQLite file opens none (the hooks do the same, hooks.entry).
+        sys.modules.setdefault("ssl", None)  # type: ignore[arg-type]
     if args[:1] != ["serve"]:
         # structlog imports rich.traceback (with pygments) at import time to format exceptions
         # in console logs, ~100 ms of a cold command that prints one table; a command's logs
