@@ -52,6 +52,11 @@ def _names_postgres(environ: Mapping[str, str]) -> bool:
     return any(k.upper() == "MEMSTRATA_DATABASE_URL" and v for k, v in environ.items())
 
 
+def _console_logs(environ: Mapping[str, str]) -> bool:
+    """Whether MEMSTRATA_LOG_FORMAT asks for console lines (server.settings validates it)."""
+    return any(k.upper() == "MEMSTRATA_LOG_FORMAT" and v == "console" for k, v in environ.items())
+
+
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the `memstrata` console script."""
     # Start-up creates only long-lived objects (modules, classes, validators), so the cyclic
@@ -71,7 +76,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         # asyncio imports ssl (~2% of a cold `stats`) for TLS connections and handles its
         # absence; stats on the SQLite file opens none (the hooks do the same, hooks.entry).
         sys.modules.setdefault("ssl", None)  # type: ignore[arg-type]
-    if args[:1] != ["serve"]:
+    if command == "serve" and not _console_logs(os.environ):
+        # A server logging JSON lines needs no rich: structlog would import its console,
+        # pretty printer and tracebacks (with pygments), and the SDK's MCPServer() a
+        # RichHandler that configure_logging replaces at once (~25% of what `serve` adds to
+        # the SDK's own import before its first `tools/list`). Without rich, both fall back.
+        sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
+    elif args[:1] != ["serve"]:
         # structlog imports rich.traceback (with pygments) at import time to format exceptions
         # in console logs, ~100 ms of a cold command that prints one table; a command's logs
         # are JSON, and its exceptions print fine without it. Tables still use rich.

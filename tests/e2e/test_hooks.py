@@ -316,10 +316,10 @@ try:
 except Exit:
     pass
 heavy = ("mcp", "rich", "apscheduler", "uvicorn", "starlette", "numpy", "onnxruntime", "asyncpg",
-         "pydantic_settings", "importlib.metadata", "anyio", "server.cli.commands",
-         "server.schemas")
+         "pydantic_settings", "importlib.metadata", "server.cli.commands", "server.schemas")
 if sys.argv[1] == "session-start":
     heavy += ("ssl",)  # on the SQLite file (with PostgreSQL it may need TLS)
+    heavy += ("anyio",)  # the model's loader and the search services use it; a start does not
 loaded = [m for m in heavy if sys.modules.get(m)]
 if gc.isenabled():  # off from start-up to exit (server.cli.main)
     loaded.append("the cyclic GC")
@@ -328,10 +328,10 @@ sys.stderr.write("LOADED " + json.dumps(loaded) + " " + str("server.hooks.events
 
 
 def test_the_hook_path_imports_neither_mcp_nor_rich_nor_numpy(ws: Workspace) -> None:
-    """Nor pydantic-settings, nor importlib.metadata (pydantic's plugin search), nor anyio (the
-    model's background loader), nor the CLI's other commands or the tools' result models, nor,
-    for session-start on the SQLite file, ssl: each costs a cold hook milliseconds of its
-    budget. The cyclic GC stays off until the hook exits."""
+    """Nor pydantic-settings, nor importlib.metadata (pydantic's plugin search), nor the CLI's
+    other commands or the tools' result models, nor, for session-start on the SQLite file, ssl
+    and anyio: each costs a cold hook milliseconds of its budget. The cyclic GC stays off
+    until the hook exits."""
     for command, payload in [
         ("session-start", ws.payload("SessionStart", source="startup")),
         ("user-prompt-submit", ws.payload("UserPromptSubmit", prompt="billing cluster?")),

@@ -205,6 +205,38 @@ def test_serve_answers_tools_list_without_numpy_or_the_model(db: Path) -> None:
     assert "mcp" in loaded
 
 
+_STDIO_SERVE_RUNNER = """
+import json, sys
+from server.cli import main
+try:
+    main(["serve"])  # stdin is empty: the client is gone, the server stops
+except SystemExit as exc:
+    code = exc.code
+loaded = [m for m in ("rich", "pygments") if sys.modules.get(m) is not None]
+sys.stderr.write("LOADED " + json.dumps(loaded) + f" {code}\\n")
+"""
+
+
+@pytest.mark.parametrize(
+    ("log_format", "expected"), [("json", []), ("console", ["rich", "pygments"])]
+)
+def test_serve_logging_json_never_imports_rich(
+    db: Path, log_format: str, expected: list[str]
+) -> None:
+    """structlog and the SDK's MCPServer() use rich when they can; JSON logs need none."""
+    done = subprocess.run(
+        [sys.executable, "-c", _STDIO_SERVE_RUNNER],
+        input="",
+        capture_output=True,
+        text=True,
+        env={"MEMSTRATA_DB": str(db), "MEMSTRATA_LOG_FORMAT": log_format, "PATH": "/usr/bin:/bin"},
+        timeout=120,
+        check=True,
+    )
+    line = next(x for x in done.stderr.splitlines() if x.startswith("LOADED "))
+    assert line == f"LOADED {json.dumps(expected)} 0"
+
+
 _LISTING_RUNNER = """
 import asyncio, gc, json, sys, threading
 gc.disable()  # as the console script starts (server.cli.main)
