@@ -32,19 +32,24 @@ def _no_pydantic_plugins() -> None:
 
 
 def _structlog_without_rich() -> None:
-    """Import structlog while rich is hidden, so that it neither loads nor uses rich.
+    """Import structlog while rich and greenlet are hidden: it then neither loads nor uses them.
 
     At import, structlog loads rich's console and pretty printer (~25 ms cold) when it can,
     to render console tracebacks and the locals of JSON tracebacks. A command's logs are JSON
     lines, whose locals then print with repr(); its tables import rich when they print.
+    Its deprecated thread-local context loads greenlet (a C extension) when installed;
+    memstrata binds context with contextvars.
     """
     if "structlog" in sys.modules or "rich" in sys.modules:
         return
-    sys.modules["rich"] = None  # type: ignore[assignment]
+    hidden = [name for name in ("rich", "greenlet") if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]
     try:
         import structlog  # noqa: F401
     finally:
-        del sys.modules["rich"]
+        for name in hidden:
+            del sys.modules[name]
 
 
 def _names_postgres(environ: Mapping[str, str]) -> bool:

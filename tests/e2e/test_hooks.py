@@ -316,7 +316,8 @@ try:
 except Exit:
     pass
 heavy = ("mcp", "rich", "apscheduler", "uvicorn", "starlette", "numpy", "onnxruntime", "asyncpg",
-         "pydantic_settings", "importlib.metadata", "server.cli.commands", "server.schemas")
+         "pydantic_settings", "importlib.metadata", "server.cli.commands", "server.schemas",
+         "greenlet")
 if sys.argv[1] == "session-start":
     heavy += ("ssl",)  # on the SQLite file (with PostgreSQL it may need TLS)
     heavy += ("anyio",)  # the model's loader and the search services use it; a start does not

@@ -145,6 +145,7 @@ _NOT_FOR_STATS = (
     # The other tools' result models (StatsOut has its own module), the model's loader.
     "server.schemas.memories",
     "anyio",
+    "greenlet",  # structlog's deprecated thread-local context
     "ssl",  # on the SQLite file: asyncio goes without TLS
 )
 
