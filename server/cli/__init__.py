@@ -64,8 +64,8 @@ def _console_logs(environ: Mapping[str, str]) -> bool:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the `memstrata` console script."""
-    # Start-up creates only long-lived objects (modules, classes, validators), so the cyclic
-    # collector's passes during it free nothing: ~3% of a cold hook's instructions. A hook and
+    # Start-up mostly creates long-lived objects (modules, classes, validators), and the cyclic
+    # collector's passes over them cost ~3% of a cold hook's instructions. A hook and
     # the one-shot queries (server.cli.commands.ONE_SHOT) keep it off until they exit; every
     # other command turns it back on before it runs, `serve` once it has answered `tools/list`.
     gc.disable()
