@@ -307,7 +307,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
 
 # Modules that add their own commands to the parser, in `memstrata --help` order. Each is
 # imported only to parse its own command (or for the full listing): `server.cli.copy` reaches
-# the storage records and vectors, `setup` the Claude settings files, ~15% of a cold `stats`.
+# the storage records and vectors, `setup` the Claude settings files (~4% of a cold `stats`).
 _PARSER_MODULES: tuple[tuple[str, frozenset[str]], ...] = (
     ("server.cli.knowledge", frozenset({"preferences", "documents", "scratchpad"})),
     ("server.cli.copy", frozenset({"copy-store"})),
