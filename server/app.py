@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import importlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
@@ -73,7 +74,12 @@ def _start_scheduler(container: Container, runs: maintenance_scheduler.JobRuns) 
 
 
 def _warm_up(settings: Settings, context: AppContext) -> None:
-    """Start the model preload (when configured) and the maintenance scheduler."""
+    """Start the model preload (when configured), the maintenance scheduler, and the GC.
+
+    The console script starts with the cyclic garbage collector off (server.cli.main): the
+    start-up only creates objects that live as long as the server.
+    """
+    gc.enable()
     container = context.container
     if container.embedder is not None and settings.embedding_preload:
         # A thread loads the model; requests do not wait for it (searches do, bounded).

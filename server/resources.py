@@ -7,7 +7,8 @@ from memory_core.errors import InvalidInputError
 from server.app_context import AppContext
 from server.container import Container
 from server.errors import domain_errors_as_resource_errors
-from server.schemas.memories import ContextOut, MemoryOut, StatsOut
+from server.schemas.memories import ContextOut, MemoryOut
+from server.schemas.stats import StatsOut
 from server.settings import Settings
 from server.surface import MemstrataServer
 

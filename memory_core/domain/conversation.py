@@ -215,7 +215,9 @@ class CompressionPlan(_Frozen):
 class SessionExport(BaseModel):
     """A whole session as plain data: what export_session writes and import_session reads."""
 
-    model_config = ConfigDict(extra="forbid")
+    # defer_build: built at the first export or import, not by every process that imports
+    # the conversation models (a session-start hook notes its text as a conversation entry).
+    model_config = ConfigDict(extra="forbid", defer_build=True)
 
     format: Literal["memstrata.session/1"] = "memstrata.session/1"
     session_id: str

@@ -29,6 +29,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
@@ -152,11 +153,21 @@ def _not_a_port(secret: str) -> bool:
 
 @dataclass(frozen=True)
 class _Detector:
-    """A credential shape: its group "secret" (else the whole match) is replaced."""
+    """A credential shape: its group "secret" (else the whole match) is replaced.
+
+    The pattern is compiled at its first use: most writes trigger a few detectors (see
+    _TRIGGERS), and compiling all of them cost every cold process that imports the gate
+    (a Claude Code hook, `memstrata stats`) ~10 ms.
+    """
 
     kind: SecretKind
-    pattern: re.Pattern[str]
+    source: str
     accept: Callable[[str], bool] | None = None
+
+    @cached_property
+    def pattern(self) -> re.Pattern[str]:
+        """The compiled pattern."""
+        return re.compile(self.source)
 
 
 # Order matters where shapes overlap: Anthropic keys start with `sk-` too, a JWT after `Bearer`
@@ -164,7 +175,7 @@ class _Detector:
 _DETECTORS: tuple[_Detector, ...] = (
     _Detector(
         "private_key",
-        re.compile(
+        (
             r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
             r"(?:(?!-----BEGIN )[\s\S]){0,20000}?"
             r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"
@@ -172,7 +183,7 @@ _DETECTORS: tuple[_Detector, ...] = (
     ),
     _Detector(
         "aws_access_key",
-        re.compile(
+        (
             r"(?<![A-Za-z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}"
             r"(?![A-Za-z0-9])"
         ),
@@ -181,7 +192,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         "aws_secret_key",
         # The shell/INI form and the JSON of `aws sts get-session-token` / `aws configure
         # export-credentials` (SecretAccessKey, SessionToken).
-        re.compile(
+        (
             r"(?i:aws_?secret_?(?:access_?)?key|secret_?access_?key|aws_?session_?token"
             r"|session_?token)"
             rf"{_ASSIGN}[\"']?"
@@ -191,52 +202,44 @@ _DETECTORS: tuple[_Detector, ...] = (
     _Detector(
         "azure_storage_key",
         # Azure Storage connection strings: `AccountKey=` and 88 characters of base64.
-        re.compile(
-            r"(?i:accountkey)\s*=\s*(?P<secret>[A-Za-z0-9+/]{40,120}={0,2})(?![A-Za-z0-9+/=])"
-        ),
+        r"(?i:accountkey)\s*=\s*(?P<secret>[A-Za-z0-9+/]{40,120}={0,2})(?![A-Za-z0-9+/=])",
     ),
     _Detector(
         "github_token",
-        re.compile(r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{50,255})\b"),
+        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{50,255})\b",
     ),
-    _Detector("gitlab_token", re.compile(r"\bgl(?:pat|dt|rt|cbt|ptt|soat)-[A-Za-z0-9_\-]{20,}")),
-    _Detector("slack_token", re.compile(r"\bxox[abposre]-[A-Za-z0-9\-]{10,}")),
+    _Detector("gitlab_token", r"\bgl(?:pat|dt|rt|cbt|ptt|soat)-[A-Za-z0-9_\-]{20,}"),
+    _Detector("slack_token", r"\bxox[abposre]-[A-Za-z0-9\-]{10,}"),
     _Detector(
         "slack_webhook",
-        re.compile(r"https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]{16,}"),
+        r"https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]{16,}",
     ),
-    _Detector("anthropic_key", re.compile(r"\bsk-ant-[a-z]{2,10}\d{2}-[A-Za-z0-9_\-]{20,}")),
-    _Detector(
-        "openai_key", re.compile(rf"\bsk-(?:proj-|svcacct-|admin-)?{_RANDOM}[A-Za-z0-9_\-]{{20,}}")
-    ),
+    _Detector("anthropic_key", r"\bsk-ant-[a-z]{2,10}\d{2}-[A-Za-z0-9_\-]{20,}"),
+    _Detector("openai_key", rf"\bsk-(?:proj-|svcacct-|admin-)?{_RANDOM}[A-Za-z0-9_\-]{{20,}}"),
     _Detector(
         "stripe_key",
         # API keys, and webhook signing secrets (`whsec_`).
-        re.compile(r"\b(?:(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9+/]{24,}=*)"),
+        r"\b(?:(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9+/]{24,}=*)",
     ),
-    _Detector("google_api_key", re.compile(r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])")),
-    _Detector("google_oauth_token", re.compile(r"\bya29\.[0-9A-Za-z_\-]{20,}")),
-    _Detector("npm_token", re.compile(r"\bnpm_[A-Za-z0-9]{36}(?![A-Za-z0-9])")),
-    _Detector("pypi_token", re.compile(r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}")),
-    _Detector("huggingface_token", re.compile(rf"\bhf_{_RANDOM}[A-Za-z0-9]{{30,}}(?![A-Za-z0-9])")),
-    _Detector(
-        "sendgrid_key", re.compile(r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?![A-Za-z0-9])")
-    ),
+    _Detector("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
+    _Detector("google_oauth_token", r"\bya29\.[0-9A-Za-z_\-]{20,}"),
+    _Detector("npm_token", r"\bnpm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
+    _Detector("pypi_token", r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}"),
+    _Detector("huggingface_token", rf"\bhf_{_RANDOM}[A-Za-z0-9]{{30,}}(?![A-Za-z0-9])"),
+    _Detector("sendgrid_key", r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?![A-Za-z0-9])"),
     _Detector(
         "jwt",
-        re.compile(r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}"),
+        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
     ),
     _Detector(
         "bearer_token",
-        re.compile(
-            r"(?i:\bbearer)\s+(?P<secret>(?=[A-Za-z0-9\-._~+/]*[0-9])[A-Za-z0-9\-._~+/]{20,}=*)"
-        ),
+        r"(?i:\bbearer)\s+(?P<secret>(?=[A-Za-z0-9\-._~+/]*[0-9])[A-Za-z0-9\-._~+/]{20,}=*)",
     ),
     _Detector(
         "bearer_token",
         # `Authorization: Token 9944b0...` (Django REST framework, GitHub's old form) and
         # `Authorization: ApiKey ...`: any scheme but Basic and Bearer, which have their own.
-        re.compile(
+        (
             r"(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:token|api-?key|key|sso-key)\s+"
             r"(?P<secret>(?=[A-Za-z0-9\-._~+/:]*[0-9])[A-Za-z0-9\-._~+/:]{16,}=*)"
         ),
@@ -244,20 +247,20 @@ _DETECTORS: tuple[_Detector, ...] = (
     _Detector(
         "basic_auth",
         # `Authorization: Basic dXNlcjpwYXNz`: only when the value decodes to `user:password`.
-        re.compile(r"(?i:\bbasic)\s+(?P<secret>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])"),
+        r"(?i:\bbasic)\s+(?P<secret>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])",
         _basic_credentials,
     ),
     _Detector(
         "basic_auth",
         # `curl -u user:password`
-        re.compile(r"(?:^|\s)(?:-u|--user)\s+[^\s:]{1,256}:(?P<secret>[^\s\"']{1,256})"),
+        r"(?:^|\s)(?:-u|--user)\s+[^\s:]{1,256}:(?P<secret>[^\s\"']{1,256})",
         _password_value,
     ),
     _Detector(
         "url_password",
         # scheme://[user]:password@host: only the password goes, the rest stays readable. The
         # password may hold `/` or `@` (the greedy match runs to the last `@` before the host).
-        re.compile(
+        (
             r"(?<=[A-Za-z0-9])://[^\s:/@]{0,256}:(?P<secret>[^\s]{1,256})@"
             r"(?=[A-Za-z0-9\[][^\s@]*(?:[\s\"'<>]|$))"
         ),
@@ -266,12 +269,12 @@ _DETECTORS: tuple[_Detector, ...] = (
     _Detector(
         "password",
         # password="...", 'password': '...', "password": "..." (quoted: anything up to the quote)
-        re.compile(rf"{_PASSWORD_NAME}[\"']?\s*(?:=>|:=|[:=])\s*\"(?P<secret>[^\"\n]{{1,512}})\""),
+        rf"{_PASSWORD_NAME}[\"']?\s*(?:=>|:=|[:=])\s*\"(?P<secret>[^\"\n]{{1,512}})\"",
         _password_value,
     ),
     _Detector(
         "password",
-        re.compile(rf"{_PASSWORD_NAME}[\"']?\s*(?:=>|:=|[:=])\s*'(?P<secret>[^'\n]{{1,512}})'"),
+        rf"{_PASSWORD_NAME}[\"']?\s*(?:=>|:=|[:=])\s*'(?P<secret>[^'\n]{{1,512}})'",
         _password_value,
     ),
     _Detector(
@@ -280,7 +283,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         # Code is not a credential: `password = get_password()`, `self.password = password`
         # (spaces), `password=request.form["password"]` (a call or subscript), and `PWD=/home`
         # (the shell's working directory: bare `pwd` is left out of this form).
-        re.compile(
+        (
             r"(?<!\[REDACTED:)(?i:password|passwd|passphrase)="
             r"(?![A-Za-z_][\w.]*[(\[])(?P<secret>[^\s\"',;&]{1,512})"
         ),
@@ -290,7 +293,7 @@ _DETECTORS: tuple[_Detector, ...] = (
         "password",
         # `mysql -u root -pS3cret`: the MySQL clients take the password glued to `-p` (a bare
         # `-p` prompts for it, and `-P` is the port).
-        re.compile(
+        (
             r"(?i:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump)(?![\w-])"
             r"[^\n|;&]{0,200}?\s-p(?P<q>[\"']?)(?P<secret>[^\s\"']{1,256})(?P=q)(?=\s|$)"
         ),
@@ -299,13 +302,13 @@ _DETECTORS: tuple[_Detector, ...] = (
     _Detector(
         "password",
         # password: hunter2 (YAML or prose form: a value with something besides letters)
-        re.compile(rf"{_PASSWORD_NAME}[\"']?\s*:\s*(?P<secret>[^\s\"',;&]{{1,512}})"),
+        rf"{_PASSWORD_NAME}[\"']?\s*:\s*(?P<secret>[^\s\"',;&]{{1,512}})",
         _unquoted_password,
     ),
     _Detector(
         "secret_value",
         # api_key = "...", client_secret: ..., "auth_token": "..." with a random-looking value.
-        re.compile(
+        (
             rf"{_SECRET_NAME}{_ASSIGN}[\"']?"
             r"(?P<secret>[A-Za-z0-9/+_\-.~=]{16,1024})(?![A-Za-z0-9/+_\-.~=])"
         ),

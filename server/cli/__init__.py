@@ -7,9 +7,11 @@ commands.
 
 from __future__ import annotations
 
+import gc
+import os
 import sys
 import types
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 __all__ = ["main"]
 
@@ -30,23 +32,43 @@ def _no_pydantic_plugins() -> None:
 
 
 def _structlog_without_rich() -> None:
-    """Import structlog while rich is hidden, so that it neither loads nor uses rich.
+    """Import structlog while rich and greenlet are hidden: it then neither loads nor uses them.
 
     At import, structlog loads rich's console and pretty printer (~25 ms cold) when it can,
     to render console tracebacks and the locals of JSON tracebacks. A command's logs are JSON
     lines, whose locals then print with repr(); its tables import rich when they print.
+    Its deprecated thread-local context loads greenlet (a C extension) when installed;
+    memstrata binds context with contextvars.
     """
     if "structlog" in sys.modules or "rich" in sys.modules:
         return
-    sys.modules["rich"] = None  # type: ignore[assignment]
+    hidden = [name for name in ("rich", "greenlet") if name not in sys.modules]
+    for name in hidden:
+        sys.modules[name] = None  # type: ignore[assignment]
     try:
         import structlog  # noqa: F401
     finally:
-        del sys.modules["rich"]
+        for name in hidden:
+            del sys.modules[name]
+
+
+def _names_postgres(environ: Mapping[str, str]) -> bool:
+    """Whether the store is PostgreSQL (MEMSTRATA_DATABASE_URL, names case-insensitive)."""
+    return any(k.upper() == "MEMSTRATA_DATABASE_URL" and v for k, v in environ.items())
+
+
+def _console_logs(environ: Mapping[str, str]) -> bool:
+    """Whether MEMSTRATA_LOG_FORMAT asks for console lines (server.settings validates it)."""
+    return any(k.upper() == "MEMSTRATA_LOG_FORMAT" and v == "console" for k, v in environ.items())
 
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the `memstrata` console script."""
+    # Start-up mostly creates long-lived objects (modules, classes, validators), and the cyclic
+    # collector's passes over them cost ~3% of a cold hook's instructions. A hook and
+    # the one-shot queries (server.cli.commands.ONE_SHOT) keep it off until they exit; every
+    # other command turns it back on before it runs, `serve` once it has answered `tools/list`.
+    gc.disable()
     args = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in args if not a.startswith("-")), "serve")  # bare: serve
     if command != "serve" and "pydantic" not in sys.modules:
@@ -55,7 +77,17 @@ def main(argv: Sequence[str] | None = None) -> None:
         from server.hooks.entry import run
 
         run(args[1:])
-    if args[:1] != ["serve"]:
+    if command == "stats" and not _names_postgres(os.environ):
+        # asyncio imports ssl (~2% of a cold `stats`) for TLS connections and handles its
+        # absence; stats on the SQLite file opens none (the hooks do the same, hooks.entry).
+        sys.modules.setdefault("ssl", None)  # type: ignore[arg-type]
+    if command == "serve" and not _console_logs(os.environ):
+        # A server logging JSON lines needs no rich: structlog would import its console,
+        # pretty printer and tracebacks (with pygments), and the SDK's MCPServer() a
+        # RichHandler that configure_logging replaces at once (~25% of what `serve` adds to
+        # the SDK's own import before its first `tools/list`). Without rich, both fall back.
+        sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
+    elif args[:1] != ["serve"]:
         # structlog imports rich.traceback (with pygments) at import time to format exceptions
         # in console logs, ~100 ms of a cold command that prints one table; a command's logs
         # are JSON, and its exceptions print fine without it. Tables still use rich.

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import gc
 import importlib
 import sys
 import textwrap
@@ -21,10 +22,14 @@ from server.logging import configure_logging
 from server.settings import Settings, SettingsError, describe_settings_error
 from server.toolsets import parse_toolsets
 
-__all__ = ["EXIT_CANNOT_LISTEN", "EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "main"]
+__all__ = ["EXIT_CANNOT_LISTEN", "EXIT_ERROR", "EXIT_OK", "EXIT_USAGE", "ONE_SHOT", "main"]
 
 EXIT_OK, EXIT_ERROR, EXIT_USAGE = 0, 1, 2
 EXIT_CANNOT_LISTEN = 6
+
+# Cold one-shot queries (issue 21): they answer and exit, so they run without the cyclic
+# garbage collector, which the console script turns off for start-up (server.cli.main).
+ONE_SHOT = frozenset({"stats", "recall", "search"})
 
 # Commands that read or write the SQLite file itself, not the configured store.
 _SQLITE_FILE_COMMANDS = frozenset({"doctor", "backup", "compact-file"})
@@ -67,7 +72,8 @@ def _add_project(parser: argparse.ArgumentParser, default: str) -> None:
     parser.add_argument("--project", "-p", metavar="P", help=f"the project ({default})")
 
 
-def _parser() -> argparse.ArgumentParser:
+def _parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `memstrata` parser; with `command`, other modules' commands are left out."""
     parser = argparse.ArgumentParser(
         prog="memstrata",
         description=textwrap.fill(
@@ -293,22 +299,44 @@ def _parser() -> argparse.ArgumentParser:
     ingest.add_argument("path", help="a text/markdown file or a folder of them")
     ingest.add_argument("--tenant", "-t", required=True, help="whose business context")
     _add_json(ingest)
-    from server.cli import (  # light: rich loads only when they run
-        copy,
-        knowledge,
-        setup,
-        tools,
-        ui,
-    )
-    from server.hooks import entry as hook_entry
-
-    knowledge.add_parser(sub)
-    copy.add_parser(sub)
-    setup.add_parser(sub)
-    tools.add_parser(sub)
-    ui.add_parser(sub)
-    hook_entry.add_parser(sub)
+    for module, commands in _PARSER_MODULES:
+        if command is None or command in commands:
+            importlib.import_module(module).add_parser(sub)
     return parser
+
+
+# Modules that add their own commands to the parser, in `memstrata --help` order. Each is
+# imported only to parse its own command (or for the full listing): `server.cli.copy` reaches
+# the storage records and vectors, `setup` the Claude settings files (~4% of a cold `stats`).
+_PARSER_MODULES: tuple[tuple[str, frozenset[str]], ...] = (
+    ("server.cli.knowledge", frozenset({"preferences", "documents", "scratchpad"})),
+    ("server.cli.copy", frozenset({"copy-store"})),
+    ("server.cli.setup", frozenset({"setup"})),
+    ("server.cli.tools", frozenset({"tools"})),
+    ("server.cli.ui", frozenset({"ui"})),
+    ("server.hooks.entry", frozenset({"hook"})),
+)
+# The commands defined above in `_parser` itself.
+_OWN_COMMANDS = frozenset(
+    {"serve", "migrate", "maintain", "reindex", "stats", "search", "recall", "export"}
+    | {"import", "backup", "compact-file", "doctor", "ingest"}
+)
+
+
+def _command_word(argv: Sequence[str]) -> str | None:
+    """The command `argv` names, or None when the whole parser is needed.
+
+    None (every command's parser) for the listing (`--help` with no command) and for a word
+    that names no command, so argparse's errors list every choice as before. A bare
+    `memstrata` serves, and needs no other command's parser.
+    """
+    if not argv:
+        return "serve"
+    word = next((a for a in argv if not a.startswith("-")), None)
+    if word is None:
+        return None
+    known = _OWN_COMMANDS.union(*(commands for _, commands in _PARSER_MODULES))
+    return word if word in known else None
 
 
 def _err(text: str) -> None:
@@ -452,7 +480,8 @@ def _run(command: str, settings: Settings, args: argparse.Namespace) -> int:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Entry point of the `memstrata` console script and of `python -m server`."""
-    args = _parser().parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    args = _parser(_command_word(words)).parse_args(words)
     if args.command == "hook":  # `python -m server hook ...`; the console script goes direct
         from server.hooks.entry import run
 
@@ -467,6 +496,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     # First, for every command: nothing may log to stdout before the stdio transport starts.
     # (serve configures it again after MCPServer() installs its own handlers.)
     configure_logging(settings.log_level, settings.log_format)
+    if command not in ONE_SHOT and command != "serve":
+        gc.enable()  # off during start-up (server.cli.main); `serve` turns it on when warm
     try:
         code = _serve(settings, args) if command == "serve" else _run(command, settings, args)
     except MemoryCoreError as exc:

@@ -26,7 +26,7 @@ async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
     from memory_core.clock import SystemClock
     from memory_core.services.maintenance import MaintenanceService
     from server.backends import open_backend
-    from server.schemas.memories import StatsOut
+    from server.schemas.stats import StatsOut
 
     async with open_backend(settings) as backend:
         spec = settings.embedding

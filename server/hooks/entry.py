@@ -121,6 +121,9 @@ def run(argv: Sequence[str]) -> NoReturn:
     # structlog renders with rich when it can import it; a hook needs neither (and the import
     # costs tens of milliseconds of the budget), so rich is made unimportable in this process.
     sys.modules.setdefault("rich", None)  # type: ignore[arg-type]
+    # structlog's deprecated thread-local context loads greenlet (a C extension) when it can;
+    # memstrata binds context with contextvars, and no hook uses greenlets.
+    sys.modules.setdefault("greenlet", None)  # type: ignore[arg-type]
     command = argv[0] if argv else ""
     if not _may_use_tls(command, os.environ):
         # asyncio imports ssl (~7 ms cold) for TLS connections, and handles its absence;

@@ -7,7 +7,8 @@ from mcp.types import ToolAnnotations
 from pydantic import Field
 
 from server.app_context import AppContext
-from server.schemas.memories import PruneOut, RecalculateOut, StatsOut
+from server.schemas.memories import PruneOut, RecalculateOut
+from server.schemas.stats import StatsOut
 from server.settings import Settings
 from server.surface import MemstrataServer
 from server.tools import Project, container, tool

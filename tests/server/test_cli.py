@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 from pathlib import Path
@@ -10,6 +11,7 @@ import pytest
 
 from memory_core.domain.models import Layer
 from memory_core.storage.sqlite import SqliteSession, SqliteVectorIndex, open_database
+from server.cli import commands
 from server.cli.commands import main
 from server.container import open_container
 from server.settings import ScheduleSettings, Settings
@@ -64,6 +66,28 @@ def test_help_documents_commands_examples_and_exit_codes(
         assert code == 0, command
         assert "examples:" in out and f"memstrata {command}" in out, command
         assert "exit codes:" in out, command
+
+
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    sub = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return dict(sub.choices)
+
+
+def test_a_command_is_parsed_without_the_other_commands_modules() -> None:
+    """The parser builds other modules' commands only to list them all (or for a bad word),
+    and each command's own parser (its help, its options) is the same either way."""
+    full = _commands(commands._parser())
+    lean_ones = commands._OWN_COMMANDS.union(*(c for _, c in commands._PARSER_MODULES))
+    assert set(full) == lean_ones  # the tables name every command
+    for name, parser in full.items():
+        assert commands._command_word([name, "--json"]) == name
+        lean = _commands(commands._parser(name))
+        assert lean[name].format_help() == parser.format_help(), name
+        if name in commands._OWN_COMMANDS:
+            assert set(lean) == commands._OWN_COMMANDS, name
+    assert commands._command_word(["--help"]) is None  # the listing: every command
+    assert commands._command_word(["-v", "no-such-command"]) is None  # argparse lists them
+    assert commands._command_word([]) == "serve"
 
 
 def test_bad_arguments_exit_2(db: Path, capsys: pytest.CaptureFixture[str]) -> None:

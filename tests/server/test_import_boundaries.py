@@ -135,6 +135,18 @@ _NOT_FOR_STATS = (
     "memory_core.services.scratchpad",
     "memory_core.services.copy_store",
     "rich.progress",
+    # Other commands' modules: the parser imports a module only to parse its own command.
+    "server.cli.copy",
+    "server.cli.knowledge",
+    "server.cli.setup",
+    "server.cli.tools",
+    "server.cli.ui",
+    "server.hooks.entry",
+    # The other tools' result models (StatsOut has its own module), the model's loader.
+    "server.schemas.memories",
+    "anyio",
+    "greenlet",  # structlog's deprecated thread-local context
+    "ssl",  # on the SQLite file: asyncio goes without TLS
 )
 
 
@@ -153,6 +165,36 @@ def test_stats_opens_only_the_store_and_the_maintenance_service(
     assert loaded == []
 
 
+_GC_RUNNER = """
+import gc, sys
+from server.cli import main
+try:
+    main(sys.argv[1:])
+except SystemExit:
+    pass
+sys.stderr.write(f"GC {gc.isenabled()}\\n")
+"""
+
+
+@pytest.mark.parametrize(
+    ("args", "collecting"),
+    [(["stats"], False), (["recall", "no.such.key"], False), (["migrate"], True)],
+)
+def test_one_shot_queries_run_without_the_cyclic_gc(
+    db: Path, args: list[str], collecting: bool
+) -> None:
+    """Off for start-up (it frees nothing then); back on for commands that may run long."""
+    done = subprocess.run(
+        [sys.executable, "-c", _GC_RUNNER, *args],
+        capture_output=True,
+        text=True,
+        env={"MEMSTRATA_DB": str(db), "PATH": "/usr/bin:/bin"},
+        timeout=120,
+        check=True,
+    )
+    assert f"GC {collecting}" in done.stderr.splitlines()
+
+
 def test_serve_answers_tools_list_without_numpy_or_the_model(db: Path) -> None:
     loaded, tools = _loaded(_SERVE_RUNNER, [], db)
     assert int(tools) > 10
@@ -164,8 +206,41 @@ def test_serve_answers_tools_list_without_numpy_or_the_model(db: Path) -> None:
     assert "mcp" in loaded
 
 
+_STDIO_SERVE_RUNNER = """
+import json, sys
+from server.cli import main
+try:
+    main(["serve"])  # stdin is empty: the client is gone, the server stops
+except SystemExit as exc:
+    code = exc.code
+loaded = [m for m in ("rich", "pygments") if sys.modules.get(m) is not None]
+sys.stderr.write("LOADED " + json.dumps(loaded) + f" {code}\\n")
+"""
+
+
+@pytest.mark.parametrize(
+    ("log_format", "expected"), [("json", []), ("console", ["rich", "pygments"])]
+)
+def test_serve_logging_json_never_imports_rich(
+    db: Path, log_format: str, expected: list[str]
+) -> None:
+    """structlog and the SDK's MCPServer() use rich when they can; JSON logs need none."""
+    done = subprocess.run(
+        [sys.executable, "-c", _STDIO_SERVE_RUNNER],
+        input="",
+        capture_output=True,
+        text=True,
+        env={"MEMSTRATA_DB": str(db), "MEMSTRATA_LOG_FORMAT": log_format, "PATH": "/usr/bin:/bin"},
+        timeout=120,
+        check=True,
+    )
+    line = next(x for x in done.stderr.splitlines() if x.startswith("LOADED "))
+    assert line == f"LOADED {json.dumps(expected)} 0"
+
+
 _LISTING_RUNNER = """
-import asyncio, json, sys, threading
+import asyncio, gc, json, sys, threading
+gc.disable()  # as the console script starts (server.cli.main)
 from mcp import Client
 from server.app import build_server
 from server.app_context import LiveContext
@@ -188,6 +263,7 @@ async def spy(self):
         seen["built"] = sorted(t.name for t in self._tool_manager.list_tools())
         seen["scheduler"] = live.current.scheduler is not None
         seen["preloading"] = preloading()
+        seen["gc"] = gc.isenabled()
     return await listed(self)
 MemstrataServer.list_tools = spy
 
@@ -201,6 +277,7 @@ async def main():
             await asyncio.sleep(0.01)
         seen["jobs"] = sorted(j.id for j in live.current.scheduler.get_jobs())
         seen["preloaded"] = preloading()
+        seen["gc_warm"] = gc.isenabled()
 
 asyncio.run(main())
 sys.stderr.write("SEEN " + json.dumps(seen) + "\\n")
@@ -237,7 +314,7 @@ def test_serve_answers_its_first_tools_list_before_warming_up(db: Path) -> None:
     seen = json.loads(line.removeprefix("SEEN "))
     assert seen["loaded"] == []
     assert seen["built"] == seen["listed"] == sorted(DEFAULT_TOOLS)
-    assert seen["scheduler"] is False and seen["preloading"] is False
-    # ...and right after the answer, both start.
+    assert seen["scheduler"] is False and seen["preloading"] is False and seen["gc"] is False
+    # ...and right after the answer, both start, and the cyclic GC is back on.
     assert seen["jobs"] == ["prune_expired", "recalculate_tiers"]
-    assert seen["preloaded"] is True
+    assert seen["preloaded"] is True and seen["gc_warm"] is True

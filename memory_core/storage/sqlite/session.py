@@ -11,7 +11,6 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import aiosqlite
-import anyio
 import structlog
 
 from memory_core.domain.models import Memory
@@ -116,7 +115,10 @@ class SqliteSession:
         # statement whose caller was cancelled, so `in_transaction` may not be true *yet*; the
         # worker runs statements in order, so a ROLLBACK queued now runs after it. Outcome: the
         # shared connection never keeps an orphan transaction (and its write lock); "no
-        # transaction is active" just means there was nothing to undo.
+        # transaction is active" just means there was nothing to undo. (anyio loads here, on
+        # the error path: a cold `stats` or hook never needs it.)
+        import anyio
+
         with anyio.CancelScope(shield=True), contextlib.suppress(DriverError):
             await self.db.execute("ROLLBACK")
 
