@@ -314,10 +314,10 @@ def test_a_question_is_lifted_by_the_reply_that_answers_it() -> None:
     off = RankingPolicy(session_weight=0, follow_weight=0)
     assert [h.memory.id for h in keyword_hits(rows, off)] == [1, 2, 3, 0]
     # Keyword scores 1/11, 1/12, 1/13, 1/14 (k = 10): 0.1 x the best lifts the question past
-    # 3 (1/14 + 0.1/11 > 1/13), not past 2 (< 1/12); 0.3 lifts it past both.
+    # 3 (1/14 + 0.1/11 > 1/13), not past 2 (< 1/12); 0.2 lifts it past both, not the reply.
     hits = keyword_hits(rows, RankingPolicy(session_weight=0, follow_weight=0.1))
     assert [h.memory.id for h in hits] == [1, 2, 0, 3]
-    hits = keyword_hits(rows, RankingPolicy(session_weight=0, follow_weight=0.3))
+    hits = keyword_hits(rows, RankingPolicy(session_weight=0, follow_weight=0.2))
     assert [h.memory.id for h in hits] == [1, 0, 2, 3]
     follow = {h.memory.id: h.signals.follow_lift for h in hits}
     # Only the question is followed by another candidate of its session.
