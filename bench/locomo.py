@@ -168,6 +168,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901 - one r
         author_weight=args.author_weight,
         date_weight=args.date_weight,
         when_weight=args.when_weight,
+        follow_weight=args.follow_weight,
     )
     stack = contextlib.AsyncExitStack()
     store = await stack.enter_async_context(
@@ -394,6 +395,12 @@ def main(argv: list[str] | None = None) -> None:
         type=float,
         default=RankingPolicy().when_weight,
         help="lift, for 'when' questions, of memories that say when something happened (0: off)",
+    )
+    parser.add_argument(
+        "--follow-weight",
+        type=float,
+        default=RankingPolicy().follow_weight,
+        help="lift for memories whose next memory in the session matches (0: off)",
     )
     parser.add_argument(
         "--db", type=Path, help="keep the store here and reuse it on the next run (tuning)"

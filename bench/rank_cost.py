@@ -4,8 +4,9 @@
 
 Ranks the same candidate set (LoCoMo-sized texts of ~40 words, half keyword and half vector
 candidates, 20 sessions, 2 authors) the way a hybrid search with `limit=10` does, with the
-signals of issue 20 off (author_weight 0, no query words: the ranking before it) and on (the
-defaults), interleaved round by round so machine load hits both alike. Prints the medians.
+signals of issue 20 off (author_weight and follow_weight 0, no query words: the ranking before
+it) and on (the defaults), interleaved round by round so machine load hits both alike. Prints
+the medians.
 Pure CPU in one thread; the search's I/O (keyword and vector queries, query embedding) is
 unchanged by these signals.
 """
@@ -72,7 +73,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     pool = candidates(args.candidates)
     cuts = tier_cutoffs(NOW, TierPolicy())
-    before = RankingPolicy(author_weight=0)
+    before = RankingPolicy(author_weight=0, follow_weight=0)
     after = RankingPolicy()
     words = search_words(QUESTION, drop_stopwords=True)
     named = name_words(QUESTION)

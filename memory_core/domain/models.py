@@ -218,6 +218,11 @@ class RankSignals(_Frozen):
         description="The part of `relevance` added because its dates match the time the query "
         'names, or because it says when something happened and the query asks "when".',
     )
+    follow_lift: float = Field(
+        0.0,
+        description="The part of `relevance` added because the memory that follows it in its "
+        "session matches the query.",
+    )
     match: Match = Field(
         Match.WEAK,
         description="Absolute match strength from the cosine similarity and the share of the "

@@ -6,6 +6,7 @@ import heapq
 import re
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
+from itertools import pairwise
 from typing import NamedTuple
 
 from pydantic import BaseModel, ConfigDict
@@ -19,6 +20,7 @@ from memory_core.domain.tiers import classify_tier
 __all__ = [
     "Candidate",
     "author_named",
+    "follow_lifts",
     "fuse_phrasings",
     "fuse_ranks",
     "name_words",
@@ -188,6 +190,38 @@ def session_lift(
     ]
 
 
+def follow_lifts(
+    candidates: Sequence[Candidate],
+    text_scores: Sequence[float],
+    totals: Sequence[float],
+    policy: RankingPolicy,
+) -> list[float]:
+    """What the memory that follows each candidate in its session adds to it.
+
+    A candidate gains `follow_weight` x the next candidate of its session's share of the best
+    text score, times the best total: a memory whose follow-up matches the query is part of the
+    answer (a question and the reply that answers it, a step and the note on how it went). The
+    next memory is the session's next candidate by id (the order of writing); a memory
+    without a session, or the last of its session, gets nothing. On LoCoMo dev it raises R@5
+    by 0.011 and multi-hop R@10 by 0.009 (docs/benchmarks.md, "The memory that follows").
+    """
+    none = [0.0] * len(candidates)
+    best_text = max(text_scores, default=0.0)
+    if policy.follow_weight == 0 or best_text <= 0:
+        return none
+    by_session: dict[str, list[int]] = defaultdict(list)
+    for n, c in enumerate(candidates):
+        if c.memory.session_id is not None:
+            by_session[c.memory.session_id].append(n)
+    scale = policy.follow_weight * max(totals, default=0.0) / best_text
+    lifts = [0.0] * len(candidates)
+    for members in by_session.values():
+        members.sort(key=lambda n: candidates[n].memory.id)
+        for here, after in pairwise(members):
+            lifts[here] = scale * text_scores[after]
+    return lifts
+
+
 def name_words(text: str) -> frozenset[str]:
     """The lowercased words of a text, as `author_named` compares them."""
     return frozenset(re.findall(r"[^\W_]+", text.casefold()))
@@ -281,6 +315,7 @@ class _Scored(NamedTuple):
     session_lift: float
     author_lift: float
     date_lift: float
+    follow_lift: float
     tier: Tier
     tier_boost: float
     recency: float
@@ -306,7 +341,8 @@ def rank_candidates(
     between members of a strong session (a shared lift of 0.25 turns 1.0 / 0.5 into
     1.0 / 0.6), so among them tier and recency count for a little more. Memories whose author
     `query_words` name are lifted after that (see `_author_lifts`), and so are those whose
-    dates fit `query_time` (see `_date_lifts`). Tiers are classified
+    dates fit `query_time` (see `_date_lifts`) and those whose follow-up in their session
+    matches (see `follow_lifts`). Tiers are classified
     live from the reference time, so a stale stored tier cannot skew the ranking. Ties keep
     the newer memory first.
 
@@ -323,18 +359,21 @@ def rank_candidates(
     own = 1 + policy.session_weight / policy.session_top
     totals = [own * t + lift for t, lift in zip(text_scores, lifts, strict=True)]
     by_author = _author_lifts(candidates, totals, query_words, policy)
-    # Both lifts are shares of the same best total (before either), so neither scales the other.
+    # The lifts are shares of the same best total (before any), so none scales another.
     by_date = _date_lifts(candidates, totals, query_time, policy)
-    totals = [t + a + d for t, a, d in zip(totals, by_author, by_date, strict=True)]
+    followed = follow_lifts(candidates, text_scores, totals, policy)
+    totals = [
+        t + a + d + f for t, a, d, f in zip(totals, by_author, by_date, followed, strict=True)
+    ]
     best = max(totals, default=0.0)
     scored: list[_Scored] = []
-    for c, total, lift, named, dated in zip(
-        candidates, totals, lifts, by_author, by_date, strict=True
+    for c, total, lift, named, dated, follow in zip(
+        candidates, totals, lifts, by_author, by_date, followed, strict=True
     ):
-        relevance, session_part, author_part, date_part = (
-            (total / best, lift / best, named / best, dated / best)
+        relevance, session_part, author_part, date_part, follow_part = (
+            (total / best, lift / best, named / best, dated / best, follow / best)
             if best > 0
-            else (1.0, 0.0, 0.0, 0.0)
+            else (1.0, 0.0, 0.0, 0.0, 0.0)
         )
         tier = classify_tier(c.memory.reference_time, cutoffs)
         age_hours = (cutoffs.now - c.memory.reference_time).total_seconds() / 3600
@@ -342,7 +381,18 @@ def rank_candidates(
         recency = recency_signal(age_hours, policy)
         score = round(relevance + boost + policy.recency_weight * recency, 6)
         scored.append(
-            _Scored(score, c, relevance, session_part, author_part, date_part, tier, boost, recency)
+            _Scored(
+                score,
+                c,
+                relevance,
+                session_part,
+                author_part,
+                date_part,
+                follow_part,
+                tier,
+                boost,
+                recency,
+            )
         )
     # The order the signals' rounded score gives, ties to the newer (higher) id.
     scored.sort(key=lambda s: (-s.score, -s.candidate.memory.id))
@@ -367,6 +417,7 @@ def rank_candidates(
             session_lift=round(s.session_lift, 6),
             author_lift=round(s.author_lift, 6),
             date_lift=round(s.date_lift, 6),
+            follow_lift=round(s.follow_lift, 6),
             match=match,
             word_share=round(share, 4),
             tier=s.tier,

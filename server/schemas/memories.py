@@ -394,6 +394,8 @@ def _signals(s: RankSignals) -> str:
         parts.append(f"author +{s.author_lift:.2f}")
     if s.date_lift:
         parts.append(f"date +{s.date_lift:.2f}")
+    if s.follow_lift:
+        parts.append(f"follow-up +{s.follow_lift:.2f}")
     parts.append(f"tier {s.tier_boost:+.1f}")
     parts.append(f"recency {s.recency:.2f}")
     parts.append(f"score {s.score:.2f}")

@@ -107,6 +107,31 @@ async def test_search_lifts_a_weak_match_written_beside_strong_ones(
     assert order.index("rollback listed") < order.index("rollback noted")
 
 
+async def test_search_lifts_a_memory_whose_follow_up_in_its_session_matches(
+    service: MemoryService,
+) -> None:
+    question = await service.append(
+        "p", Layer.EPISODIC, "what did we pick for the billing store?", session_id="chat"
+    )
+    await service.append(
+        "p", Layer.EPISODIC, "postgres for the billing store, nightly backups", session_id="chat"
+    )
+    other = await service.append("p", Layer.EPISODIC, "billing store closes early", session_id="x")
+    request = SearchRequest(project="p", query="postgres billing store", mode=SearchMode.KEYWORD)
+
+    flat = dataclasses.replace(service, ranking=RankingPolicy(session_weight=0, follow_weight=0))
+    order = [h.memory.id for h in (await flat.search(request)).hits]
+    assert order.index(other.memory.id) < order.index(question.memory.id)
+
+    # The session lift off, so that only the reply that follows the question lifts it.
+    lifted = dataclasses.replace(service, ranking=RankingPolicy(session_weight=0))
+    hits = (await lifted.search(request)).hits
+    order = [h.memory.id for h in hits]
+    assert order.index(question.memory.id) < order.index(other.memory.id)
+    follow = {h.memory.id: h.signals.follow_lift for h in hits}
+    assert follow[question.memory.id] > 0 == follow[other.memory.id]
+
+
 async def test_search_time_range_filters_on_creation(
     service: MemoryService, clock: FrozenClock
 ) -> None:

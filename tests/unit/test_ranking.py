@@ -11,6 +11,7 @@ from memory_core.domain.models import Memory, SearchHit, SearchMode, Tier
 from memory_core.domain.ranking import (
     Candidate,
     author_named,
+    follow_lifts,
     fuse_ranks,
     name_words,
     recency_signal,
@@ -195,7 +196,12 @@ def in_session(mid: int, session: str | None) -> Memory:
     return memory(mid, timedelta(days=3)).model_copy(update={"session_id": session})
 
 
-def keyword_hits(rows: list[tuple[Memory, float]], policy: RankingPolicy = POLICY):
+# The session lift's tests leave out the follow-up lift (tested on its own below): turns of
+# one session would otherwise also lift the ones before them.
+SESSION_ONLY = RankingPolicy(follow_weight=0)
+
+
+def keyword_hits(rows: list[tuple[Memory, float]], policy: RankingPolicy = SESSION_ONLY):
     return rank_keyword(
         [Candidate(memory=m, bm25_rank=None, bm25=bm25) for m, bm25 in rows], CUTS, policy
     )
@@ -219,7 +225,7 @@ def test_a_weak_match_beside_strong_ones_in_its_session_outranks_an_equal_loner(
 
 def test_without_the_lift_the_text_score_alone_decides() -> None:
     rows = [(in_session(1, "s1"), -5.0), (in_session(3, "s1"), -1.0), (in_session(4, "s2"), -1.2)]
-    hits = keyword_hits(rows, RankingPolicy(session_weight=0))
+    hits = keyword_hits(rows, RankingPolicy(session_weight=0, follow_weight=0))
     assert [h.memory.id for h in hits] == [1, 4, 3]
     assert all(h.signals.session_lift == 0 for h in hits)
 
@@ -278,6 +284,44 @@ def test_lifted_ranking_is_a_permutation_with_relevance_in_unit_range(
     assert [h.signals.score for h in hits] == sorted((h.signals.score for h in hits), reverse=True)
     assert all(0 < h.signals.relevance <= 1 for h in hits)
     assert all(0 <= h.signals.session_lift < h.signals.relevance for h in hits)
+
+
+def test_follow_lift_is_the_next_session_candidates_share_of_the_best() -> None:
+    policy = RankingPolicy(follow_weight=0.5)
+    candidates = [
+        Candidate(memory=in_session(3, "s1")),  # listed out of order: ids give the order
+        Candidate(memory=in_session(1, "s1")),
+        Candidate(memory=in_session(2, "s1")),
+        Candidate(memory=in_session(4, "s2")),  # the last of its session
+        Candidate(memory=in_session(5, None)),  # no session: nothing follows it
+        Candidate(memory=in_session(6, "s2")),
+    ]
+    text = [1.0, 0.2, 2.0, 0.5, 1.5, 0.4]
+    totals = [t * 3 for t in text]
+    # Best text 2.0, best total 6.0: a lift is 0.5 x (next's text / 2.0) x 6.0.
+    lifts = follow_lifts(candidates, text, totals, policy)
+    assert lifts == pytest.approx([0.0, 3.0, 1.5, 0.6, 0.0, 0.0])
+    assert follow_lifts(candidates, text, totals, SESSION_ONLY) == [0.0] * 6
+
+
+def test_a_question_is_lifted_by_the_reply_that_answers_it() -> None:
+    rows = [
+        (in_session(1, "s1"), -5.0),  # the reply, matching the query best
+        (in_session(2, "s2"), -3.0),  # fair matches elsewhere
+        (in_session(3, "s3"), -2.5),
+        (in_session(0, "s1"), -1.0),  # the question the reply answers: weak on its own
+    ]
+    off = RankingPolicy(session_weight=0, follow_weight=0)
+    assert [h.memory.id for h in keyword_hits(rows, off)] == [1, 2, 3, 0]
+    # Keyword scores 1/11, 1/12, 1/13, 1/14 (k = 10): 0.1 x the best lifts the question past
+    # 3 (1/14 + 0.1/11 > 1/13), not past 2 (< 1/12); 0.2 lifts it past both, not the reply.
+    hits = keyword_hits(rows, RankingPolicy(session_weight=0, follow_weight=0.1))
+    assert [h.memory.id for h in hits] == [1, 2, 0, 3]
+    hits = keyword_hits(rows, RankingPolicy(session_weight=0, follow_weight=0.2))
+    assert [h.memory.id for h in hits] == [1, 0, 2, 3]
+    follow = {h.memory.id: h.signals.follow_lift for h in hits}
+    # Only the question is followed by another candidate of its session.
+    assert follow[0] > 0 == follow[1] == follow[2] == follow[3]
 
 
 @pytest.mark.parametrize(
