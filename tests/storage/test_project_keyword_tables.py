@@ -342,3 +342,50 @@ async def test_a_crash_after_0011_builds_the_tables_at_the_next_open(tmp_path: P
         assert [m.memory.content for m in hits] == ["tea"]
     finally:
         await db.close()
+
+
+async def test_rows_written_after_a_crash_after_0011_are_indexed_once(tmp_path: Path) -> None:
+    """A row written from the shell between the crash and the next open is both in the rows
+    the table is built from and in the queue: the open indexes it once, so the project's BM25
+    is that of a store that indexed the same rows the normal way."""
+    insert = (
+        "INSERT INTO context_snapshots (project, layer, content, metadata, created_at,"
+        " updated_at, access_count, memory_tier, content_hash, token_count)"
+        " VALUES ('p', 'episodic', ?, '{}', '2026-01-01T00:00:00.000000Z',"
+        " '2026-01-01T00:00:00.000000Z', 0, 'ACTIVE', ?, 1)"
+    )
+    texts = ["tea at noon", "tea and cake", "coffee at nine"]
+    db = await _store_at(tmp_path / "old.db", tmp_path, before=11)
+    await db.execute(insert, (texts[0], "h0"))
+    await db.commit()
+    (sql,) = [m.sql for m in load_migrations(default_migrations_dir()) if m.number == 11]
+    await db.executescript(
+        f"BEGIN; {sql}; INSERT INTO schema_migrations VALUES ('0011_project_keyword_tables',"
+        " '2026-01-01T00:00:00Z'); COMMIT;"
+    )
+    for n, text in enumerate(texts[1:], start=1):  # the shell, while the table is not built
+        await db.execute(insert, (text, f"h{n}"))
+    await db.commit()
+    await db.close()
+
+    async def bm25(path: Path) -> list[tuple[str, float]]:
+        conn = await open_database(path)
+        try:
+            await apply_migrations(conn)
+            repo = SqliteMemoryRepository(SqliteSession(conn))
+            hits = await repo.search_text(TextQuery(project="p", words=("tea",), limit=5))
+            return [(m.memory.content, m.bm25) for m in hits]
+        finally:
+            await conn.close()
+
+    fresh = await open_database(tmp_path / "fresh.db")
+    try:
+        await apply_migrations(fresh)
+        for n, text in enumerate(texts):
+            await fresh.execute(insert, (text, f"h{n}"))
+        await fresh.commit()
+    finally:
+        await fresh.close()
+    recovered, normal = await bm25(tmp_path / "old.db"), await bm25(tmp_path / "fresh.db")
+    assert [content for content, _ in recovered] == ["tea and cake", "tea at noon"]
+    assert recovered == normal

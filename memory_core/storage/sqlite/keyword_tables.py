@@ -67,13 +67,13 @@ async def _build(db: aiosqlite.Connection, table_id: int, project: str) -> None:
     await db.execute(f"UPDATE {_REGISTRY} SET ready = 1 WHERE id = ?", (table_id,))
 
 
-async def apply_keyword_queue(db: aiosqlite.Connection) -> None:
+async def apply_keyword_queue(db: aiosqlite.Connection) -> int:
     """Move every queued change into its project's table; call inside a write transaction.
 
     A project the queue names for the first time is registered and its table built from its
     rows (which already hold the queued changes); a ready one gets the changes in order (a
     removal carries the text the row was indexed with, as a contentless table needs). One
-    statement when nothing is queued.
+    statement when nothing is queued. Returns how many tables it built.
     """
     named = list(
         await db.execute_fetchall(
@@ -82,7 +82,8 @@ async def apply_keyword_queue(db: aiosqlite.Connection) -> None:
         )
     )
     if not named:
-        return
+        return 0
+    built = 0
     for project, table_id, ready in named:
         if table_id is None:
             cur = await db.execute(f"INSERT INTO {_REGISTRY} (project) VALUES (?)", (project,))
@@ -90,6 +91,7 @@ async def apply_keyword_queue(db: aiosqlite.Connection) -> None:
             table_id = cur.lastrowid
         if not ready:
             await _build(db, int(table_id), str(project))
+            built += 1
             continue
         fts = table_name(int(table_id))
         await db.execute(
@@ -99,6 +101,26 @@ async def apply_keyword_queue(db: aiosqlite.Connection) -> None:
             (project,),
         )
     await db.execute(f"DELETE FROM {_QUEUE}")
+    return built
+
+
+async def _catch_up(db: aiosqlite.Connection, project: str | None = None) -> int:
+    """Apply the queue, then build the registered tables not ready yet (all, or `project`'s).
+
+    The queue goes first: a table is built from the rows, which already hold every queued
+    change, so applying the queue after a build would index those changes a second time (and
+    skew that project's BM25). Call inside a write transaction. Returns how many tables it
+    built.
+    """
+    built = await apply_keyword_queue(db)
+    pending = f"SELECT id, project FROM {_REGISTRY} WHERE ready = 0"
+    params: tuple[str, ...] = ()
+    if project is not None:
+        pending, params = pending + " AND project = ?", (project,)
+    for table_id, name in list(await db.execute_fetchall(pending, params)):
+        await _build(db, int(table_id), str(name))
+        built += 1
+    return built
 
 
 @asynccontextmanager
@@ -112,7 +134,7 @@ async def indexed_write(
 
 
 async def build_pending_keyword_tables(db: aiosqlite.Connection) -> int:
-    """Build every registered table that is not ready, and apply the queue; one transaction.
+    """Apply the queue and build every registered table not ready yet; one transaction.
 
     Runs at every open of a store at 0011 or later (after the migrations): after 0011 it
     builds every project's table; a crash in between leaves them registered, built at the next
@@ -128,17 +150,12 @@ async def build_pending_keyword_tables(db: aiosqlite.Connection) -> int:
             return 0
     await db.execute("BEGIN IMMEDIATE")
     try:
-        pending = list(
-            await db.execute_fetchall(f"SELECT id, project FROM {_REGISTRY} WHERE ready = 0")
-        )
-        for table_id, project in pending:
-            await _build(db, int(table_id), str(project))
-        await apply_keyword_queue(db)
+        built = await _catch_up(db)
         await db.execute("COMMIT")
     except BaseException:
         await db.execute("ROLLBACK")
         raise
-    return len(pending)
+    return built
 
 
 async def keyword_table(session: SqliteSession, project: str) -> str | None:
@@ -156,12 +173,7 @@ async def keyword_table(session: SqliteSession, project: str) -> str | None:
         table_id, ready, queued = (await session.fetch(lookup, (project,)))[0]
     if queued or (table_id is not None and not ready):
         async with session.write("updating the keyword index") as db:
-            await apply_keyword_queue(db)
-            pending = await session.fetch(
-                f"SELECT id FROM {_REGISTRY} WHERE project = ? AND ready = 0", (project,)
-            )
-            if pending:
-                await _build(db, int(pending[0][0]), project)
+            await _catch_up(db, project)
             rows = await session.fetch(f"SELECT id FROM {_REGISTRY} WHERE project = ?", (project,))
         table_id = rows[0][0] if rows else None
     return None if table_id is None else table_name(int(table_id))
