@@ -13,6 +13,8 @@ import sys
 import types
 from collections.abc import Mapping, Sequence
 
+from server.early_env import env_values, uses_postgres
+
 __all__ = ["main"]
 
 
@@ -52,14 +54,9 @@ def _structlog_without_rich() -> None:
             del sys.modules[name]
 
 
-def _names_postgres(environ: Mapping[str, str]) -> bool:
-    """Whether the store is PostgreSQL (MEMSTRATA_DATABASE_URL, names case-insensitive)."""
-    return any(k.upper() == "MEMSTRATA_DATABASE_URL" and v for k, v in environ.items())
-
-
 def _console_logs(environ: Mapping[str, str]) -> bool:
     """Whether MEMSTRATA_LOG_FORMAT asks for console lines (server.settings validates it)."""
-    return any(k.upper() == "MEMSTRATA_LOG_FORMAT" and v == "console" for k, v in environ.items())
+    return "console" in env_values(environ, "MEMSTRATA_LOG_FORMAT")
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -77,7 +74,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         from server.hooks.entry import run
 
         run(args[1:])
-    if command == "stats" and not _names_postgres(os.environ):
+    if command == "stats" and not uses_postgres(os.environ):
         # asyncio imports ssl (~2% of a cold `stats`) for TLS connections and handles its
         # absence; stats on the SQLite file opens none (the hooks do the same, hooks.entry).
         sys.modules.setdefault("ssl", None)  # type: ignore[arg-type]

@@ -16,6 +16,8 @@ import sys
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
+from server.early_env import uses_postgres
+
 if TYPE_CHECKING:  # argparse costs ~15 ms of a hook's budget; only `--help` listing needs it
     import argparse
 
@@ -111,9 +113,7 @@ def _may_use_tls(command: str, environ: Mapping[str, str]) -> bool:
     SessionStart on the SQLite file only reads and writes the file and runs `git status`;
     the other hooks may load the embedding model or call the summarizer endpoint.
     """
-    if command != "session-start":
-        return True
-    return any(k.upper() == "MEMSTRATA_DATABASE_URL" and v for k, v in environ.items())
+    return command != "session-start" or uses_postgres(environ)
 
 
 def run(argv: Sequence[str]) -> NoReturn:

@@ -1,0 +1,23 @@
+"""MEMSTRATA_* variables read before the settings are: the choices a cold start makes first.
+
+Trigger: a command decides what to import (ssl, rich) before `server.settings` is loaded,
+which costs a cold hook or `stats` tens of milliseconds. Why: the decision must follow the
+settings reader's rule for names (case-insensitive), or a command would hide a module the
+configured store needs. Outcome: one place that reads such a variable the reader's way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+__all__ = ["env_values", "uses_postgres"]
+
+
+def env_values(environ: Mapping[str, str], name: str) -> list[str]:
+    """The values of `name` (upper case) in `environ`, its name matched case-insensitively."""
+    return [value for key, value in environ.items() if key.upper() == name]
+
+
+def uses_postgres(environ: Mapping[str, str]) -> bool:
+    """Whether the store is PostgreSQL: MEMSTRATA_DATABASE_URL is set and not empty."""
+    return any(env_values(environ, "MEMSTRATA_DATABASE_URL"))
