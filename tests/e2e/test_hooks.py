@@ -97,6 +97,23 @@ def hook(
     return Run(done.returncode, done.stdout, done.stderr)
 
 
+def run_python(
+    ws: Workspace, args: list[str], payload: dict[str, Any]
+) -> subprocess.CompletedProcess[str]:
+    """The installed interpreter run with `args` as Claude Code runs a hook: the payload on
+    stdin, in the workspace's checkout and environment; it must exit 0."""
+    return subprocess.run(
+        [str(memstrata_exe().parent / "python"), *args],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=ws.env,
+        cwd=ws.repo,
+        timeout=60,
+        check=True,
+    )
+
+
 def _git(repo: Path, *args: str) -> None:
     subprocess.run(["git", *args], cwd=repo, check=True, capture_output=True)
 
@@ -303,18 +320,25 @@ def test_a_read_only_database_directory(ws: Workspace, tmp_path: Path) -> None:
         locked.chmod(0o755)
 
 
-_RUNNER = """
+# Runs `memstrata hook <argv[1]>` in this process, then lets the rest of the script look at
+# what it loaded: the hook ends with os._exit, which stops here instead.
+_HOOK_IN_PROCESS = """
 import gc, json, os, sys
 class Exit(BaseException):
     pass
 def stop(code):
     raise Exit(code)
-os._exit = stop  # the hook ends with os._exit; stop here instead and look at sys.modules
+os._exit = stop
 from server.cli import main
 try:
     main(["hook", sys.argv[1]])
 except Exit:
     pass
+"""
+
+_RUNNER = (
+    _HOOK_IN_PROCESS
+    + """
 heavy = ("mcp", "rich", "apscheduler", "uvicorn", "starlette", "numpy", "onnxruntime", "asyncpg",
          "pydantic_settings", "importlib.metadata", "server.cli.commands", "server.schemas",
          "greenlet")
@@ -326,6 +350,7 @@ if gc.isenabled():  # off from start-up to exit (server.cli.main)
     loaded.append("the cyclic GC")
 sys.stderr.write("LOADED " + json.dumps(loaded) + " " + str("server.hooks.events" in sys.modules))
 """
+)
 
 
 def test_the_hook_path_imports_neither_mcp_nor_rich_nor_numpy(ws: Workspace) -> None:
@@ -339,34 +364,17 @@ def test_the_hook_path_imports_neither_mcp_nor_rich_nor_numpy(ws: Workspace) -> 
         ("session-end", ws.payload("SessionEnd", reason="other")),
     ]:
         ws.transcript.write_text("".join(first_part()))
-        done = subprocess.run(
-            [str(memstrata_exe().parent / "python"), "-c", _RUNNER, command],
-            input=json.dumps(payload),
-            capture_output=True,
-            text=True,
-            env=ws.env,
-            cwd=ws.repo,
-            timeout=60,
-            check=True,
-        )
+        done = run_python(ws, ["-c", _RUNNER, command], payload)
         assert "LOADED [] True" in done.stderr, done.stderr  # ran the hook, loaded none
 
 
-_START_RUNNER = """
-import json, os, sys
-class Exit(BaseException):
-    pass
-def stop(code):
-    raise Exit(code)
-os._exit = stop
-from server.cli import main
-try:
-    main(["hook", "session-start"])
-except Exit:
-    pass
+_START_RUNNER = (
+    _HOOK_IN_PROCESS
+    + """
 ours = sorted(m for m in sys.modules if m.startswith("memory_core"))
 sys.stderr.write("LOADED " + json.dumps(ours))
 """
+)
 
 # What session-start does not use: prompt search, transcript recording, vectors, knowledge.
 _NOT_FOR_SESSION_START = (
@@ -384,16 +392,8 @@ _NOT_FOR_SESSION_START = (
 
 
 def test_session_start_imports_only_the_stores_and_services_it_uses(ws: Workspace) -> None:
-    done = subprocess.run(
-        [str(memstrata_exe().parent / "python"), "-c", _START_RUNNER],
-        input=json.dumps(ws.payload("SessionStart", source="startup")),
-        capture_output=True,
-        text=True,
-        env=ws.env,
-        cwd=ws.repo,
-        timeout=60,
-        check=True,
-    )
+    payload = ws.payload("SessionStart", source="startup")
+    done = run_python(ws, ["-c", _START_RUNNER, "session-start"], payload)
     assert "run make lint before pushing" in done.stdout  # the context was built
     line = next(x for x in done.stderr.splitlines() if x.startswith("LOADED "))
     loaded = set(json.loads(line.removeprefix("LOADED ")))
@@ -428,16 +428,8 @@ def test_hooks_switched_off_print_nothing(ws: Workspace) -> None:
 
 
 def test_python_m_server_hook_runs_the_same_command(ws: Workspace) -> None:
-    done = subprocess.run(
-        [str(memstrata_exe().parent / "python"), "-m", "server", "hook", "session-start"],
-        input=json.dumps(ws.payload("SessionStart", source="startup")),
-        capture_output=True,
-        text=True,
-        env=ws.env,
-        cwd=ws.repo,
-        timeout=60,
-        check=True,
-    )
+    payload = ws.payload("SessionStart", source="startup")
+    done = run_python(ws, ["-m", "server", "hook", "session-start"], payload)
     assert "# memstrata: memory of project shop-api" in Run(0, done.stdout, "").context(
         "SessionStart"
     )

@@ -25,18 +25,23 @@ async def _no_wait(db) -> None:
     await db.execute("PRAGMA busy_timeout = 0")
 
 
+def _commit_soon(holder) -> asyncio.Task[None]:
+    """Commit `holder`'s open transaction 0.3 s from now, while the caller's write retries."""
+
+    async def release() -> None:
+        await asyncio.sleep(0.3)
+        await holder.execute("COMMIT")
+
+    return asyncio.create_task(release())
+
+
 async def test_a_write_waits_out_another_connections_lock(tmp_path: Path):
     holder, writer = await open_database(tmp_path / "m.db"), await open_database(tmp_path / "m.db")
     try:
         await apply_migrations(holder)
         await _no_wait(writer)
         await holder.execute("BEGIN IMMEDIATE")
-
-        async def release() -> None:
-            await asyncio.sleep(0.3)
-            await holder.execute("COMMIT")
-
-        releaser = asyncio.create_task(release())
+        releaser = _commit_soon(holder)
         async with SqliteSession(writer).write("test") as db:
             await db.execute("CREATE TABLE t (x)")
         await releaser
@@ -113,12 +118,7 @@ async def test_recording_access_waits_out_another_connections_lock(tmp_path: Pat
         added = (await SqliteMemoryRepository(SqliteSession(holder)).add(draft, T0)).memory
         await _no_wait(writer)
         await holder.execute("BEGIN IMMEDIATE")
-
-        async def release() -> None:
-            await asyncio.sleep(0.3)
-            await holder.execute("COMMIT")
-
-        releaser = asyncio.create_task(release())
+        releaser = _commit_soon(holder)
         handed = await SqliteMemoryRepository(SqliteSession(writer)).hand_out(
             "p", [added.id], T0 + timedelta(hours=1)
         )
