@@ -6,6 +6,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
+from memory_core.tier_windows import ACTIVE_HOURS, ARCHIVED_DAYS, RECENT_HOURS
+
 __all__ = ["ConversationPolicy", "Limits", "RankingPolicy", "TierPolicy"]
 
 
@@ -14,10 +16,10 @@ class TierPolicy(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    active_hours: float = Field(1.0, gt=0, description="Younger than this is ACTIVE.")
-    recent_hours: float = Field(24.0, gt=0, description="Younger than this is RECENT.")
+    active_hours: float = Field(ACTIVE_HOURS, gt=0, description="Younger than this is ACTIVE.")
+    recent_hours: float = Field(RECENT_HOURS, gt=0, description="Younger than this is RECENT.")
     archived_days: float = Field(
-        30.0, gt=0, description="Younger than this is ARCHIVED; older is EXPIRED."
+        ARCHIVED_DAYS, gt=0, description="Younger than this is ARCHIVED; older is EXPIRED."
     )
 
     @model_validator(mode="after")

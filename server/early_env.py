@@ -8,9 +8,21 @@ configured store needs. Outcome: one place that reads such a variable the reader
 
 from __future__ import annotations
 
+import os
 from collections.abc import Mapping
+from pathlib import Path
 
-__all__ = ["env_values", "uses_postgres"]
+__all__ = ["default_db_path", "env_values", "uses_postgres"]
+
+
+def default_db_path() -> Path:
+    """`$XDG_DATA_HOME/memstrata/memory.db`, by default `~/.local/share/memstrata/memory.db`.
+
+    The default of MEMSTRATA_DB (server.settings), here so that the lean `memstrata stats`
+    (server/cli/lean_stats.py) finds the same file without loading the settings.
+    """
+    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
+    return Path(base) / "memstrata" / "memory.db"
 
 
 def env_values(environ: Mapping[str, str], name: str) -> list[str]:

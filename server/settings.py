@@ -38,6 +38,7 @@ from memory_core.embeddings.registry import EmbeddingSpec, parse_embedding_model
 from memory_core.errors import InvalidInputError
 from memory_core.hook_config import HookPolicy
 from memory_core.knowledge_config import KnowledgePolicy
+from server.early_env import default_db_path
 from server.toolsets import DEFAULT_TOOLSETS, Toolset, parse_toolsets
 
 __all__ = [
@@ -89,12 +90,6 @@ def describe_settings_error(exc: Exception) -> str:
         name = f"MEMSTRATA_{loc}" if loc else "MEMSTRATA_*"
         lines.append(f"{name}: {error['msg']}")
     return "\n".join(lines)
-
-
-def default_db_path() -> Path:
-    """`$XDG_DATA_HOME/memstrata/memory.db`, by default `~/.local/share/memstrata/memory.db`."""
-    base = os.environ.get("XDG_DATA_HOME") or str(Path.home() / ".local" / "share")
-    return Path(base) / "memstrata" / "memory.db"
 
 
 def _valid_cron(value: str | None) -> str | None:

@@ -2,15 +2,12 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
 from pydantic import BaseModel, ConfigDict
 
-from memory_core.domain.models import StoreStats, Tier
+from memory_core.domain.health_findings import HealthCode, health_findings
+from memory_core.domain.models import StoreStats
 
 __all__ = ["HealthNote", "assess_health"]
-
-EXPIRED_SHARE_TO_PRUNE = 0.2
 
 
 class HealthNote(BaseModel):
@@ -18,39 +15,14 @@ class HealthNote(BaseModel):
 
     model_config = ConfigDict(frozen=True)
 
-    code: Literal["empty", "prune_suggested", "inactive", "stale_tiers"]
+    code: HealthCode
     message: str
 
 
 def assess_health(stats: StoreStats) -> list[HealthNote]:
-    """Findings worth telling a client about, most actionable first."""
-    if stats.total == 0:
-        return [
-            HealthNote(code="empty", message="No memories yet; `append` or `learn` to add some.")
-        ]
-    notes: list[HealthNote] = []
-    expired = stats.by_tier[Tier.EXPIRED]
-    if expired and expired / stats.total >= EXPIRED_SHARE_TO_PRUNE:
-        notes.append(
-            HealthNote(
-                code="prune_suggested",
-                message=f"{expired} of {stats.total} memories are EXPIRED; "
-                "call `prune_expired_contexts` (try dry_run=true first).",
-            )
-        )
-    if stats.by_tier[Tier.ACTIVE] == 0 and stats.by_tier[Tier.RECENT] == 0:
-        notes.append(
-            HealthNote(
-                code="inactive",
-                message="Nothing was used in the last day; this project looks inactive.",
-            )
-        )
-    if stats.stale_tiers:
-        notes.append(
-            HealthNote(
-                code="stale_tiers",
-                message=f"{stats.stale_tiers} stored tiers are out of date; "
-                "call `recalculate_memory_tiers`.",
-            )
-        )
-    return notes
+    """Findings worth telling a client about, most actionable first (see health_findings)."""
+    by_tier = {tier.value: n for tier, n in stats.by_tier.items()}
+    return [
+        HealthNote(code=code, message=message)
+        for code, message in health_findings(stats.total, by_tier, stats.stale_tiers)
+    ]

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta
+from datetime import datetime
 
 from memory_core.config import TierPolicy
 from memory_core.domain.models import Tier, TierCutoffs
+from memory_core.tier_windows import cutoff_instants
 
 __all__ = ["TIER_ORDER", "classify_tier", "tier_cutoffs"]
 
@@ -18,12 +19,10 @@ def tier_cutoffs(now: datetime, policy: TierPolicy) -> TierCutoffs:
     Storage backends classify whole tables with these instants in one set-based statement, so
     the boundaries here are the single definition both paths share.
     """
-    return TierCutoffs(
-        now=now,
-        active_after=now - timedelta(hours=policy.active_hours),
-        recent_after=now - timedelta(hours=policy.recent_hours),
-        archived_after=now - timedelta(days=policy.archived_days),
+    active, recent, archived = cutoff_instants(
+        now, policy.active_hours, policy.recent_hours, policy.archived_days
     )
+    return TierCutoffs(now=now, active_after=active, recent_after=recent, archived_after=archived)
 
 
 def classify_tier(reference: datetime, cutoffs: TierCutoffs) -> Tier:

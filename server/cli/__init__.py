@@ -68,6 +68,14 @@ def main(argv: Sequence[str] | None = None) -> None:
     gc.disable()
     args = list(sys.argv[1:] if argv is None else argv)
     command = next((a for a in args if not a.startswith("-")), "serve")  # bare: serve
+    if command == "stats":
+        # From the kept counts when that is certainly the full answer, without pydantic,
+        # asyncio, structlog or rich (issue 21); None: the full path below runs unchanged.
+        from server.cli.lean_stats import lean_stats
+
+        code = lean_stats(args, os.environ)
+        if code is not None:
+            sys.exit(code)
     if command != "serve" and "pydantic" not in sys.modules:
         _no_pydantic_plugins()
     if args[:1] == ["hook"]:

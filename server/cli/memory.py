@@ -8,8 +8,9 @@ command imports what it uses when it runs.
 from __future__ import annotations
 
 import argparse
+import sys
 
-from memory_core.domain.models import Layer, SearchMode, Tier
+from memory_core.domain.models import Layer, SearchMode
 from server.cli.output import Exit, err, out_json, progress_bar, stdout_console
 from server.settings import Settings
 
@@ -41,45 +42,11 @@ async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
         if not names:
             names = [settings.default_project()]  # an empty store: show the default project's zeros
         reports = [StatsOut.of(await maintenance.stats(name)) for name in names]
-    if args.json:
-        out_json(
-            {
-                "database": str(settings.db),
-                "database_bytes": reports[0].database_bytes,
-                "projects": [r.model_dump(mode="json") for r in reports],
-            }
-        )
-        return Exit.OK
-    from rich.table import Table  # not for --json
+    from server.cli.stats_output import stats_json, stats_table
 
-    table = Table(title=f"memstrata: {settings.db} ({reports[0].database_bytes} bytes)")
-    table.add_column("project")
-    table.add_column("total", justify="right")
-    for tier in Tier:
-        table.add_column(tier.value, justify="right")
-    for layer in Layer:
-        table.add_column(layer.value, justify="right")
-    table.add_column("text bytes", justify="right")
-    table.add_column("never read", justify="right")
-    for r in reports:
-        table.add_row(
-            r.project,
-            str(r.total),
-            *(str(r.by_tier.get(t, 0)) for t in Tier),
-            *(str(r.by_layer.get(layer, 0)) for layer in Layer),
-            str(r.content_bytes),
-            str(r.never_accessed),
-        )
-    console = stdout_console()
-    console.print(table)
-    for r in reports:
-        console.print(
-            f"project {r.project}: {r.total} memories, {r.content_bytes} bytes of text,"
-            f" {r.never_accessed} never read",
-            markup=False,
-        )
-        for note in r.health:
-            console.print(f"  note: {note.message}", markup=False)
+    found = [r.model_dump(mode="json") for r in reports]
+    render = stats_json if args.json else stats_table
+    sys.stdout.write(render(str(settings.db), found) + "\n")
     return Exit.OK
 
 
