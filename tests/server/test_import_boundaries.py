@@ -165,6 +165,59 @@ def test_stats_opens_only_the_store_and_the_maintenance_service(
     assert loaded == []
 
 
+# What a `stats` answered from the kept counts never imports (server/cli/lean_stats.py): the
+# floor of any process that does is ~250 ms before memstrata runs (issue 21: < 250 ms).
+_NOT_FOR_LEAN_STATS = (
+    "pydantic",
+    "pydantic_core",
+    "asyncio",
+    "structlog",
+    "rich",
+    "aiosqlite",
+    "argparse",
+    "sqlite_vec",
+    "server.settings",
+    "server.cli.commands",
+    "memory_core.domain.models",
+)
+
+
+@pytest.fixture
+def db_with_rows(db: Path) -> Path:
+    """The migrated store (default model recorded) with memories in two projects."""
+    writer = """
+import asyncio, sys
+from memory_core.domain.models import Layer
+from server.container import open_container
+from server.settings import ScheduleSettings, Settings
+
+async def write():
+    settings = Settings(embedding_model="none", schedule=ScheduleSettings(enabled=False))
+    async with open_container(settings) as c:
+        await c.memories.append("alpha", Layer.EPISODIC, "deployed billing to staging")
+        await c.memories.learn("beta", "user.editor", "Helix")
+
+asyncio.run(write())
+"""
+    subprocess.run(
+        [sys.executable, "-c", writer],
+        env={"MEMSTRATA_DB": str(db), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        timeout=120,
+        check=True,
+    )
+    return db
+
+
+@pytest.mark.parametrize("args", [["stats"], ["stats", "--json"], ["stats", "-p", "beta"]])
+def test_stats_from_the_kept_counts_imports_no_pydantic_asyncio_structlog_or_rich(
+    db_with_rows: Path, args: list[str]
+) -> None:
+    loaded, code = _loaded(_CLI_RUNNER, args, db_with_rows, HEAVY + _NOT_FOR_LEAN_STATS)
+    assert code == "0"
+    assert loaded == []
+
+
 _GC_RUNNER = """
 import gc, sys
 from server.cli import main
