@@ -29,9 +29,12 @@ import sys
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from server.early_env import default_db_path, env_values
+
+if TYPE_CHECKING:
+    from memory_core.storage.sqlite.kept_counts import KeptStats
 
 __all__ = ["lean_stats"]
 
@@ -135,7 +138,7 @@ def _json_time(stored: str | None) -> str | None:
     return value.replace(tzinfo=None).isoformat() + "Z"
 
 
-def _report(stats: Any) -> dict[str, Any]:
+def _report(stats: KeptStats) -> dict[str, Any]:
     """A KeptStats as `StatsOut.model_dump(mode="json")` gives it (same keys, same order)."""
     from memory_core.domain.health_findings import health_findings
 

@@ -140,7 +140,7 @@ def test_the_lean_answer_is_the_full_one_with_stale_tiers(
 
 
 def test_the_lean_answer_is_the_full_one_after_recalculation_prune_and_import(
-    db: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path
+    db: Path, capsys: pytest.CaptureFixture[str], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     write_aged(db)
     assert full(capsys, "maintain", "--recalculate")[0] == 0
@@ -158,7 +158,7 @@ def test_the_lean_answer_is_the_full_one_after_recalculation_prune_and_import(
     export = tmp_path / "all.jsonl"
     assert full(capsys, "export", str(export))[0] == 0
     other = tmp_path / "imported.db"
-    os.environ["MEMSTRATA_DB"] = str(other)  # the fixture's monkeypatch restores it
+    monkeypatch.setenv("MEMSTRATA_DB", str(other))
     assert full(capsys, "import", str(export))[0] == 0
     for argv in ARGVS[:4]:
         assert_same(capsys, *argv)
