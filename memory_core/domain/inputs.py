@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from datetime import UTC, datetime
 
 from pydantic import JsonValue
 
 from memory_core.config import Limits
+from memory_core.domain.project_names import PROJECT_NAME
 from memory_core.errors import InvalidInputError
 
 __all__ = [
@@ -28,8 +28,6 @@ __all__ = [
     "is_unicode_text",
 ]
 
-# \Z, not $: `$` also matches before a final newline, and "work\n" is not a project name.
-_PROJECT = re.compile(r"[A-Za-z0-9][A-Za-z0-9._:/@-]{0,127}\Z")
 MAX_SESSION_CHARS = 128
 MAX_AUTHOR_CHARS = 100
 MAX_METADATA_DEPTH = 8
@@ -37,7 +35,7 @@ MAX_METADATA_DEPTH = 8
 
 def check_project(project: str) -> str:
     """A project name: 1-128 letters, digits or . _ : / @ -, starting with a letter or digit."""
-    if not isinstance(project, str) or not _PROJECT.match(project):
+    if not isinstance(project, str) or not PROJECT_NAME.match(project):
         raise InvalidInputError(
             "project",
             "must be 1-128 characters of letters, digits and . _ : / @ -, "

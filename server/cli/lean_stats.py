@@ -18,7 +18,7 @@ returns None (the full path then runs unchanged) otherwise:
   migrates, builds, records, or refuses naming `reindex`);
 - the store holds rows, and a named project is one of its projects (an empty store shows the
   default project, whose name may come from git; an unknown name is checked and shown as
-  zeros by the full path).
+  zeros by the full path), and every name it reports passes `check_project`'s pattern.
 The equivalence is tested (tests/server/test_lean_stats.py), as are the imports it avoids
 (tests/server/test_import_boundaries.py).
 """
@@ -173,6 +173,7 @@ def lean_stats(
     db, model = found
     if not db.is_file():
         return None  # the full path creates and migrates it (or says why it cannot)
+    from memory_core.domain.project_names import PROJECT_NAME
     from memory_core.storage.sqlite import kept_counts
     from memory_core.tier_windows import ACTIVE_HOURS, ARCHIVED_DAYS, RECENT_HOURS
 
@@ -186,8 +187,8 @@ def lean_stats(
         projects = kept_counts.stored_projects(conn)
         if args.project is not None:
             projects = [args.project] if args.project in projects else []
-        if not projects:
-            return None
+        if not projects or not all(PROJECT_NAME.match(p) for p in projects):
+            return None  # the full path shows the default project, or refuses the name
         stats = kept_counts.read_kept_stats(
             conn,
             projects,

@@ -340,6 +340,24 @@ def test_an_unknown_or_invalid_project_gets_the_full_answer(
     assert code == 1 and out == "" and err.startswith("memstrata: project: must be")
 
 
+def test_a_stored_name_the_rule_now_refuses_gets_the_full_answer(
+    db: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An early version accepted a name ending in a newline; the full path refuses it now."""
+    write_aged(db)
+    stamp = encode_time(NOW)
+    _sql(
+        db,
+        "INSERT INTO context_snapshots (project, layer, content, created_at, updated_at,"
+        f" content_hash) VALUES ('work' || char(10), 'episodic', 'x', '{stamp}', '{stamp}', 'h')",
+    )
+    assert full(capsys, "stats", "-p", "alpha")[0] == 0  # builds the new keyword table
+    _falls_back(capsys, "stats", "--json")
+    assert_same(capsys, "stats", "--json", "-p", "alpha")  # a valid name is still answered
+    code, out, err = full(capsys, "stats", "--json")
+    assert code == 1 and out == "" and "project: must be" in err
+
+
 def _sql(db: Path, *statements: str) -> None:
     import sqlean
 
