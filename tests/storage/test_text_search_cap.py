@@ -10,7 +10,7 @@ from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import Layer, MemoryDraft, TextQuery
 from memory_core.ports import MemoryRepository
 from memory_core.storage.sqlite import SqliteMemoryRepository, SqliteSession, repository
-from memory_core.storage.sqlite.fts_match import any_word
+from memory_core.storage.sqlite.fts_match import any_word, two_words
 from memory_core.storage.sqlite.repository import _OVERFETCH
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
@@ -42,8 +42,8 @@ async def keyword_table(db: aiosqlite.Connection, project: str = "p") -> str:
     return f"context_snapshots_fts_{int(next(iter(rows))[0])}"
 
 
-async def uncapped(db: aiosqlite.Connection, query: TextQuery) -> list[int]:
-    """The former statement: join every match to its row, then sort."""
+async def uncapped(db: aiosqlite.Connection, query: TextQuery, fts: str | None = None) -> list[int]:
+    """The former statement: join every match to its row, then sort (by `fts`: the OR query)."""
     fts_table = await keyword_table(db, query.project)
     sql = (
         f"SELECT s.id FROM {fts_table} JOIN context_snapshots AS s ON s.id = {fts_table}.rowid"
@@ -51,7 +51,7 @@ async def uncapped(db: aiosqlite.Connection, query: TextQuery) -> list[int]:
         + (" AND s.layer = ?" if query.layer else "")
         + f" ORDER BY {fts_table}.rank, s.id DESC LIMIT ?"
     )
-    fts = any_word(query.words, query.prefix_min_chars)
+    fts = fts or any_word(query.words, query.prefix_min_chars)
     args = [fts, query.project, *([query.layer.value] if query.layer else []), query.limit]
     async with db.execute(sql, args) as cur:
         return [int(r[0]) for r in await cur.fetchall()]
@@ -108,6 +108,54 @@ async def test_every_word_first_on_many_matches_keeps_the_top_hits(
     assert len(capped) == 6 and capped == exact[both][:6]  # all-word rows rank first anyway
     # No row holds both "tea" and "budget": the OR query answers, as without the threshold.
     assert [m.memory.id for m in await repo.search_text(none)] == exact[none]
+
+
+async def test_two_words_first_when_too_few_rows_hold_every_word(
+    db: aiosqlite.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Above the threshold, rows holding two of the words come before any single-word row."""
+    repo = SqliteMemoryRepository(SqliteSession(db))
+    for i in range(30):  # short rows repeating one word: the OR query ranks them first
+        await repo.add(draft(f"tea tea tea {i}"), T0)
+        await repo.add(draft(f"coffee coffee {i}"), T0)
+    long = "and a much longer note about the afternoon with many other words"
+    two = [
+        (await repo.add(draft(f"{pair} {long} {i}"), T0)).memory.id
+        for i in range(3)
+        for pair in ("tea coffee", "coffee milk")
+    ]
+    three = [(await repo.add(draft(f"tea coffee milk {long} {i}"), T0)).memory.id for i in range(2)]
+    query = TextQuery(project="p", words=("tea", "coffee", "milk"), limit=20)  # needs 5 rows
+    below = [m.memory.id for m in await repo.search_text(query)]
+    assert below == await uncapped(db, query)  # under the threshold: the OR query, unchanged
+    assert set(below[:8]) - set(two + three)  # single-word rows among its best 8
+
+    monkeypatch.setattr(repository, "_SCORE_ALL_MAX", 10)
+    above = [m.memory.id for m in await repo.search_text(query)]
+    # 2 rows hold every word (fewer than 5): the 8 holding two or more answer, by BM25 of the
+    # pairs, which counts the three-word rows twice.
+    assert above == await uncapped(db, query, two_words(query.words))
+    assert set(above) == set(two + three) and set(above[:2]) == set(three)
+
+
+async def test_the_or_query_answers_when_two_words_find_too_few_rows_or_words_are_many(
+    db: aiosqlite.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = SqliteMemoryRepository(SqliteSession(db))
+    for i in range(30):
+        await repo.add(draft(f"tea tea tea {i}"), T0)
+        await repo.add(draft(f"coffee coffee {i}"), T0)
+    for i in range(4):
+        await repo.add(draft(f"tea coffee milk note {i}"), T0)
+    few = TextQuery(project="p", words=("tea", "coffee", "milk"), limit=20)
+    many = TextQuery(project="p", words=("tea", "coffee", "milk", *"abcdefgh"), limit=8)
+    exact = {q: [m.memory.id for m in await repo.search_text(q)] for q in (few, many)}
+    monkeypatch.setattr(repository, "_SCORE_ALL_MAX", 10)
+    # 4 rows hold two words or more, fewer than the 5 that limit 20 asks for.
+    assert [m.memory.id for m in await repo.search_text(few)] == exact[few]
+    # 11 words, above _TWO_WORDS_MAX: no pairs (they would cost more than the OR query), so
+    # the OR query answers though 4 rows hold two words and limit 8 asks for 2.
+    assert [m.memory.id for m in await repo.search_text(many)] == exact[many]
 
 
 async def test_the_probe_counts_whole_word_matches(

@@ -1,9 +1,10 @@
+import pytest
 import sqlean
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from memory_core.domain.fts_query import MAX_TERMS, search_words, to_fts5_query
-from memory_core.storage.sqlite.fts_match import any_word, every_word
+from memory_core.storage.sqlite.fts_match import any_word, every_word, two_words
 
 
 def _fts_table() -> sqlean.Connection:
@@ -85,7 +86,11 @@ PREFIX_CONN = _prefix_table()
 def test_search_words_make_valid_prefix_expressions(text: str, prefix_min_chars: int) -> None:
     words = search_words(text)
     if words:
-        for fts in (any_word(words, prefix_min_chars), every_word(words, prefix_min_chars)):
+        for fts in (
+            any_word(words, prefix_min_chars),
+            every_word(words, prefix_min_chars),
+            two_words(words[:8], prefix_min_chars),
+        ):
             if fts is not None:
                 PREFIX_CONN.execute("select rowid from t where t match ?", (fts,)).fetchall()
 
@@ -97,3 +102,30 @@ def test_long_enough_words_also_match_as_prefixes() -> None:
     assert PREFIX_CONN.execute(
         "select rowid from t where t match ?", (any_word(("vuln",), 3),)
     ).fetchall() == [(1,)]
+
+
+def test_two_words_pairs_every_word_with_every_other() -> None:
+    assert two_words(("tea", "coffee"), 3) is None  # every_word already says it
+    assert two_words(("vuln", "ab", "cd"), 3) == (
+        '(("vuln" OR "vuln"*) AND "ab") OR (("vuln" OR "vuln"*) AND "cd") OR ("ab" AND "cd")'
+    )
+    assert two_words(("vuln", "ab", "cd"), 3, {"vuln"}) == (
+        '("vuln" AND "ab") OR ("vuln" AND "cd") OR ("ab" AND "cd")'
+    )
+
+
+def test_two_words_scores_a_row_by_the_words_it_holds() -> None:
+    """BM25 of the pairs: (words held - 1) x the OR query's BM25; one word: no match."""
+    conn = sqlean.connect(":memory:")
+    conn.execute("create virtual table t using fts5(c)")
+    texts = ["tea coffee milk", "tea coffee", "tea", "coffee milk extra words", "milk"]
+    conn.executemany("insert into t(c) values (?)", [(t,) for t in texts + ["filler"] * 20])
+    words = ("tea", "coffee", "milk")
+
+    def scores(fts: str | None) -> dict[int, float]:
+        return dict(conn.execute("select rowid, bm25(t) from t where t match ?", (fts,)))
+
+    every, pairs = scores(any_word(words)), scores(two_words(words))
+    assert set(pairs) == {1, 2, 4}
+    assert pairs[1] == pytest.approx(2 * every[1])
+    assert pairs[2] == pytest.approx(every[2]) and pairs[4] == pytest.approx(every[4])

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from itertools import combinations
 
-__all__ = ["any_word", "every_word", "exact_word", "prefix_candidates"]
+__all__ = ["any_word", "every_word", "exact_word", "prefix_candidates", "two_words"]
 
 
 def exact_word(word: str) -> str:
@@ -47,3 +48,19 @@ def every_word(
         return None
     terms = [_word(word, prefix_min_chars, whole_only) for word in words]
     return " AND ".join(f"({' OR '.join(t)})" if len(t) > 1 else t[0] for t in terms)
+
+
+def two_words(
+    words: Sequence[str], prefix_min_chars: int = 0, whole_only: Collection[str] = ()
+) -> str | None:
+    """Rows holding at least two of `words`, or None below three words (`every_word` is that).
+
+    An OR of every pair, `(a AND b) OR (a AND c) OR (b AND c)`. FTS5 scores a word once for
+    each matching pair it is in, so a row holding m of the words scores m - 1 times its BM25
+    for the plain OR query (`any_word`): rows holding more of the words rank first.
+    """
+    if len(words) < 3:
+        return None
+    terms = [_word(word, prefix_min_chars, whole_only) for word in words]
+    groups = [f"({' OR '.join(t)})" if len(t) > 1 else t[0] for t in terms]
+    return " OR ".join(f"({a} AND {b})" for a, b in combinations(groups, 2))

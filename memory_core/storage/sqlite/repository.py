@@ -39,6 +39,7 @@ from memory_core.storage.sqlite.fts_match import (
     every_word,
     exact_word,
     prefix_candidates,
+    two_words,
 )
 from memory_core.storage.sqlite.kept_counts import (
     DATES,
@@ -101,11 +102,15 @@ def _filters(query: TextQuery) -> tuple[str, dict[str, Any]]:
     return "".join(f" AND {w}" for w in where), params
 
 
-# Keyword matches ranked per requested candidate before the row filters are applied; the
-# project filter is the one that usually bites (a project's share of the store).
+# Keyword matches ranked per requested candidate before the row filters (layer, session,
+# author, dates) are applied; without them the cap is the limit.
 _OVERFETCH = 4
 # An OR query matching more rows than this ranks the rows holding every word first.
 _SCORE_ALL_MAX = 10_000
+# Up to this many words, the rows holding two of them come next (`two_words`). Its pairs grow
+# with the square of the words: at 1M rows it beat the OR query at 8 common words (93 against
+# 146 ms) and 10 (164 against 192), and lost at 12 (235 against 218).
+_TWO_WORDS_MAX = 8
 # The service asks this many keyword candidates per hit it returns (services.memories).
 _CANDIDATES_PER_HIT = 4
 # A word keeps its prefix form unless this many rows (of the project; or the candidate limit,
@@ -442,15 +447,19 @@ class SqliteMemoryRepository:
         FTS5 computes BM25 for every row an OR query matches (~1.5 us a match here), so the
         cost grows with the store: common words match thousands of rows at 100k. Two
         measures keep it bounded (bench/scale.py):
-        - only the best `limit * _OVERFETCH` matches are joined to their rows and filtered
-          (the former statement joined and sorted every match: 11.5 ms -> 6 ms at 80k). If
-          the filters leave fewer than `limit` while more rows matched, the search repeats
-          without the cap, so the answer is always the filtered top `limit`.
+        - only the best `limit * _OVERFETCH` matches (`limit` without a row filter) are
+          joined to their rows and filtered (the former statement joined and sorted every
+          match: 11.5 ms -> 6 ms at 80k). If the filters leave fewer than `limit` while more
+          rows matched, the search repeats without the cap, so the answer is always the
+          filtered top `limit`.
         - Trigger: the OR query matches more than _SCORE_ALL_MAX rows (a large store). Why:
-          scoring them all costs tens of ms. Outcome: rows holding *every* word are ranked
-          first, and if there are at least `limit // _CANDIDATES_PER_HIT` of them (the hits
-          the service will return) they are the answer; otherwise the OR query runs as usual.
-          Smaller stores never take this path, so their answers are unchanged.
+          scoring them all costs tens of ms (26-190 ms at 1M rows). Outcome: rows holding
+          *every* word are ranked first, and if there are at least `limit //
+          _CANDIDATES_PER_HIT` of them (the hits the service will return) they are the
+          answer; else, for 3 to `_TWO_WORDS_MAX` words, the rows holding at least two of them
+          (`two_words`, ranked by BM25 times one less than the words a row holds), if there
+          are that many; otherwise the OR query runs as usual. Smaller stores never take this
+          path, so their answers are unchanged.
         - Prefixes only where they cost most and add least: a word whose whole form alone
           matches at least `_PREFIX_COMMON_MIN` rows (or `limit`, if more) is matched whole
           (`_common_words`). Why: each `"word"*` matches and scores every row holding a word
@@ -478,11 +487,19 @@ class SqliteMemoryRepository:
             if every is not None and await self._count_matches(table, fts, _SCORE_ALL_MAX) > (
                 _SCORE_ALL_MAX
             ):
-                rows = await self._capped_text_search(
-                    table, where, {**params, "fts": every}, query.limit
+                pairs = (
+                    two_words(query.words, query.prefix_min_chars, whole)
+                    if len(query.words) <= _TWO_WORDS_MAX
+                    else None
                 )
-                if len(rows) >= max(1, query.limit // _CANDIDATES_PER_HIT):
-                    return _text_matches(rows)
+                for narrow in (every, pairs):
+                    if narrow is None:
+                        continue
+                    rows = await self._capped_text_search(
+                        table, where, {**params, "fts": narrow}, query.limit
+                    )
+                    if len(rows) >= max(1, query.limit // _CANDIDATES_PER_HIT):
+                        return _text_matches(rows)
             params["fts"] = fts
             rows = await self._capped_text_search(table, where, params, query.limit)
         return _text_matches(rows)
@@ -490,7 +507,10 @@ class SqliteMemoryRepository:
     async def _capped_text_search(
         self, table: str, where: str, params: dict[str, Any], limit: int
     ) -> list[Any]:
-        cap = limit * _OVERFETCH
+        # The project's own table holds only its rows, so with no other filter every capped
+        # match passes the join (the retry below covers a row another process just moved or
+        # deleted): joining 4x the rows only to drop them cost ~0.3 ms at 80k rows.
+        cap = limit * _OVERFETCH if where else limit
         sql = _capped_text_sql(where, table)
         rows = await self._session.fetch(sql, {**params, "cap": cap})
         if len(rows) < limit and await self._count_matches(table, params["fts"], cap) > cap:
