@@ -138,6 +138,18 @@ class ChunkMatrix:
         return [(int(self.ids[i]), float(scores[i])) for i in top]
 
 
+# Enum members by stored value: a dict lookup is ~0.1 us a row against ~0.6 us for calling
+# the enum, and a hybrid search decodes ~100 rows (see `RowReader.memory`).
+_LAYERS = {layer.value: layer for layer in Layer}
+_TIERS = {tier.value: tier for tier in Tier}
+
+
+def _json_object(text: str) -> Any:
+    """Decode stored JSON text; the empty object (most rows' metadata) without the parser."""
+    # A new dict on every call: a shared one could be changed through one memory for all.
+    return {} if text == "{}" else json.loads(text)
+
+
 class RowReader:
     """Builds domain objects from rows (mappings by column name) of one backend.
 
@@ -146,7 +158,7 @@ class RowReader:
     """
 
     def __init__(
-        self, time: Callable[[Any], datetime], metadata: Callable[[Any], Any] = json.loads
+        self, time: Callable[[Any], datetime], metadata: Callable[[Any], Any] = _json_object
     ) -> None:
         self._time = time
         self._metadata = metadata
@@ -179,11 +191,18 @@ class RowReader:
         )
 
     def memory(self, row: Any) -> Memory:
-        """A context_snapshots row."""
+        """A context_snapshots row.
+
+        Called for every candidate of a search (~100 rows at limit 10, most of them dropped
+        by the ranking), so the enums and the usual empty metadata skip the slow paths; an
+        unknown value still fails as calling the enum does.
+        """
+        layer = _LAYERS.get(row["layer"])
+        tier = _TIERS.get(row["memory_tier"])
         return Memory(
             id=row["id"],
             project=row["project"],
-            layer=Layer(row["layer"]),
+            layer=layer if layer is not None else Layer(row["layer"]),
             key=row["key"],
             content=row["content"],
             metadata=self._metadata(row["metadata"]),
@@ -192,7 +211,7 @@ class RowReader:
             updated_at=self._time(row["updated_at"]),
             last_accessed=self._opt_time(row["last_accessed"]),
             access_count=row["access_count"],
-            tier=Tier(row["memory_tier"]),
+            tier=tier if tier is not None else Tier(row["memory_tier"]),
             content_hash=row["content_hash"],
             token_count=row["token_count"],
             author=row["author"],

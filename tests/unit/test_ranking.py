@@ -17,7 +17,7 @@ from memory_core.domain.ranking import (
     recency_signal,
     session_lift,
 )
-from memory_core.domain.tiers import tier_cutoffs
+from memory_core.domain.tiers import classify_tier, tier_cutoffs
 from tests.fakes import make_memory
 
 NOW = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -154,6 +154,44 @@ def test_a_limit_returns_the_head_of_the_full_ranking(
     ]
     full = rank_candidates(candidates, SearchMode.HYBRID, CUTS, POLICY)
     assert rank_candidates(candidates, SearchMode.HYBRID, CUTS, POLICY, limit) == full[:limit]
+
+
+@given(
+    st.lists(st.tuples(st.integers(1, 50), st.floats(0, 2), st.integers(0, 2000)), max_size=40),
+    st.integers(1, 12),
+)
+def test_each_hits_signals_add_up_to_its_score(
+    rows: list[tuple[int, float, int]], limit: int
+) -> None:
+    # The score of every candidate is worked out first and the signals' parts only for the
+    # hits: both must come from the same numbers.
+    candidates = [
+        Candidate(
+            memory=memory(i, timedelta(hours=hours)),
+            bm25_rank=i + 1 if i % 3 else None,
+            bm25=-1.0,
+            vector_rank=rank,
+            vector_distance=dist,
+        )
+        for i, (rank, dist, hours) in enumerate(rows)
+    ]
+    hits = rank_candidates(candidates, SearchMode.HYBRID, CUTS, POLICY, limit)
+    boosts = {
+        Tier.ACTIVE: POLICY.active_boost,
+        Tier.RECENT: POLICY.recent_boost,
+        Tier.ARCHIVED: POLICY.archived_boost,
+        Tier.EXPIRED: POLICY.expired_boost,
+    }
+    for hit in hits:
+        s = hit.signals
+        reference = hit.memory.reference_time
+        assert s.tier is classify_tier(reference, CUTS)
+        assert s.tier_boost == boosts[s.tier]
+        age = (NOW - reference).total_seconds() / 3600
+        assert s.recency == round(recency_signal(age, POLICY), 6)
+        assert s.score == pytest.approx(
+            s.relevance + s.tier_boost + POLICY.recency_weight * s.recency, abs=2e-6
+        )
 
 
 def test_semantic_relevance_is_similarity_relative_to_the_best() -> None:
