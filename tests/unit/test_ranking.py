@@ -134,15 +134,9 @@ def test_hybrid_ranking_is_a_permutation_in_score_order(rows: list[tuple[int, fl
     assert all(0 <= h.signals.relevance <= 1 for h in hits)
 
 
-@given(
-    st.lists(st.tuples(st.integers(1, 50), st.floats(0, 2), st.integers(0, 400)), max_size=40),
-    st.integers(0, 45),
-)
-def test_a_limit_returns_the_head_of_the_full_ranking(
-    rows: list[tuple[int, float, int]], limit: int
-) -> None:
-    # Ties in score (equal ages, equal distances) must still break by the newer id.
-    candidates = [
+def _mixed_candidates(rows: list[tuple[int, float, int]]) -> list[Candidate]:
+    """Candidates from (vector rank, distance, age in hours); every third has no BM25 rank."""
+    return [
         Candidate(
             memory=memory(i, timedelta(hours=hours)),
             bm25_rank=i + 1 if i % 3 else None,
@@ -152,6 +146,17 @@ def test_a_limit_returns_the_head_of_the_full_ranking(
         )
         for i, (rank, dist, hours) in enumerate(rows)
     ]
+
+
+@given(
+    st.lists(st.tuples(st.integers(1, 50), st.floats(0, 2), st.integers(0, 400)), max_size=40),
+    st.integers(0, 45),
+)
+def test_a_limit_returns_the_head_of_the_full_ranking(
+    rows: list[tuple[int, float, int]], limit: int
+) -> None:
+    # Ties in score (equal ages, equal distances) must still break by the newer id.
+    candidates = _mixed_candidates(rows)
     full = rank_candidates(candidates, SearchMode.HYBRID, CUTS, POLICY)
     assert rank_candidates(candidates, SearchMode.HYBRID, CUTS, POLICY, limit) == full[:limit]
 
@@ -165,16 +170,7 @@ def test_each_hits_signals_add_up_to_its_score(
 ) -> None:
     # The score of every candidate is worked out first and the signals' parts only for the
     # hits: both must come from the same numbers.
-    candidates = [
-        Candidate(
-            memory=memory(i, timedelta(hours=hours)),
-            bm25_rank=i + 1 if i % 3 else None,
-            bm25=-1.0,
-            vector_rank=rank,
-            vector_distance=dist,
-        )
-        for i, (rank, dist, hours) in enumerate(rows)
-    ]
+    candidates = _mixed_candidates(rows)
     hits = rank_candidates(candidates, SearchMode.HYBRID, CUTS, POLICY, limit)
     boosts = {
         Tier.ACTIVE: POLICY.active_boost,
