@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlean
@@ -25,6 +28,18 @@ async def _no_wait(db) -> None:
     await db.execute("PRAGMA busy_timeout = 0")
 
 
+@asynccontextmanager
+async def _holder_and_writer(path: Path) -> AsyncIterator[tuple[Any, Any]]:
+    """Two connections to one file: `holder` takes the lock, `writer` (no busy wait) retries."""
+    holder, writer = await open_database(path), await open_database(path)
+    try:
+        await _no_wait(writer)
+        yield holder, writer
+    finally:
+        await holder.close()
+        await writer.close()
+
+
 def _commit_soon(holder) -> asyncio.Task[None]:
     """Commit `holder`'s open transaction 0.3 s from now, while the caller's write retries."""
 
@@ -36,28 +51,21 @@ def _commit_soon(holder) -> asyncio.Task[None]:
 
 
 async def test_a_write_waits_out_another_connections_lock(tmp_path: Path):
-    holder, writer = await open_database(tmp_path / "m.db"), await open_database(tmp_path / "m.db")
-    try:
+    async with _holder_and_writer(tmp_path / "m.db") as (holder, writer):
         await apply_migrations(holder)
-        await _no_wait(writer)
         await holder.execute("BEGIN IMMEDIATE")
         releaser = _commit_soon(holder)
         async with SqliteSession(writer).write("test") as db:
             await db.execute("CREATE TABLE t (x)")
         await releaser
         assert not writer.in_transaction
-    finally:
-        await holder.close()
-        await writer.close()
 
 
 async def test_retries_are_bounded_and_leave_no_transaction(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setattr(session_module, "BACKOFF_CAP_S", 0.01)
-    holder, writer = await open_database(tmp_path / "m.db"), await open_database(tmp_path / "m.db")
-    try:
-        await _no_wait(writer)
+    async with _holder_and_writer(tmp_path / "m.db") as (holder, writer):
         await holder.execute("BEGIN IMMEDIATE")
         with pytest.raises(StorageError, match="test") as caught:
             async with SqliteSession(writer).write("test"):
@@ -65,9 +73,6 @@ async def test_retries_are_bounded_and_leave_no_transaction(
         assert is_busy(caught.value.__cause__)  # type: ignore[arg-type]
         assert not writer.in_transaction
         await holder.execute("ROLLBACK")
-    finally:
-        await holder.close()
-        await writer.close()
 
 
 async def test_other_errors_are_not_retried(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
@@ -104,8 +109,7 @@ def test_is_busy_recognises_locked_and_busy_only():
 async def test_recording_access_waits_out_another_connections_lock(tmp_path: Path):
     # hand_out's UPDATE is its own transaction (no BEGIN): a busy database is retried the
     # same way, and the updated rows come back once it has run.
-    holder, writer = await open_database(tmp_path / "m.db"), await open_database(tmp_path / "m.db")
-    try:
+    async with _holder_and_writer(tmp_path / "m.db") as (holder, writer):
         await apply_migrations(holder)
         text = "the access is recorded"
         draft = MemoryDraft(
@@ -116,7 +120,6 @@ async def test_recording_access_waits_out_another_connections_lock(tmp_path: Pat
             token_count=4,
         )
         added = (await SqliteMemoryRepository(SqliteSession(holder)).add(draft, T0)).memory
-        await _no_wait(writer)
         await holder.execute("BEGIN IMMEDIATE")
         releaser = _commit_soon(holder)
         handed = await SqliteMemoryRepository(SqliteSession(writer)).hand_out(
@@ -127,19 +130,14 @@ async def test_recording_access_waits_out_another_connections_lock(tmp_path: Pat
         assert not writer.in_transaction
         count = await holder.execute_fetchall("SELECT access_count FROM context_snapshots")
         assert [r[0] for r in count] == [1]
-    finally:
-        await holder.close()
-        await writer.close()
 
 
 async def test_a_single_statement_write_gives_up_with_a_storage_error(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ):
     monkeypatch.setattr(session_module, "BACKOFF_CAP_S", 0.01)
-    holder, writer = await open_database(tmp_path / "m.db"), await open_database(tmp_path / "m.db")
-    try:
+    async with _holder_and_writer(tmp_path / "m.db") as (holder, writer):
         await apply_migrations(holder)
-        await _no_wait(writer)
         await holder.execute("BEGIN IMMEDIATE")
         with pytest.raises(StorageError, match="recording access") as caught:
             await SqliteSession(writer).write_memories(
@@ -150,6 +148,3 @@ async def test_a_single_statement_write_gives_up_with_a_storage_error(
         assert is_busy(caught.value.__cause__)  # type: ignore[arg-type]
         assert not writer.in_transaction
         await holder.execute("ROLLBACK")
-    finally:
-        await holder.close()
-        await writer.close()
