@@ -26,6 +26,7 @@ from memory_core.domain.models import (
     Tier,
     TierCutoffs,
 )
+from memory_core.storage.counts_fold import fold_counts
 from memory_core.storage.postgres.rows import COLUMNS, aware, row_to_memory
 from memory_core.storage.postgres.session import PostgresSession, maintenance_lock, rowcount
 from memory_core.storage.postgres.tsquery import any_word_tsquery, to_tsquery_text
@@ -114,8 +115,6 @@ async def _lock_identities(conn: Any, drafts: Sequence[MemoryDraft]) -> None:
         [_lock_name(d) for d in drafts],
     )
 
-
-_KNOWN_LAYERS = frozenset(layer.value for layer in Layer)
 
 # Rows whose stored tier is not their tier as of now, counted by (stored, live): for each stored
 # tier, the reference times outside its window ($1..$3 the cutoffs, $4 the project), one range
@@ -663,32 +662,19 @@ class PostgresMemoryRepository:
                 "SELECT pg_total_relation_size('context_snapshots')"
                 " + coalesce(pg_total_relation_size(to_regclass('context_embeddings')), 0)"
             )
-        by_tier = dict.fromkeys(Tier, 0)
-        by_layer = dict.fromkeys(Layer, 0)
-        content_bytes = never_accessed = 0
-        for r in kept:
-            by_tier[Tier(r["memory_tier"])] += r["n"]
-            if r["layer"] in _KNOWN_LAYERS:
-                by_layer[Layer(r["layer"])] += r["n"]
-            content_bytes += int(r["bytes"])
-            never_accessed += int(r["never_accessed"])
-        stale = 0
-        for r in moved:
-            by_tier[Tier(r["stored"])] -= r["n"]
-            by_tier[Tier(r["live"])] += r["n"]
-            stale += r["n"]
+        counts = fold_counts(kept, moved)
         oldest, newest = dates[0], dates[1]
         return StoreStats(
             project=project,
-            total=sum(by_tier.values()),
-            by_tier=by_tier,
-            by_layer=by_layer,
-            content_bytes=content_bytes,
+            total=counts.total,
+            by_tier={Tier(t): n for t, n in counts.by_tier.items()},
+            by_layer={Layer(layer): n for layer, n in counts.by_layer.items()},
+            content_bytes=counts.content_bytes,
             database_bytes=int(size),
             oldest=aware(oldest) if oldest else None,
             newest=aware(newest) if newest else None,
-            stale_tiers=stale,
-            never_accessed=never_accessed,
+            stale_tiers=counts.stale_tiers,
+            never_accessed=counts.never_accessed,
         )
 
     async def has_project(self, project: str) -> bool:

@@ -21,6 +21,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memory_core.storage.counts_fold import LAYERS, TIERS, fold_counts
 from memory_core.storage.migrations import load_migrations, migrations_dir
 from memory_core.storage.sqlite.times import encode_time
 from memory_core.tier_windows import cutoff_instants
@@ -43,9 +44,6 @@ __all__ = [
     "stored_projects",
 ]
 
-# The values of domain.models.Tier and Layer, in their order (tests hold them equal).
-TIERS = ("ACTIVE", "RECENT", "ARCHIVED", "EXPIRED")
-LAYERS = ("working", "episodic", "semantic", "procedural")
 
 # Live tier of a row from its reference time; the cutoffs come from domain.tiers.tier_cutoffs,
 # and the strict '>' matches classify_tier (an age of exactly one threshold is the older tier).
@@ -134,37 +132,20 @@ def fold_stats(
     dates: Sequence[Any],
     database_bytes: int,
 ) -> KeptStats:
-    """A project's stats from the rows of KEPT, MOVED, DATES (one row) and SIZE.
-
-    The counters hold rows per layer and *stored* tier; each row of MOVED moves `n` rows from
-    their stored tier to their tier as of now (they are also the stale tiers).
-    """
-    by_tier = dict.fromkeys(TIERS, 0)
-    by_layer = dict.fromkeys(LAYERS, 0)
-    content_bytes = never_accessed = 0
-    for layer, tier, n, size, unread in kept:
-        by_tier[str(tier)] += int(n)
-        if layer in by_layer:
-            by_layer[str(layer)] += int(n)
-        content_bytes += int(size)
-        never_accessed += int(unread)
-    stale = 0
-    for stored, live, n in moved:
-        by_tier[str(stored)] -= int(n)
-        by_tier[str(live)] += int(n)
-        stale += int(n)
+    """A project's stats from the rows of KEPT, MOVED (see counts_fold), DATES (one row), SIZE."""
+    counts = fold_counts(kept, moved)
     oldest, newest = dates[0], dates[1]
     return KeptStats(
         project=project,
-        total=sum(by_tier.values()),
-        by_tier=by_tier,
-        by_layer=by_layer,
-        content_bytes=content_bytes,
+        total=counts.total,
+        by_tier=counts.by_tier,
+        by_layer=counts.by_layer,
+        content_bytes=counts.content_bytes,
         database_bytes=int(database_bytes),
         oldest=str(oldest) if oldest else None,
         newest=str(newest) if newest else None,
-        stale_tiers=stale,
-        never_accessed=never_accessed,
+        stale_tiers=counts.stale_tiers,
+        never_accessed=counts.never_accessed,
     )
 
 
