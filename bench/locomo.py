@@ -34,6 +34,7 @@ from typing import Any
 
 import structlog
 
+from bench.precomputed_vectors import TurnVectors, precomputed_indexer
 from bench.store import open_bench_store
 from memory_core.config import RankingPolicy
 from memory_core.domain.fts_query import search_words
@@ -144,12 +145,45 @@ def phrasings(question: str, kind: str) -> tuple[str, ...]:
     return tuple(extra[:4])
 
 
+def stored_texts(memories: list[dict[str, Any]], args: argparse.Namespace) -> list[str]:
+    """The text stored for each turn, in order, as the options render it."""
+
+    def neighbour(index: int, offset: int) -> dict[str, Any] | None:
+        if not 0 <= index + offset < len(memories):
+            return None
+        here, other = memories[index], memories[index + offset]
+        same = (other["conversation_id"], other["session"]) == (
+            here["conversation_id"],
+            here["session"],
+        )
+        return other if same else None
+
+    texts = []
+    for index, m in enumerate(memories):
+        previous = neighbour(index, -1) if args.context >= 1 else None
+        following = neighbour(index, +1) if args.context >= 2 else None
+        texts.append(render(m, args.text, args.caption, previous, following, args.context_words))
+    return texts
+
+
+def write_texts(path: Path, args: argparse.Namespace) -> None:
+    """What `bench.turn_vectors` embeds: each turn's stored text, and the questions."""
+    memories = read_jsonl(args.data / "memories.jsonl")
+    queries = read_jsonl(args.data / "queries.jsonl")
+    body = {
+        "turn_ids": [m["id"] for m in memories],
+        "texts": stored_texts(memories, args),
+        "questions": [q["question"] for q in queries],
+    }
+    path.write_text(json.dumps(body), encoding="utf-8")
+
+
 def read_jsonl(path: Path) -> list[dict[str, Any]]:
     with path.open(encoding="utf-8") as fh:
         return [json.loads(line) for line in fh if line.strip()]
 
 
-async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901 - one run, in order
+async def run(args: argparse.Namespace) -> dict[str, Any]:
     memories = read_jsonl(args.data / "memories.jsonl")
     queries = read_jsonl(args.data / "queries.jsonl")
     db_path = args.db or Path(tempfile.mkdtemp(prefix="locomo-")) / "locomo.db"
@@ -202,24 +236,11 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901 - one r
             )
         ids.update({int(k): v for k, v in saved["ids"].items()})
     else:
-
-        def neighbour(index: int, offset: int) -> dict[str, Any] | None:
-            if not 0 <= index + offset < len(memories):
-                return None
-            here, other = memories[index], memories[index + offset]
-            same = (other["conversation_id"], other["session"]) == (
-                here["conversation_id"],
-                here["session"],
-            )
-            return other if same else None
-
-        for index, m in enumerate(memories):
-            previous = neighbour(index, -1) if args.context >= 1 else None
-            following = neighbour(index, +1) if args.context >= 2 else None
+        for m, text in zip(memories, stored_texts(memories, args), strict=True):
             result = await loader.append(
                 m["conversation_id"],
                 Layer.EPISODIC,
-                render(m, args.text, args.caption, previous, following, args.context_words),
+                text,
                 metadata={
                     "locomo_id": m["id"],
                     "speaker": m["speaker"],
@@ -240,6 +261,16 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:  # noqa: C901 - one r
         if args.db is not None:
             id_map.write_text(json.dumps({"stored_as": stored_as, "ids": ids}))
     index_seconds = time.perf_counter() - started
+    if args.vectors is not None:
+        # Another model's vectors as the vector half (bench.precomputed_vectors).
+        assert indexer is not None, "--vectors needs the vector half (not --model none)"
+        project_of = {m["id"]: m["conversation_id"] for m in memories}
+        service = dataclasses.replace(
+            service,
+            indexer=precomputed_indexer(
+                indexer, TurnVectors.load(args.vectors), dict(ids), project_of
+            ),
+        )
 
     latencies: list[float] = []
     out = args.out
@@ -416,6 +447,16 @@ def main(argv: list[str] | None = None) -> None:
         choices=["partial", "strong"],
         help="leave out hits matching more weakly (what recall a client gives up with it)",
     )
+    parser.add_argument(
+        "--texts-out",
+        type=Path,
+        help="only write each turn's stored text and the questions here (for bench.turn_vectors)",
+    )
+    parser.add_argument(
+        "--vectors",
+        type=Path,
+        help="search by these vectors (an .npz of bench.turn_vectors) instead of the store's",
+    )
     parser.add_argument("--json", type=Path, help="write timings and metrics as JSON here")
     parser.add_argument(
         "--signals",
@@ -424,6 +465,9 @@ def main(argv: list[str] | None = None) -> None:
         "also asks each question of the next conversation, whose hits cannot be evidence)",
     )
     args = parser.parse_args(argv)
+    if args.texts_out is not None:
+        write_texts(args.texts_out, args)
+        return
     timings = asyncio.run(run(args))
     scorer = SHARED / "score.py"
     metrics_path = args.out.with_suffix(".metrics.json")
