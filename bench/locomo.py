@@ -7,6 +7,7 @@ index time and search latency.
 
     python -m bench.locomo                       # dev split, defaults
     python -m bench.locomo --data DIR --mode keyword --text plain
+    python -m bench.locomo --db DB --vectors V.npz   # another model's vectors: turn_vectors.py
 
 The clock is frozen for the whole run, so every memory has the same tier and recency: the
 figures measure retrieval (BM25, vectors, fusion), not the tier signals. The data is licensed
