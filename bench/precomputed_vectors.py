@@ -6,7 +6,8 @@ has that model, into an .npz file; this module serves those vectors to the real 
 The keyword half, the fusion and every lift are memstrata's own; only the vector half changes.
 
 The vector half searched here is exact cosine over the conversation's turns, as the store's own
-search is exact below its int8 threshold (every LoCoMo conversation is far below it).
+search is exact for a project of this size (the coarse search starts far above a LoCoMo
+conversation's few hundred turns).
 """
 
 from __future__ import annotations
@@ -109,6 +110,7 @@ class _ExactTurnIndex:
     async def search_vectors(
         self, project: str, vector: npt.NDArray[np.float32], *, layer: Layer | None, limit: int
     ) -> list[VectorMatch]:
+        # `layer` is never set: every LoCoMo turn is one episodic memory.
         ids, matrix = self._rows[project]
         cosines = matrix @ vector
         order = np.argsort(-cosines, kind="stable")[:limit]
