@@ -44,8 +44,9 @@ from memory_core.domain.knowledge import (
     Snippet,
     SnippetDraft,
 )
-from memory_core.domain.models import Layer, Memory, Tier
+from memory_core.domain.models import Layer, Memory, StoreStats, Tier
 from memory_core.errors import SchemaMismatchError
+from memory_core.storage.counts_fold import FoldedCounts
 
 if TYPE_CHECKING:
     import numpy as np
@@ -59,9 +60,32 @@ __all__ = [
     "json_text",
     "next_number",
     "recorded_model",
+    "store_stats",
     "vector_from_bytes",
     "vector_to_bytes",
 ]
+
+
+def store_stats(
+    project: str,
+    counts: FoldedCounts,
+    database_bytes: int,
+    oldest: datetime | None,
+    newest: datetime | None,
+) -> StoreStats:
+    """A project's StoreStats from its folded counts; each backend decodes its own dates."""
+    return StoreStats(
+        project=project,
+        total=counts.total,
+        by_tier={Tier(t): n for t, n in counts.by_tier.items()},
+        by_layer={Layer(layer): n for layer, n in counts.by_layer.items()},
+        content_bytes=counts.content_bytes,
+        database_bytes=database_bytes,
+        oldest=oldest,
+        newest=newest,
+        stale_tiers=counts.stale_tiers,
+        never_accessed=counts.never_accessed,
+    )
 
 
 def vector_to_bytes(vector: Vector | None) -> bytes | None:

@@ -30,6 +30,7 @@ from memory_core.storage.counts_fold import fold_counts
 from memory_core.storage.postgres.rows import COLUMNS, aware, row_to_memory
 from memory_core.storage.postgres.session import PostgresSession, maintenance_lock, rowcount
 from memory_core.storage.postgres.tsquery import any_word_tsquery, to_tsquery_text
+from memory_core.storage.records import store_stats
 
 __all__ = ["PostgresMemoryRepository"]
 
@@ -662,19 +663,13 @@ class PostgresMemoryRepository:
                 "SELECT pg_total_relation_size('context_snapshots')"
                 " + coalesce(pg_total_relation_size(to_regclass('context_embeddings')), 0)"
             )
-        counts = fold_counts(kept, moved)
         oldest, newest = dates[0], dates[1]
-        return StoreStats(
-            project=project,
-            total=counts.total,
-            by_tier={Tier(t): n for t, n in counts.by_tier.items()},
-            by_layer={Layer(layer): n for layer, n in counts.by_layer.items()},
-            content_bytes=counts.content_bytes,
-            database_bytes=int(size),
-            oldest=aware(oldest) if oldest else None,
-            newest=aware(newest) if newest else None,
-            stale_tiers=counts.stale_tiers,
-            never_accessed=counts.never_accessed,
+        return store_stats(
+            project,
+            fold_counts(kept, moved),
+            int(size),
+            aware(oldest) if oldest else None,
+            aware(newest) if newest else None,
         )
 
     async def has_project(self, project: str) -> bool:

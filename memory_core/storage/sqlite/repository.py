@@ -34,6 +34,8 @@ from memory_core.domain.models import (
     Tier,
     TierCutoffs,
 )
+from memory_core.storage.counts_fold import fold_counts
+from memory_core.storage.records import store_stats
 from memory_core.storage.sqlite.fts_match import (
     any_word,
     every_word,
@@ -47,7 +49,6 @@ from memory_core.storage.sqlite.kept_counts import (
     MOVED,
     SIZE,
     cutoff_params,
-    fold_stats,
 )
 from memory_core.storage.sqlite.kept_counts import LIVE_TIER as _LIVE_TIER
 from memory_core.storage.sqlite.kept_counts import REFERENCE as _REFERENCE
@@ -734,18 +735,13 @@ class SqliteMemoryRepository:
             moved = await self._session.fetch(MOVED, params)
             dates = await self._session.fetch(DATES, {"p": project})
             size = await self._session.fetch(SIZE)
-        found = fold_stats(project, kept, moved, dates[0], size[0][0])
-        return StoreStats(
-            project=project,
-            total=found.total,
-            by_tier={Tier(t): n for t, n in found.by_tier.items()},
-            by_layer={Layer(layer): n for layer, n in found.by_layer.items()},
-            content_bytes=found.content_bytes,
-            database_bytes=found.database_bytes,
-            oldest=decode_time(found.oldest) if found.oldest else None,
-            newest=decode_time(found.newest) if found.newest else None,
-            stale_tiers=found.stale_tiers,
-            never_accessed=found.never_accessed,
+        oldest, newest = dates[0][0], dates[0][1]
+        return store_stats(
+            project,
+            fold_counts(kept, moved),
+            int(size[0][0]),
+            decode_time(str(oldest)) if oldest else None,
+            decode_time(str(newest)) if newest else None,
         )
 
     async def has_project(self, project: str) -> bool:
