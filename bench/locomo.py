@@ -268,7 +268,7 @@ async def run(args: argparse.Namespace) -> dict[str, Any]:
         project_of = {m["id"]: m["conversation_id"] for m in memories}
         service = dataclasses.replace(
             service,
-            indexer=precomputed_indexer(
+            indexer=await precomputed_indexer(
                 indexer, TurnVectors.load(args.vectors), dict(ids), project_of
             ),
         )

@@ -21,7 +21,7 @@ import numpy as np
 import numpy.typing as npt
 
 from memory_core.domain.models import Layer, VectorMatch
-from memory_core.ports import Embedder
+from memory_core.embeddings.lazy import LazyEmbedder
 from memory_core.ports.memories import VectorIndex
 from memory_core.services.indexing import Indexer
 
@@ -79,28 +79,6 @@ class _QuestionLookup:
             raise SystemExit(f"no precomputed vector for the question {exc}") from None
 
 
-class _ReadySource:
-    """An EmbedderSource whose embedder is loaded from the start."""
-
-    def __init__(self, embedder: _QuestionLookup) -> None:
-        self.embedder = embedder
-        self.model_id = embedder.model_id
-        self.dims = embedder.dims
-
-    @property
-    def failure(self) -> str | None:
-        return None
-
-    def current(self) -> Embedder:
-        return self.embedder
-
-    async def wait(self, max_wait: float | None = None) -> Embedder:
-        return self.embedder
-
-    async def until_ready(self) -> Embedder:
-        return self.embedder
-
-
 class _ExactTurnIndex:
     """`search_vectors` by exact cosine over each project's memories' precomputed vectors."""
 
@@ -117,7 +95,7 @@ class _ExactTurnIndex:
         return [VectorMatch(id=ids[i], distance=float(1.0 - cosines[i])) for i in order]
 
 
-def precomputed_indexer(
+async def precomputed_indexer(
     indexer: Indexer,
     vectors: TurnVectors,
     turns_of: dict[int, list[str]],
@@ -135,9 +113,9 @@ def precomputed_indexer(
         ids.append(memory_id)
         rows.append(vectors.turns[turn_ids[0]])
     index = _ExactTurnIndex({p: (ids, np.stack(rows)) for p, (ids, rows) in by_project.items()})
+    lookup = _QuestionLookup(vectors)
+    source = LazyEmbedder(lambda: lookup, model_id=lookup.model_id, dims=lookup.dims)
+    source.start()
+    await source.wait()  # loaded before the first search, which must not fall back to keywords
     # Only search_vectors is ever called on this index: the store is built before the swap.
-    return dataclasses.replace(
-        indexer,
-        vectors=cast(VectorIndex, index),
-        source=_ReadySource(_QuestionLookup(vectors)),
-    )
+    return dataclasses.replace(indexer, vectors=cast(VectorIndex, index), source=source)

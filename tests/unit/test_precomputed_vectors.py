@@ -59,7 +59,7 @@ async def test_the_swapped_indexer_ranks_a_project_by_the_given_vectors(tmp_path
         [[0.0, 1.0]],
     )
     lazy, _ = ready_fake()
-    indexer = precomputed_indexer(
+    indexer = await precomputed_indexer(
         Indexer(vectors=cast(VectorIndex, object()), source=lazy),
         TurnVectors.load(tmp_path / "v.npz"),
         {10: ["t0", "t1"], 11: ["t2"], 12: ["t3"]},
@@ -87,7 +87,7 @@ async def test_search_ranks_by_the_given_vectors_not_the_model(
     assert service.indexer is not None
     swapped = dataclasses.replace(
         service,
-        indexer=precomputed_indexer(
+        indexer=await precomputed_indexer(
             service.indexer,
             TurnVectors.load(tmp_path / "v.npz"),
             {first.outcome.memory.id: ["t0"], second.outcome.memory.id: ["t1"]},
