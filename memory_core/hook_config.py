@@ -57,6 +57,20 @@ class HookPolicy(BaseModel):
         "keywords only; 0 (default): keyword search, because loading the model in a fresh "
         "process takes longer than the hook's budget (docs/benchmarks.md).",
     )
+    warm: bool = Field(
+        True,
+        description="UserPromptSubmit first asks the running `memstrata serve` of the same "
+        "store (over a per-user Unix socket) to answer, with the model it holds warm, so recall "
+        "matches meaning as well as words; when none answers within `warm_wait`, the hook "
+        "searches the store itself by keywords. Off: always the hook's own keyword search.",
+    )
+    warm_wait: float = Field(
+        0.8,
+        gt=0,
+        le=10,
+        description="Seconds the prompt hook waits for the warm server's answer before it "
+        "searches on its own (no server listening costs microseconds, not this wait).",
+    )
     user_id: str | None = Field(
         None,
         description="Whose stored preferences (`update_preference`) the session-start context "

@@ -102,12 +102,29 @@ async def _warm_up_after_listing(
     _warm_up(settings, context)
 
 
-async def _stop(context: AppContext, warming: asyncio.Task[None] | None) -> None:
+async def _listen_for_hooks(container: Container, warming: asyncio.Task[None] | None) -> None:
+    """Serve the Claude Code hooks on this store's socket (server.hooks.listener), once warm.
+
+    After the warm-up: over stdio the first `tools/list` comes first, and the listener's
+    imports would delay it.
+    """
+    if warming is not None:
+        await asyncio.wait({warming})
+    from server.hooks.listener import ListenerParts, serve_hooks
+
+    try:
+        await serve_hooks(ListenerParts.of(container))
+    except Exception:  # the hooks then take their direct path; the server serves on
+        log.exception("hooks.listener_failed")
+
+
+async def _stop(context: AppContext, *tasks: asyncio.Task[None] | None) -> None:
     """Stop what the lifespan started, before the store closes."""
-    if warming is not None and not warming.done():
-        warming.cancel()
-        with contextlib.suppress(asyncio.CancelledError):
-            await warming
+    for task in tasks:
+        if task is not None and not task.done():
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
     if context.scheduler is not None:
         context.scheduler.shutdown(wait=False)
         log.info("scheduler.stopped")
@@ -129,6 +146,7 @@ def build_server(
     runtime_toolsets: bool = True,
     live: LiveContext | None = None,
     warm_up_after_listing: bool = False,
+    hook_listener: bool = False,
 ) -> MemstrataServer:
     """Build the MCP server; the store opens (and the scheduler starts) in its lifespan.
 
@@ -139,6 +157,8 @@ def build_server(
     `warm_up_after_listing` starts the model preload and the scheduler once the first
     `tools/list` is answered instead of when the store opens (stdio: a process per
     conversation, whose start the client waits for).
+    `hook_listener` answers Claude Code hooks on a per-user socket once started
+    (server.hooks.listener; `memstrata serve`, stdio and HTTP).
     """
 
     @asynccontextmanager
@@ -156,6 +176,9 @@ def build_server(
                 warming = asyncio.create_task(_warm_up_after_listing(mcp, settings, context))
             else:
                 _warm_up(settings, context)
+            listening = None
+            if hook_listener:
+                listening = asyncio.create_task(_listen_for_hooks(container, warming))
             if live is not None:
                 live.current = context
             try:
@@ -163,7 +186,7 @@ def build_server(
             finally:
                 if live is not None:
                     live.current = None
-                await _stop(context, warming)
+                await _stop(context, listening, warming)
 
     mcp = MemstrataServer(
         "memstrata",
@@ -197,7 +220,7 @@ def serve_stdio(settings: Settings) -> None:
     """Serve over stdio (Claude Desktop, Claude Code); stdout carries only MCP messages."""
     from server.logging import configure_logging
 
-    mcp = build_server(settings, warm_up_after_listing=True)
+    mcp = build_server(settings, warm_up_after_listing=True, hook_listener=True)
     configure_logging(settings.log_level, settings.log_format)  # after MCPServer's own setup
     log.info("server.starting", transport="stdio", db=settings.store_location)
     mcp.run("stdio")

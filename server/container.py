@@ -18,7 +18,7 @@ from memory_core.services.indexing import Indexer
 from memory_core.services.maintenance import MaintenanceService
 from memory_core.services.memories import MemoryService
 from memory_core.services.session_start import SessionStartService
-from server.backends import KnowledgeStores, open_backend
+from server.backends import Backend, KnowledgeStores, open_backend
 from server.settings import Settings
 
 if TYPE_CHECKING:
@@ -106,6 +106,7 @@ class Container:
     start: SessionStartService  # the session-start briefing (hooks, load_context, a prompt)
     maintenance: MaintenanceService  # tiers, pruning, stats (tools, CLI, scheduler)
     leases: JobLeases | None = None  # who runs scheduled jobs (None: this process always does)
+    backend: Backend | None = None  # the open stores (the warm hook listener serves hooks on them)
 
     def project(self, name: str | None) -> str:
         """The project a call is about: the one it names, else the configured default."""
@@ -209,6 +210,7 @@ async def open_container(
             ),
             maintenance=MaintenanceService(repo=repo, clock=the_clock, policy=settings.tiers),
             leases=backend.leases,
+            backend=backend,
         )
     finally:
         await stack.aclose()

@@ -10,6 +10,7 @@ back whatever was unfinished (committed work, e.g. recorded transcript lines, st
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -107,6 +108,52 @@ def _answer(command: str, raw: str) -> str | None:
     return loop.run_until_complete(_bounded(work(), budget))
 
 
+# _warm's answer when no warm server answered: the hook then runs in this process.
+_NO_WARM = object()
+_RECORDING = ("pre-compact", "session-end")
+_INDEX_WAIT = 0.2  # seconds: the server answers `index` at once, the embedding runs after
+
+
+def _warm(command: str, raw: str) -> str | object | None:
+    """The prompt hook's context from the warm `memstrata serve` (server.hooks.warm).
+
+    Trigger: UserPromptSubmit. Why: the server holds the model warm, so its search matches
+    meaning as well as words, within a prompt's budget. Outcome: the context (None: nothing
+    to inject) or _NO_WARM when none answered (off, no server, stale socket, too slow, an
+    error), after which the hook runs its own keyword search as before. Imports nothing
+    but the standard library, so a warm hook never loads pydantic or structlog.
+    """
+    if command != "user-prompt-submit":
+        return _NO_WARM
+    from server.hooks.warm import WarmUnavailable, ask
+
+    try:
+        data = json.loads(raw)
+    except ValueError:
+        return _NO_WARM  # the direct path says what is wrong with it
+    if not isinstance(data, dict):
+        return _NO_WARM
+    try:
+        answer = ask(command, os.environ, data)
+    except WarmUnavailable:
+        return _NO_WARM
+    context = answer.get("context")
+    return context if isinstance(context, str) and context else None
+
+
+def _index_on_warm_server() -> None:
+    """Ask the warm server to embed the rows just recorded (fire and forget).
+
+    A recording hook stores its rows without vectors (it loads no model); the server's
+    backfill embeds them now rather than at its next start, so they are found by meaning.
+    """
+    from server.hooks.warm import WarmUnavailable, ask
+
+    # No server: the next one's start-up backfill embeds them.
+    with contextlib.suppress(WarmUnavailable):
+        ask("index", os.environ, wait=_INDEX_WAIT)
+
+
 def _may_use_tls(command: str, environ: Mapping[str, str]) -> bool:
     """Whether this hook may open a TLS connection: a PostgreSQL store, or more than a start.
 
@@ -141,7 +188,14 @@ def run(argv: Sequence[str]) -> NoReturn:
     try:
         if sys.stdin is None or sys.stdin.isatty():
             raise ValueError("stdin is a terminal; Claude Code pipes the hook's JSON into it")
-        context = _answer(command, sys.stdin.read())
+        raw = sys.stdin.read()
+        warm = _warm(command, raw)
+        if warm is _NO_WARM:
+            context = _answer(command, raw)
+            if command in _RECORDING:
+                _index_on_warm_server()
+        else:
+            context = warm if isinstance(warm, str) else None
         if context and event is not None:
             out = json.dumps(
                 {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}},

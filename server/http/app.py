@@ -91,9 +91,16 @@ def transport_security(settings: Settings, host: str) -> TransportSecuritySettin
 
 
 async def build_http_app(
-    settings: Settings, host: str, port: int, *, insecure: bool = False
+    settings: Settings,
+    host: str,
+    port: int,
+    *,
+    insecure: bool = False,
+    hook_listener: bool = False,
 ) -> ASGIApp:
     """The streamable HTTP app with bearer auth (when tokens are configured) and the guard.
+
+    `hook_listener`: also answer Claude Code hooks on the store's socket (server.app).
 
     Raises:
         HttpStartError: The token settings are invalid, or `host` is not loopback, no token
@@ -115,7 +122,12 @@ async def build_http_app(
         auth = AuthSettings(issuer_url=f"http://{host}:{port}", resource_server_url=None)
     live = LiveContext()
     mcp = build_server(
-        settings, token_verifier=authority, auth=auth, runtime_toolsets=False, live=live
+        settings,
+        token_verifier=authority,
+        auth=auth,
+        runtime_toolsets=False,
+        live=live,
+        hook_listener=hook_listener,
     )
     tools = await mcp.list_tools()
     read_only = frozenset(
@@ -178,7 +190,7 @@ async def serve_http(
     """
     import uvicorn  # only HTTP needs it; stdio start-up skips the import (~57 ms)
 
-    app = await build_http_app(settings, host, port, insecure=insecure)
+    app = await build_http_app(settings, host, port, insecure=insecure, hook_listener=True)
     configure_logging(settings.log_level, settings.log_format)
     config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
     sock = listen(host, port)
