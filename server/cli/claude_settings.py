@@ -8,10 +8,14 @@ Where the entries go (Claude Code's settings and MCP documentation):
 - Claude Desktop: the server under `mcpServers` in `claude_desktop_config.json` (no hooks).
 
 A hooks value is `{Event: [{"matcher"?: str, "hooks": [{"type": "command", "command": str,
-"timeout"?: seconds}]}]}`. Our hook entries are recognised by their command (it runs
-`memstrata hook ...`), our server by its name `memstrata` and a command that runs memstrata, so
-merging again replaces them in place and removing takes out exactly them. Every function returns
-a new document; the key order of everything else is kept.
+"timeout"?: seconds}]}]}`. An entry is ours only when it has the exact shape setup writes: a
+hook whose command is, word for word and quoted as hook_command quotes it, `[MEMSTRATA_*=value
+...] /abs/path/memstrata hook <the argument of the event it is under>`; a server named
+`memstrata` that is `{"command": "/abs/path/memstrata", "args": ["serve"], "env"?: {MEMSTRATA_*:
+str}}` (with `"type": "stdio"` allowed, as Claude Code may add it). Anything else, a command
+that merely mentions `memstrata hook` or a `memstrata` server running another program, is the
+person's own: merging refuses to overwrite it and removing leaves it. Every function returns a
+new document; the key order of everything else is kept.
 """
 
 from __future__ import annotations
@@ -31,6 +35,7 @@ __all__ = [
     "SettingsShapeError",
     "command_executable",
     "desktop_config_path",
+    "foreign_server",
     "has_server",
     "hook_command",
     "hook_groups",
@@ -67,9 +72,9 @@ HOOK_EVENTS: tuple[HookEvent, ...] = (
     HookEvent("SessionEnd", "session-end", None, 30),
 )
 
-# `memstrata hook`, `'/path/to/memstrata' hook`, `.../memstrata-launch" hook`, `-m server hook`.
-_OUR_HOOK = re.compile(r"(memstrata(-launch)?|-m server)['\"]?\s+hook(\s|$)")
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")
+_OUR_ENV = re.compile(r"MEMSTRATA_[A-Z0-9_]+")
+_ARGUMENTS = {event.argument: event for event in HOOK_EVENTS}
 
 
 class SettingsShapeError(ValueError):
@@ -107,21 +112,63 @@ def server_entry(command: list[str], env: Mapping[str, str]) -> Document:
     return entry
 
 
-def is_our_hook(hook: Any) -> bool:
-    """True for a hook entry whose command runs `memstrata hook ...`."""
-    return (
-        isinstance(hook, dict)
-        and isinstance(hook.get("command"), str)
-        and bool(_OUR_HOOK.search(hook["command"]))
+def _is_our_program(word: str) -> bool:
+    """An absolute path to a `memstrata` console script, as resolve_command registers it."""
+    return Path(word).is_absolute() and Path(word).name == SERVER_NAME
+
+
+def _our_env(env: Any) -> bool:
+    return isinstance(env, dict) and all(
+        isinstance(k, str) and _OUR_ENV.fullmatch(k) and isinstance(v, str) for k, v in env.items()
     )
 
 
-def is_our_server(entry: Any) -> bool:
-    """True for a server entry that runs memstrata (its command, or an argument, names it)."""
-    if not isinstance(entry, dict) or not isinstance(entry.get("command"), str):
+def is_our_hook(hook: Any, event: str) -> bool:
+    """True for exactly the hook entry setup writes for `event` (see the module docstring)."""
+    if not isinstance(hook, dict) or hook.get("type") != "command":
         return False
-    words = [entry["command"], *[a for a in entry.get("args", []) if isinstance(a, str)]]
-    return any("memstrata" in Path(w).name or w == "server" for w in words)
+    command = hook.get("command")
+    if not isinstance(command, str):
+        return False
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return False
+    env: dict[str, str] = {}
+    while words and _ENV_WORD.match(words[0]):
+        name, _, value = words.pop(0).partition("=")
+        env[name] = value
+    if len(words) != 3 or words[1] != "hook" or not _is_our_program(words[0]):
+        return False
+    registered = _ARGUMENTS.get(words[2])
+    if registered is None or registered.name != event or not _our_env(env):
+        return False
+    # Word for word is not enough: `$(...)` in a value survives shlex; our quoting would not.
+    return hook_command([words[0]], registered, env) == command
+
+
+def is_our_server(entry: Any) -> bool:
+    """True for exactly the server entry setup writes (see the module docstring)."""
+    return (
+        isinstance(entry, dict)
+        and set(entry) <= {"type", "command", "args", "env"}
+        and entry.get("type", "stdio") == "stdio"
+        and isinstance(entry.get("command"), str)
+        and _is_our_program(entry["command"])
+        and entry.get("args") == ["serve"]
+        and _our_env(entry.get("env", {}))
+    )
+
+
+def _describe(entry: Any) -> str:
+    """What a server entry runs, in a few words, for a message."""
+    if isinstance(entry, dict) and isinstance(entry.get("command"), str):
+        args = entry.get("args")
+        words = [entry["command"], *(str(a) for a in (args if isinstance(args, list) else []))]
+        return "runs `" + shlex.join(words)[:120] + "`"
+    if isinstance(entry, dict) and isinstance(entry.get("url"), str):
+        return f"connects to {entry['url'][:120]}"
+    return "is not a memstrata command"
 
 
 def _object(document: Document, key: str, where: str) -> Document:
@@ -134,7 +181,7 @@ def _object(document: Document, key: str, where: str) -> Document:
 def merge_server(document: Document, entry: Document, where: str) -> Document:
     """Set `mcpServers.memstrata` to entry, in place of an earlier one of ours, keeping the rest.
 
-    A `memstrata` server that runs no memstrata command (say, a hand-made HTTP entry) is the
+    A `memstrata` server of another shape (a hand-made HTTP entry, `npx some-proxy`) is the
     person's own: it is refused, not overwritten.
     """
     result = copy.deepcopy(document)
@@ -142,8 +189,9 @@ def merge_server(document: Document, entry: Document, where: str) -> Document:
     existing = servers.get(SERVER_NAME)
     if existing is not None and not is_our_server(existing):
         raise SettingsShapeError(
-            f"`mcpServers.{SERVER_NAME}` in {where} is a server setup did not write (it runs no "
-            "memstrata command); remove or rename it"
+            f"`mcpServers.{SERVER_NAME}` in {where} is a server setup did not write (it "
+            f"{_describe(existing)}); setup leaves it alone: remove or rename it to register "
+            "memstrata there"
         )
     servers[SERVER_NAME] = entry
     result["mcpServers"] = servers
@@ -151,9 +199,18 @@ def merge_server(document: Document, entry: Document, where: str) -> Document:
 
 
 def has_server(document: Document) -> bool:
-    """True when `mcpServers.memstrata` is there and runs memstrata."""
+    """True when `mcpServers.memstrata` is there and is the entry setup writes."""
     servers = document.get("mcpServers")
     return isinstance(servers, dict) and is_our_server(servers.get(SERVER_NAME))
+
+
+def foreign_server(document: Document) -> str | None:
+    """What a `mcpServers.memstrata` that setup did not write runs, or None when there is none."""
+    servers = document.get("mcpServers")
+    if not isinstance(servers, dict) or SERVER_NAME not in servers:
+        return None
+    entry = servers[SERVER_NAME]
+    return None if is_our_server(entry) else _describe(entry)
 
 
 def remove_server(document: Document, where: str) -> Document:
@@ -174,14 +231,14 @@ def _groups(hooks: Document, event: str, where: str) -> list[Any]:
     return groups
 
 
-def _without_ours(groups: list[Any]) -> list[Any]:
+def _without_ours(groups: list[Any], event: str) -> list[Any]:
     """The groups minus our hook entries; a group left with no hooks is dropped."""
     kept: list[Any] = []
     for group in groups:
         if not isinstance(group, dict) or not isinstance(group.get("hooks"), list):
             kept.append(group)
             continue
-        hooks = [h for h in group["hooks"] if not is_our_hook(h)]
+        hooks = [h for h in group["hooks"] if not is_our_hook(h, event)]
         if len(hooks) == len(group["hooks"]):
             kept.append(group)
         elif hooks:
@@ -189,8 +246,9 @@ def _without_ours(groups: list[Any]) -> list[Any]:
     return kept
 
 
-def _holds_ours(group: Any) -> bool:
-    return isinstance(group, dict) and any(is_our_hook(h) for h in group.get("hooks") or [])
+def _holds_ours(group: Any, event: str) -> bool:
+    hooks = group.get("hooks") if isinstance(group, dict) else None
+    return isinstance(hooks, list) and any(is_our_hook(h, event) for h in hooks)
 
 
 def merge_hooks(document: Document, groups: Mapping[str, Document], where: str) -> Document:
@@ -202,13 +260,13 @@ def merge_hooks(document: Document, groups: Mapping[str, Document], where: str) 
     hooks = _object(result, "hooks", where)
     for event, group in groups.items():
         existing = _groups(hooks, event, where)
-        position = next((i for i, g in enumerate(existing) if _holds_ours(g)), None)
+        position = next((i for i, g in enumerate(existing) if _holds_ours(g, event)), None)
         if position is None:
             hooks[event] = [*existing, copy.deepcopy(group)]
             continue
-        before = _without_ours(existing[:position])
-        after = _without_ours(existing[position + 1 :])
-        others = _without_ours([existing[position]])
+        before = _without_ours(existing[:position], event)
+        after = _without_ours(existing[position + 1 :], event)
+        others = _without_ours([existing[position]], event)
         hooks[event] = [*before, *others, copy.deepcopy(group), *after]
     result["hooks"] = hooks
     return result
@@ -222,9 +280,9 @@ def remove_hooks(document: Document, where: str) -> Document:
     hooks = _object(result, "hooks", where)
     for event in list(hooks):
         groups = _groups(hooks, event, where)
-        if not any(_holds_ours(g) for g in groups):
+        if not any(_holds_ours(g, event) for g in groups):
             continue
-        kept = _without_ours(groups)
+        kept = _without_ours(groups, event)
         if kept:
             hooks[event] = kept
         else:
@@ -245,7 +303,7 @@ def our_hook_commands(document: Document) -> dict[str, list[str]]:
             continue
         for group in groups:
             if isinstance(group, dict) and isinstance(group.get("hooks"), list):
-                commands = [h["command"] for h in group["hooks"] if is_our_hook(h)]
+                commands = [h["command"] for h in group["hooks"] if is_our_hook(h, event)]
                 if commands:
                     found.setdefault(event, []).extend(commands)
     return found

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import hashlib
 import importlib
-import json
 import os
 import shutil
 import stat
@@ -29,6 +28,7 @@ from server.cli.claude_settings import (
     our_hook_commands,
 )
 from server.cli.output import Exit, out_json, stdout_console
+from server.cli.settings_file import SettingsFileError, read_settings_file
 from server.settings import Settings
 
 __all__ = ["Check", "claude_code_checks", "run_checks", "run_doctor"]
@@ -364,16 +364,14 @@ _SETUP_FIX = "memstrata setup claude-code{scope} (re-registers this memstrata), 
 
 
 def _read_settings(path: Path) -> tuple[dict[str, object], str | None]:
-    """A settings file's object ({} when absent), or why it cannot be read."""
+    """A settings file's object ({} when absent), or why it cannot be read.
+
+    Read as setup reads it: a pipe or a device at the path is named, not opened and waited on.
+    """
     try:
-        value = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        return {}, None
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        return {}, f"{path} cannot be read as JSON ({exc})"
-    if not isinstance(value, dict):
-        return {}, f"{path} does not hold a JSON object"
-    return value, None
+        return read_settings_file(path).document, None
+    except SettingsFileError as exc:
+        return {}, f"{path} cannot be read as JSON ({exc.reason})"
 
 
 def _runnable(program: str | None) -> str | None:

@@ -14,6 +14,7 @@ imports nothing heavy at the top (rich loads only when setup runs).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import difflib
 import json
 import os
@@ -21,16 +22,18 @@ import shutil
 import sys
 import tempfile
 import textwrap
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from server.cli.claude_settings import (
+    SERVER_NAME,
     Document,
     SettingsShapeError,
     desktop_config_path,
+    foreign_server,
     hook_groups,
     merge_hooks,
     merge_server,
@@ -38,9 +41,11 @@ from server.cli.claude_settings import (
     remove_server,
     server_entry,
 )
+from server.cli.settings_file import SettingsFileError, read_settings_file
 from server.settings import Settings
 
 __all__ = [
+    "Applied",
     "Change",
     "SetupError",
     "add_parser",
@@ -50,6 +55,7 @@ __all__ = [
     "plan_claude_desktop",
     "resolve_command",
     "run_command",
+    "state_dir",
 ]
 
 _EXAMPLES = """\
@@ -73,11 +79,24 @@ class SetupError(Exception):
 
 @dataclass(frozen=True)
 class Change:
-    """One settings file: its text before and after (None: there is no such file)."""
+    """One settings file: its text before and after (None: there is no such file).
+
+    link_target is where the bytes are when path is a symbolic link (the link itself is
+    kept), backups the folder for its backup (None: next to the file), note a line for the
+    person.
+    """
 
     path: Path
     before: str | None
     after: str | None
+    link_target: Path | None = None
+    backups: Path | None = None
+    note: str | None = None
+
+    @property
+    def target(self) -> Path:
+        """The file written: path, or the file its symbolic link points to."""
+        return self.link_target or self.path
 
     @property
     def changed(self) -> bool:
@@ -90,7 +109,7 @@ class Change:
             (self.before or "").splitlines(keepends=True),
             (self.after or "").splitlines(keepends=True),
             fromfile=str(self.path) if self.before is not None else "/dev/null",
-            tofile=str(self.path),
+            tofile=str(self.path) if self.after is not None else "/dev/null",
         )
         return "".join(lines)
 
@@ -180,115 +199,301 @@ def _indent_of(text: str | None) -> int | str:
     return 2
 
 
-def _render(document: Document, like: str | None) -> str:
-    return json.dumps(document, indent=_indent_of(like), ensure_ascii=False) + "\n"
-
-
-def _read(path: Path) -> tuple[str | None, Document]:
+def _render(document: Document, like: str | None, path: Path) -> str:
+    text = json.dumps(document, indent=_indent_of(like), ensure_ascii=False, allow_nan=False)
     try:
-        text = path.read_text(encoding="utf-8")
-    except FileNotFoundError:
-        return None, {}
-    except (OSError, UnicodeDecodeError) as exc:
-        raise SetupError(f"cannot read {path}: {exc}") from exc
-    if not text.strip():
-        return text, {}
-    try:
-        document = json.loads(text)
-    except json.JSONDecodeError as exc:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
         raise SetupError(
-            f"{path} is not valid JSON (line {exc.lineno}, column {exc.colno}: {exc.msg}); "
-            "fix it or move it away, then run setup again. Nothing was changed."
-        ) from exc
-    if not isinstance(document, dict):
-        raise SetupError(f"{path} does not hold a JSON object; nothing was changed.")
-    return text, document
+            f"{path} holds a \\u escape of half a surrogate pair, which is not text and could "
+            "not be written back; fix it, then run setup again. Nothing was changed."
+        ) from None
+    return text + "\n"
 
 
-def _plan(path: Path, edit: Callable[[Document], Document]) -> Change:
-    before, document = _read(path)
+def _plan(
+    path: Path,
+    edit: Callable[[Document], Document],
+    *,
+    backups: Path | None = None,
+    delete_if_empty: bool = False,
+    note: Callable[[Document], str | None] | None = None,
+) -> Change:
+    """The change edit makes to the file at path.
+
+    delete_if_empty: the file is one setup created, so when the edit leaves it `{}` it is
+    deleted rather than left behind empty.
+    """
     try:
-        updated = edit(document)
+        current = read_settings_file(path)
+    except SettingsFileError as exc:
+        raise SetupError(
+            f"{exc}; fix it or move it away, then run setup again. Nothing was changed."
+        ) from exc
+    try:
+        updated = edit(current.document)
     except SettingsShapeError as exc:
         raise SetupError(f"{exc}; fix it, then run setup again. Nothing was changed.") from exc
-    if updated == document:
-        return Change(path, before, before)
-    return Change(path, before, _render(updated, before))
+    told = note(current.document) if note else None
+    if updated == current.document:
+        after = current.text
+    elif delete_if_empty and not updated:
+        after = None
+    else:
+        after = _render(updated, current.text, path)
+    return Change(path, current.text, after, link_target=current.target, backups=backups, note=told)
+
+
+def _kept_foreign_server(path: Path) -> Callable[[Document], str | None]:
+    def note(document: Document) -> str | None:
+        runs = foreign_server(document)
+        if runs is None:
+            return None
+        return f"kept: `mcpServers.{SERVER_NAME}` in {path} is not setup's (it {runs})"
+
+    return note
+
+
+def state_dir(home: Path, environ: Mapping[str, str]) -> Path:
+    """The state directory: `$XDG_STATE_HOME/memstrata`, else `~/.local/state/memstrata`."""
+    base = environ.get("XDG_STATE_HOME")
+    return (Path(base) if base else home / ".local" / "state") / "memstrata"
+
+
+def _project_backups(state: Path, project: Path) -> Path:
+    """Where backups of a project's files go: outside the repository, one folder per project."""
+    import hashlib  # here: the parser, built for `serve` too, imports this module
+    digest = hashlib.sha256(str(project).encode("utf-8", "surrogateescape")).hexdigest()[:10]
+    return state / "setup-backups" / f"{project.name or 'root'}-{digest}"
 
 
 def plan_claude_code(
-    scope: str, home: Path, cwd: Path, command: list[str], env: dict[str, str], uninstall: bool
+    scope: str,
+    home: Path,
+    cwd: Path,
+    command: list[str],
+    env: dict[str, str],
+    uninstall: bool,
+    *,
+    state: Path | None = None,
+    created: Collection[str] = (),
 ) -> list[Change]:
-    """The changes to Claude Code's server file and hooks file for one scope."""
+    """The changes to Claude Code's server file and hooks file for one scope.
+
+    Backups of project-scope files go under state (not into the repository); on uninstall a
+    file named in created (setup made it) that is left `{}` is deleted.
+    """
     if scope == "user":
         server_file, hooks_file = home / ".claude.json", home / ".claude" / "settings.json"
     else:
         server_file, hooks_file = cwd / ".mcp.json", cwd / ".claude" / "settings.json"
+
+    def backups(path: Path) -> Path | None:
+        if scope == "user" or state is None:
+            return None
+        return _project_backups(state, cwd) / path.parent.relative_to(cwd)
+
     if uninstall:
         return [
-            _plan(server_file, lambda d: remove_server(d, str(server_file))),
-            _plan(hooks_file, lambda d: remove_hooks(d, str(hooks_file))),
+            _plan(
+                server_file,
+                lambda d: remove_server(d, str(server_file)),
+                backups=backups(server_file),
+                delete_if_empty=str(server_file) in created,
+                note=_kept_foreign_server(server_file),
+            ),
+            _plan(
+                hooks_file,
+                lambda d: remove_hooks(d, str(hooks_file)),
+                backups=backups(hooks_file),
+                delete_if_empty=str(hooks_file) in created,
+            ),
         ]
     entry = server_entry(command, env)
     groups = hook_groups(command, env)
     return [
-        _plan(server_file, lambda d: merge_server(d, entry, str(server_file))),
-        _plan(hooks_file, lambda d: merge_hooks(d, groups, str(hooks_file))),
+        _plan(
+            server_file,
+            lambda d: merge_server(d, entry, str(server_file)),
+            backups=backups(server_file),
+        ),
+        _plan(
+            hooks_file,
+            lambda d: merge_hooks(d, groups, str(hooks_file)),
+            backups=backups(hooks_file),
+        ),
     ]
 
 
 def plan_claude_desktop(
-    config: Path, command: list[str], env: dict[str, str], uninstall: bool
+    config: Path,
+    command: list[str],
+    env: dict[str, str],
+    uninstall: bool,
+    *,
+    created: Collection[str] = (),
 ) -> list[Change]:
     """The change to claude_desktop_config.json."""
     if uninstall:
-        return [_plan(config, lambda d: remove_server(d, str(config)))]
+        return [
+            _plan(
+                config,
+                lambda d: remove_server(d, str(config)),
+                delete_if_empty=str(config) in created,
+                note=_kept_foreign_server(config),
+            )
+        ]
     entry = server_entry(command, env)
     return [_plan(config, lambda d: merge_server(d, entry, str(config)))]
 
 
-def _backup_path(path: Path, now: datetime) -> Path:
+def _backup_path(change: Change, now: datetime) -> Path:
+    folder = change.backups or change.path.parent
+    folder.mkdir(parents=True, exist_ok=True, mode=0o700)
     stamp = now.strftime("%Y%m%dT%H%M%SZ")
-    candidate = path.with_name(f"{path.name}.memstrata-backup-{stamp}")
+    candidate = folder / f"{change.path.name}.memstrata-backup-{stamp}"
     n = 1
     while candidate.exists():
-        candidate = path.with_name(f"{path.name}.memstrata-backup-{stamp}-{n}")
+        candidate = folder / f"{change.path.name}.memstrata-backup-{stamp}-{n}"
         n += 1
     return candidate
 
 
-def _write_atomically(path: Path, text: str) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+def _make_dirs(directory: Path) -> list[Path]:
+    """Create directory and its missing parents; the ones created, outermost first."""
+    missing = [d for d in (directory, *directory.parents) if not d.exists()]
+    directory.mkdir(parents=True, exist_ok=True)
+    return missing[::-1]
+
+
+def _stage(target: Path, text: str) -> Path:
+    """A temporary file beside target holding text (target's mode, else 0600), to rename."""
+    fd, tmp = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".tmp")
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
-        if path.exists():
-            shutil.copymode(path, tmp)
+        if target.exists():
+            shutil.copymode(target, tmp)
         else:
             os.chmod(tmp, 0o600)  # settings may hold tokens: private, as Claude Code keeps them
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return Path(tmp)
 
 
-def apply_changes(changes: list[Change], now: datetime) -> list[tuple[Change, Path | None]]:
-    """Back up and write each changed file; returns each written change and its backup."""
-    written: list[tuple[Change, Path | None]] = []
-    for change in changes:
-        if not change.changed or change.after is None:
-            continue
-        backup = None
-        if change.before is not None:
-            backup = _backup_path(change.path, now)
-            shutil.copy2(change.path, backup)
-        _write_atomically(change.path, change.after)
-        written.append((change, backup))
-    return written
+@dataclass(frozen=True)
+class Applied:
+    """What apply_changes did: each changed file with its backup, and the directories it made."""
+
+    written: list[tuple[Change, Path | None]]
+    made_dirs: list[Path]
 
 
-def _plan_for(args: argparse.Namespace) -> list[Change]:
+def _roll_back(
+    done: list[tuple[Change, Path | None]], staged: list[Path], made_dirs: list[Path]
+) -> list[str]:
+    """Put back every file already changed; what could not be put back, with its backup."""
+    for tmp in staged:
+        tmp.unlink(missing_ok=True)
+    left: list[str] = []
+    for change, backup in reversed(done):
+        try:
+            if change.before is None:
+                change.target.unlink(missing_ok=True)
+            else:
+                os.replace(_stage(change.target, change.before), change.target)
+            if backup is not None:
+                backup.unlink(missing_ok=True)
+        except OSError:
+            left.append(f"{change.path} (backup: {backup})" if backup else str(change.path))
+    for directory in reversed(made_dirs):
+        with contextlib.suppress(OSError):
+            directory.rmdir()
+    return left
+
+
+def apply_changes(changes: list[Change], now: datetime) -> Applied:
+    """Back up and write every changed file, or, when one cannot be written, none of them.
+
+    Each new text is first written to a temporary file beside its target (a link's target: the
+    link stays a link); only when all of them are there are the backups taken and the files
+    renamed into place. A failure on the way puts back the files already replaced.
+    """
+    pending = [change for change in changes if change.changed]
+    made_dirs: list[Path] = []
+    staged: list[tuple[Change, Path | None]] = []
+    done: list[tuple[Change, Path | None]] = []
+    try:
+        for change in pending:
+            tmp = None
+            if change.after is not None:
+                made_dirs += _make_dirs(change.target.parent)
+                tmp = _stage(change.target, change.after)
+            staged.append((change, tmp))
+        for change, tmp in staged:
+            backup = None
+            if change.before is not None:
+                backup = _backup_path(change, now)
+                shutil.copy2(change.target, backup)
+            try:
+                if tmp is None:
+                    change.target.unlink()
+                else:
+                    os.replace(tmp, change.target)
+            except BaseException:
+                if backup is not None:  # the file is as it was: its backup is not needed
+                    backup.unlink(missing_ok=True)
+                raise
+            done.append((change, backup))
+    except BaseException as exc:
+        left = _roll_back(done, [t for _, t in staged if t is not None], made_dirs)
+        if left:
+            raise SetupError(
+                f"{_why(exc)}; could not put back {', '.join(left)}: restore from the backup"
+            ) from exc
+        raise
+    return Applied(done, made_dirs)
+
+
+def _why(exc: BaseException) -> str:
+    if isinstance(exc, OSError):
+        return f"cannot write {exc.filename}: {exc.strerror}"
+    return str(exc) or type(exc).__name__
+
+
+def _load_created(record: Path) -> set[str]:
+    """The paths setup created and has not deleted again (a missing or bad record: none)."""
+    try:
+        value = read_settings_file(record).document.get("created", [])
+    except SettingsFileError:
+        return set()
+    return {p for p in value if isinstance(p, str)} if isinstance(value, list) else set()
+
+
+def _save_created(record: Path, created: set[str]) -> None:
+    record.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    text = json.dumps({"created": sorted(created)}, indent=2) + "\n"
+    os.replace(_stage(record, text), record)
+
+
+def _remember(record: Path, created: set[str], applied: Applied) -> set[str]:
+    """The record after applied: files and directories made added, those deleted taken out."""
+    after = set(created) | {str(d) for d in applied.made_dirs}
+    for change, _ in applied.written:
+        if change.before is None:
+            after.add(str(change.path))
+        elif change.after is None:
+            after.discard(str(change.path))
+            parent = change.path.parent
+            if str(parent) in after:
+                with contextlib.suppress(OSError):  # not empty: something else lives there
+                    parent.rmdir()
+                    after.discard(str(parent))
+    return after
+
+
+def _plan_for(args: argparse.Namespace, state: Path, created: Collection[str]) -> list[Change]:
     home = Path.home()
     env = os.environ
     if args.uninstall:
@@ -303,43 +508,67 @@ def _plan_for(args: argparse.Namespace) -> list[Change]:
             command,
             entry_env(env, git_scope=True),
             args.uninstall,
+            state=state,
+            created=created,
         )
     # Claude Desktop has no working directory of a project: its server keeps MEMSTRATA_PROJECT.
     config = desktop_config_path(home, sys.platform, env)
-    return plan_claude_desktop(config, command, entry_env(env, git_scope=False), args.uninstall)
+    return plan_claude_desktop(
+        config, command, entry_env(env, git_scope=False), args.uninstall, created=created
+    )
 
 
-def run_command(settings: Settings, args: argparse.Namespace) -> int:
-    """`memstrata setup ...`: plan every file first, then write (or print the diffs)."""
-    from server.cli.output import Exit, err
-
-    del settings  # the entries carry the environment setup runs in, not a resolved Settings
-    try:
-        changes = _plan_for(args)
-    except SetupError as exc:
-        err(f"memstrata setup: {exc}")
-        return Exit.ERROR
-    what = "removed from" if args.uninstall else "registered in"
-    if args.dry_run:
-        for change in changes:
-            if change.changed:
-                sys.stdout.write(change.diff())
-            else:
-                sys.stdout.write(f"unchanged: {change.path}\n")
-        return Exit.OK
-    try:
-        written = apply_changes(changes, datetime.now(UTC))
-    except OSError as exc:
-        err(f"memstrata setup: cannot write {exc.filename}: {exc.strerror}")
-        return Exit.ERROR
-    done = {change.path for change, _ in written}
-    for change, backup in written:
+def _report(changes: list[Change], applied: Applied, uninstall: bool) -> None:
+    what = "removed from" if uninstall else "registered in"
+    done = {change.path for change, _ in applied.written}
+    for change, backup in applied.written:
+        if change.after is None:
+            sys.stdout.write(f"memstrata {what} {change.path} (deleted: setup had created it)\n")
+            continue
         kept = f" (backup: {backup})" if backup else " (created)"
         sys.stdout.write(f"memstrata {what} {change.path}{kept}\n")
     for change in changes:
         if change.path not in done:
             sys.stdout.write(f"unchanged: {change.path}\n")
-    if written:
+    for change in changes:
+        if change.note:
+            sys.stdout.write(change.note + "\n")
+
+
+def run_command(settings: Settings, args: argparse.Namespace) -> int:
+    """`memstrata setup ...`: plan every file first, then write all of them or none."""
+    from server.cli.output import Exit, err
+
+    del settings  # the entries carry the environment setup runs in, not a resolved Settings
+    state = state_dir(Path.home(), os.environ)
+    record = state / "setup-created.json"
+    created = _load_created(record)
+    try:
+        changes = _plan_for(args, state, created)
+    except SetupError as exc:
+        err(f"memstrata setup: {exc}")
+        return Exit.ERROR
+    if args.dry_run:
+        for change in changes:
+            sys.stdout.write(change.diff() if change.changed else f"unchanged: {change.path}\n")
+        return Exit.OK
+    try:
+        applied = apply_changes(changes, datetime.now(UTC))
+    except SetupError as exc:
+        err(f"memstrata setup: {exc}")
+        return Exit.ERROR
+    except OSError as exc:
+        err(f"memstrata setup: {_why(exc)}; nothing was changed")
+        return Exit.ERROR
+    remembered = _remember(record, created, applied)
+    if remembered != created:
+        try:
+            _save_created(record, remembered)
+        except OSError as exc:
+            # The settings are written; only a later --uninstall will leave `{}` files behind.
+            err(f"memstrata setup: cannot record the files it created in {record}: {exc}")
+    _report(changes, applied, args.uninstall)
+    if applied.written:
         client = "Claude Code" if args.target == "claude-code" else "Claude Desktop"
         sys.stdout.write(f"restart {client} to apply.\n")
     return Exit.OK

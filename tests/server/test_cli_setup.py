@@ -8,9 +8,14 @@ original documents back (same JSON, key order included, in the file's own indent
 
 from __future__ import annotations
 
+import errno
 import json
+import os
+import stat
 import subprocess
 import sys
+import tempfile
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +34,7 @@ from server.cli.claude_settings import (
     server_entry,
 )
 from server.cli.commands import main
+from server.cli.settings_file import MAX_BYTES
 
 Run = tuple[int, str, str]
 USER_CLAUDE_JSON: dict[str, Any] = {
@@ -95,6 +101,7 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, fake_memstrata: Path) 
     home.mkdir()
     monkeypatch.setenv("HOME", str(home))
     monkeypatch.delenv("XDG_CONFIG_HOME", raising=False)
+    monkeypatch.delenv("XDG_STATE_HOME", raising=False)
     monkeypatch.delenv("MEMSTRATA_DB", raising=False)
     monkeypatch.setenv("MEMSTRATA_LOG_LEVEL", "WARNING")
     monkeypatch.chdir(tmp_path)
@@ -155,7 +162,7 @@ def test_merge_hooks_splits_ours_out_of_a_shared_group() -> None:
             "PreCompact": [
                 {
                     "hooks": [
-                        {"type": "command", "command": "memstrata hook pre-compact"},
+                        {"type": "command", "command": "/old/bin/memstrata hook pre-compact"},
                         {"type": "command", "command": "echo compacting"},
                     ]
                 }
@@ -199,8 +206,8 @@ def test_merge_server_keeps_other_servers_and_removal_spares_a_foreign_memstrata
     assert remove_server(foreign, "c") == foreign
     with pytest.raises(SettingsShapeError, match="is a server setup did not write"):
         merge_server(foreign, entry, "c")
-    uvx = {"command": "uvx", "args": ["--from", "/src/memstrata", "memstrata", "serve"]}
-    assert merge_server({"mcpServers": {"memstrata": uvx}}, entry, "c") == {
+    earlier = {"type": "stdio", "command": "/old/bin/memstrata", "args": ["serve"], "env": {}}
+    assert merge_server({"mcpServers": {"memstrata": earlier}}, entry, "c") == {
         "mcpServers": {"memstrata": entry}
     }
 
@@ -315,10 +322,11 @@ def test_project_scope_writes_the_project_files(
         e.name for e in HOOK_EVENTS
     }
     assert not (home / ".claude.json").exists()
-    code, _, _ = run_cli(capsys, "setup", "claude-code", "--scope", "project", "--uninstall")
+    code, out, _ = run_cli(capsys, "setup", "claude-code", "--scope", "project", "--uninstall")
     assert code == 0
     assert read_json(project / ".mcp.json") == {"mcpServers": {"db": {"command": "db-mcp"}}}
-    assert read_json(project / ".claude" / "settings.json") == {}  # created by setup: left empty
+    assert f"{project / '.claude' / 'settings.json'} (deleted: setup had created it)" in out
+    assert not (project / ".claude").exists(), "created by setup: gone again"
 
 
 def test_claude_desktop_registers_the_server_without_git_scope(
@@ -499,3 +507,411 @@ def test_the_installed_console_script_registers_itself(tmp_path: Path) -> None:
     assert server["command"] == str(script)
     commands = our_hook_commands(read_json(tmp_path / ".claude" / "settings.json"))
     assert {command_executable(c) for (c,) in commands.values()} == {str(script)}
+
+
+# --- only its own entries ----------------------------------------------------------------------
+
+
+OURS = "MEMSTRATA_PROJECT_SCOPE=git /opt/ms/bin/memstrata hook session-start"
+
+
+@pytest.mark.parametrize(
+    "command",
+    [
+        'echo "memstrata hook session-start" >> ~/log',
+        "python -m server hook session-start",
+        "memstrata hook session-start",  # not the absolute path setup writes
+        "/opt/ms/bin/memstrata-launch hook session-start",
+        "/opt/ms/bin/memstrata hook session-start --verbose",
+        f"{OURS} && curl https://example.com",
+        f"{OURS}; rm -rf ~/notes",
+        "FOO=1 /opt/ms/bin/memstrata hook session-start",
+        "MEMSTRATA_DB=$(id) /opt/ms/bin/memstrata hook session-start",
+        "/opt/ms/bin/memstrata hook user-prompt-submit",  # another event's command
+        "/opt/ms/bin/memstrata  hook session-start",  # not as setup spaces it
+    ],
+)
+def test_a_hook_that_only_mentions_memstrata_is_not_ours(command: str) -> None:
+    theirs = {"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": command}]}]}}
+    assert remove_hooks(theirs, "s") == theirs
+    merged = merge_hooks(theirs, hook_groups(COMMAND, ENV), "s")
+    assert merged["hooks"]["SessionStart"][0] == theirs["hooks"]["SessionStart"][0]
+    assert remove_hooks(merged, "s") == theirs
+
+
+def test_the_hooks_setup_writes_are_recognised_with_any_path_and_memstrata_env() -> None:
+    for command, env in (
+        (COMMAND, ENV),
+        (["/Users/me/Application Support/bin/memstrata"], {}),
+        (COMMAND, {**ENV, "MEMSTRATA_DB": "/data/it's here.db"}),
+    ):
+        merged = merge_hooks({}, hook_groups(command, env), "s")
+        assert remove_hooks(merged, "s") == {}
+    typed = {"hooks": {"SessionStart": [{"hooks": [{"type": "prompt", "command": OURS}]}]}}
+    assert remove_hooks(typed, "s") == typed
+
+
+@pytest.mark.parametrize(
+    "entry",
+    [
+        {"command": "npx", "args": ["@acme/memstrata-http-proxy"]},
+        {"command": "uvx", "args": ["--from", "/src/memstrata", "memstrata", "serve"]},
+        {"command": "memstrata", "args": ["serve"]},  # not an absolute path
+        {"command": "/opt/ms/bin/memstrata", "args": ["serve", "--http"]},
+        {"command": "/opt/ms/bin/memstrata", "args": ["serve"], "env": {"TOKEN": "x"}},
+        {"command": "/opt/ms/bin/memstrata", "args": ["serve"], "cwd": "/srv"},
+        {"type": "http", "url": "http://nas:8765/mcp"},
+        {"command": "python", "args": ["-m", "server"]},
+    ],
+)
+def test_a_memstrata_server_of_another_shape_is_refused_and_kept(entry: dict[str, Any]) -> None:
+    document = {"mcpServers": {"memstrata": entry, "db": {"command": "db-mcp"}}}
+    with pytest.raises(SettingsShapeError, match="setup leaves it alone"):
+        merge_server(document, server_entry(COMMAND, ENV), "c")
+    assert remove_server(document, "c") == document
+
+
+def test_a_foreign_memstrata_server_is_refused_on_install_and_kept_on_uninstall(
+    capsys: pytest.CaptureFixture[str], home: Path
+) -> None:
+    claude_json, settings = home / ".claude.json", home / ".claude" / "settings.json"
+    proxy = {"command": "npx", "args": ["@acme/memstrata-http-proxy"]}
+    write_json(claude_json, {"mcpServers": {"memstrata": proxy}})
+    before = claude_json.read_text()
+    code, out, err = run_cli(capsys, "setup", "claude-code")
+    assert (code, out) == (1, "")
+    assert err == (
+        f"memstrata setup: `mcpServers.memstrata` in {claude_json} is a server setup did not "
+        "write (it runs `npx @acme/memstrata-http-proxy`); setup leaves it alone: remove or "
+        "rename it to register memstrata there; fix it, then run setup again. Nothing was "
+        "changed.\n"
+    )
+    assert claude_json.read_text() == before
+    assert not settings.exists(), "all or nothing: the hooks are not written either"
+
+    write_json(settings, merge_hooks(USER_SETTINGS, hook_groups(COMMAND, ENV), "s"))
+    code, out, _ = run_cli(capsys, "setup", "claude-code", "--uninstall")
+    assert code == 0
+    assert claude_json.read_text() == before
+    assert read_json(settings) == USER_SETTINGS
+    assert (
+        f"kept: `mcpServers.memstrata` in {claude_json} is not setup's "
+        "(it runs `npx @acme/memstrata-http-proxy`)" in out
+    )
+
+
+def test_lookalike_hooks_in_a_real_file_survive_install_and_uninstall(
+    capsys: pytest.CaptureFixture[str], home: Path
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    lookalikes = {
+        "hooks": {
+            event.name: [
+                {
+                    "hooks": [
+                        {
+                            "type": "command",
+                            "command": f"my-logger memstrata hook {event.argument}",
+                        },
+                        {"type": "command", "command": f"python -m server hook {event.argument}"},
+                    ]
+                }
+            ]
+            for event in HOOK_EVENTS
+        }
+    }
+    write_json(settings, lookalikes)
+    original = settings.read_text()
+    assert run_cli(capsys, "setup", "claude-code")[0] == 0
+    hooks = read_json(settings)["hooks"]
+    assert all(len(hooks[e.name]) == 2 for e in HOOK_EVENTS)
+    assert all(hooks[e.name][0] == lookalikes["hooks"][e.name][0] for e in HOOK_EVENTS)
+    assert run_cli(capsys, "setup", "claude-code", "--uninstall")[0] == 0
+    assert settings.read_text() == original
+
+
+# --- symbolic links ----------------------------------------------------------------------------
+
+
+def test_symlinked_settings_files_are_written_through_and_stay_links(
+    capsys: pytest.CaptureFixture[str], home: Path, tmp_path: Path
+) -> None:
+    dotfiles = tmp_path / "dotfiles"
+    targets = {
+        ".claude.json": dotfiles / "claude.json",
+        "settings.json": dotfiles / "settings.json",
+    }
+    write_json(targets[".claude.json"], USER_CLAUDE_JSON)
+    write_json(targets["settings.json"], USER_SETTINGS)
+    originals = {name: target.read_text() for name, target in targets.items()}
+    links = {
+        ".claude.json": home / ".claude.json",
+        "settings.json": home / ".claude" / "settings.json",
+    }
+    links["settings.json"].parent.mkdir()
+    for name, link in links.items():
+        link.symlink_to(targets[name])
+
+    assert run_cli(capsys, "setup", "claude-code")[0] == 0
+    for name, link in links.items():
+        assert link.is_symlink() and link.resolve() == targets[name]
+        (backup,) = backups(link)  # the backup is where the person looks: beside the link
+        assert not backup.is_symlink() and backup.read_text() == originals[name]
+    assert read_json(targets[".claude.json"])["mcpServers"]["memstrata"]["args"] == ["serve"]
+    assert set(our_hook_commands(read_json(targets["settings.json"]))) == {
+        e.name for e in HOOK_EVENTS
+    }
+    assert sorted(p.name for p in dotfiles.iterdir()) == ["claude.json", "settings.json"]
+
+    assert run_cli(capsys, "setup", "claude-code", "--uninstall")[0] == 0
+    for name, link in links.items():
+        assert link.is_symlink() and link.resolve() == targets[name]
+        assert targets[name].read_text() == originals[name]
+
+
+def test_a_dangling_symlink_is_refused(capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    (home / ".claude.json").symlink_to(home / "gone.json")
+    code, out, err = run_cli(capsys, "setup", "claude-code")
+    assert (code, out) == (1, "")
+    assert f"{home / '.claude.json'} is a symbolic link to {home / 'gone.json'}, which" in err
+    assert (home / ".claude.json").is_symlink() and not (home / "gone.json").exists()
+
+
+# --- all files or none -------------------------------------------------------------------------
+
+
+def fail_replace(monkeypatch: pytest.MonkeyPatch, target: Path) -> None:
+    """Make os.replace fail with EACCES when it writes target (as a read-only file would)."""
+    real = os.replace
+
+    def failing(src: Any, dst: Any) -> None:
+        if Path(dst) == target:
+            raise PermissionError(errno.EACCES, "Permission denied", str(target))
+        real(src, dst)
+
+    monkeypatch.setattr(os, "replace", failing)
+
+
+def test_when_the_second_file_cannot_be_replaced_the_first_is_put_back(
+    capsys: pytest.CaptureFixture[str], home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claude_json, settings = home / ".claude.json", home / ".claude" / "settings.json"
+    write_json(claude_json, USER_CLAUDE_JSON)
+    write_json(settings, USER_SETTINGS)
+    before = {p: p.read_text() for p in (claude_json, settings)}
+    fail_replace(monkeypatch, settings)
+    code, out, err = run_cli(capsys, "setup", "claude-code")
+    assert (code, out) == (1, "")
+    assert (
+        err == f"memstrata setup: cannot write {settings}: Permission denied; nothing was changed\n"
+    )
+    assert {p: p.read_text() for p in before} == before
+    assert backups(claude_json) == backups(settings) == []
+    assert sorted(p.name for p in home.rglob("*")) == [".claude", ".claude.json", "settings.json"]
+
+
+def test_when_the_second_file_cannot_be_created_the_first_is_untouched(
+    capsys: pytest.CaptureFixture[str], home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claude_json, settings = home / ".claude.json", home / ".claude" / "settings.json"
+    write_json(claude_json, USER_CLAUDE_JSON)
+    before = claude_json.read_text()
+    real_mkstemp = tempfile.mkstemp
+
+    def mkstemp(*args: Any, **kwargs: Any) -> tuple[int, str]:
+        if Path(kwargs["dir"]) == settings.parent:
+            raise OSError(errno.ENOSPC, "No space left on device", str(settings.parent))
+        return real_mkstemp(*args, **kwargs)
+
+    monkeypatch.setattr(tempfile, "mkstemp", mkstemp)
+    code, _, err = run_cli(capsys, "setup", "claude-code")
+    assert code == 1
+    assert err.endswith("No space left on device; nothing was changed\n")
+    assert claude_json.read_text() == before
+    assert not settings.parent.exists(), "the directory setup made for it is gone again"
+    assert backups(claude_json) == []
+    assert [p.name for p in home.iterdir()] == [".claude.json"]
+
+
+def test_a_first_file_setup_created_is_deleted_again_when_the_second_fails(
+    capsys: pytest.CaptureFixture[str], home: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    write_json(settings, USER_SETTINGS)
+    fail_replace(monkeypatch, settings)
+    assert run_cli(capsys, "setup", "claude-code")[0] == 1
+    assert not (home / ".claude.json").exists()
+    assert read_json(settings) == USER_SETTINGS
+
+
+# --- what cannot be read is refused with one line ----------------------------------------------
+
+
+def assert_refused(capsys: pytest.CaptureFixture[str], path: Path, reason: str) -> None:
+    for argv in (("setup", "claude-code"), ("setup", "claude-code", "--uninstall")):
+        code, out, err = run_cli(capsys, *argv)
+        assert (code, out) == (1, ""), err
+        assert err.startswith(f"memstrata setup: {path} {reason}"), err
+        assert err.count("\n") == 1 and "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("text", "reason"),
+    [
+        ('{"limits": {"max": 1e400}}', "holds the number 1e400, which has no finite value"),
+        ('{"limits": {"max": -1E+999}}', "holds the number -1E+999, which has no finite value"),
+        ('{"x": NaN}', "holds the number NaN"),
+        ('{"x": Infinity}', "holds the number Infinity"),
+        ('{"x": ' + "[" * 100_000 + "]" * 100_000 + "}", "nests deeper than 100 levels"),
+        ('{"x": ' + "[" * 150 + "]" * 150 + "}", "nests deeper than 100 levels"),
+        ('{"x": 1' + "0" * 5000 + "}", "holds a value that cannot be read"),
+        ("[1, 2]", "does not hold a JSON object"),
+    ],
+    ids=[
+        "1e400",
+        "-1e999",
+        "nan",
+        "infinity",
+        "100k-deep",
+        "150-deep",
+        "5000-digits",
+        "list",
+    ],
+)
+def test_json_that_cannot_be_written_back_is_refused(
+    capsys: pytest.CaptureFixture[str], home: Path, text: str, reason: str
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    settings.write_text(text)
+    assert_refused(capsys, settings, reason)
+    assert settings.read_text() == text
+    assert not (home / ".claude.json").exists()
+
+
+def test_half_a_surrogate_pair_is_refused_when_the_file_would_be_written(
+    capsys: pytest.CaptureFixture[str], home: Path
+) -> None:
+    text = '{"x": "\\ud800"}'
+    (home / ".claude.json").write_text(text)
+    code, out, err = run_cli(capsys, "setup", "claude-code")
+    assert (code, out) == (1, "")
+    assert err.startswith(
+        f"memstrata setup: {home / '.claude.json'} holds a \\u escape of half a surrogate pair"
+    )
+    assert (home / ".claude.json").read_text() == text
+    assert run_cli(capsys, "setup", "claude-code", "--uninstall")[0] == 0  # nothing to write
+
+
+def test_bytes_that_are_not_utf8_are_refused(
+    capsys: pytest.CaptureFixture[str], home: Path
+) -> None:
+    (home / ".claude.json").write_bytes(b'{"name": "caf\xe9"}')
+    assert_refused(capsys, home / ".claude.json", "is not UTF-8 text (byte 13)")
+
+
+def test_a_named_pipe_is_refused_without_waiting_for_a_writer(
+    capsys: pytest.CaptureFixture[str], home: Path, doctor_env: Path
+) -> None:
+    settings = home / ".claude" / "settings.json"
+    settings.parent.mkdir()
+    os.mkfifo(settings)
+    # Should setup open the pipe after all, this writer lets it go on (and the test fail)
+    # instead of hanging the suite.
+    writer = threading.Thread(target=lambda: open(settings, "w").close(), daemon=True)
+    writer.start()
+    try:
+        assert_refused(capsys, settings, "is a named pipe, not a regular file")
+        _, checks = claude_checks(capsys)
+        assert checks["claude code (user)"]["status"] == "warn"
+        assert "is a named pipe" in checks["claude code (user)"]["detail"]
+    finally:
+        os.close(os.open(settings, os.O_RDONLY | os.O_NONBLOCK))  # releases the writer
+        writer.join()
+    assert stat.S_ISFIFO(os.lstat(settings).st_mode)
+
+
+@pytest.mark.skipif(not Path("/dev/zero").exists(), reason="no /dev/zero here")
+def test_a_device_or_directory_is_refused(capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    (home / ".claude.json").symlink_to("/dev/zero")
+    assert_refused(capsys, home / ".claude.json", "is a character device, not a regular file")
+    (home / ".claude.json").unlink()
+    (home / ".claude.json").mkdir()
+    assert_refused(capsys, home / ".claude.json", "is a directory, not a regular file")
+
+
+def test_a_huge_file_is_refused_unread(capsys: pytest.CaptureFixture[str], home: Path) -> None:
+    with (home / ".claude.json").open("wb") as fh:
+        fh.truncate(MAX_BYTES + 1)  # sparse: costs no disk
+    assert_refused(capsys, home / ".claude.json", "is larger than 64 MiB")
+
+
+# --- the project scope leaves the repository as it was -----------------------------------------
+
+
+def tree(root: Path) -> dict[str, bytes | None]:
+    """Every path under root with its bytes (None for a directory)."""
+    return {
+        str(p.relative_to(root)): (None if p.is_dir() else p.read_bytes())
+        for p in sorted(root.rglob("*"))
+    }
+
+
+@pytest.fixture
+def repo(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, home: Path) -> Path:
+    repo = tmp_path / "api"
+    (repo / ".git").mkdir(parents=True)
+    (repo / "README.md").write_text("# api\n")
+    monkeypatch.chdir(repo)
+    return repo
+
+
+def test_project_scope_install_then_uninstall_leaves_an_empty_repository_as_it_was(
+    capsys: pytest.CaptureFixture[str], repo: Path, home: Path
+) -> None:
+    before = tree(repo)
+    assert run_cli(capsys, "setup", "claude-code", "--scope", "project")[0] == 0
+    assert {".mcp.json", ".claude/settings.json"} <= set(tree(repo))
+    assert run_cli(capsys, "setup", "claude-code", "--scope", "project")[0] == 0  # again: no-op
+    code, out, _ = run_cli(capsys, "setup", "claude-code", "--scope", "project", "--uninstall")
+    assert code == 0
+    assert tree(repo) == before
+    assert f"memstrata removed from {repo / '.mcp.json'} (deleted: setup had created it)" in out
+    record = home / ".local" / "state" / "memstrata" / "setup-created.json"
+    assert read_json(record) == {"created": []}
+
+
+def test_project_scope_backups_go_outside_the_repository(
+    capsys: pytest.CaptureFixture[str], repo: Path, home: Path
+) -> None:
+    write_json(repo / ".mcp.json", {"mcpServers": {"db": {"command": "db-mcp"}}})
+    write_json(repo / ".claude" / "settings.json", {})  # the person's own empty file
+    before = tree(repo)
+    code, out, _ = run_cli(capsys, "setup", "claude-code", "--scope", "project")
+    assert code == 0
+    assert not [p for p in tree(repo) if "memstrata-backup" in p]
+    state = home / ".local" / "state" / "memstrata" / "setup-backups"
+    (folder,) = state.iterdir()
+    assert folder.name.startswith("api-")
+    made = sorted(str(p.relative_to(folder)) for p in folder.rglob("*") if p.is_file())
+    assert [m.split(".memstrata-backup-")[0] for m in made] == [
+        ".claude/settings.json",
+        ".mcp.json",
+    ]
+    assert f"(backup: {folder / '.mcp.json.memstrata-backup-'}" in out
+    assert (folder / made[1]).read_bytes() == before[".mcp.json"]
+
+    assert run_cli(capsys, "setup", "claude-code", "--scope", "project", "--uninstall")[0] == 0
+    assert tree(repo) == before, "its own `{}` file is kept"
+
+
+def test_user_scope_uninstall_deletes_only_the_files_setup_created(
+    capsys: pytest.CaptureFixture[str], home: Path
+) -> None:
+    write_json(home / ".claude.json", {"numStartups": 1})
+    assert run_cli(capsys, "setup", "claude-code")[0] == 0
+    (home / ".claude" / "projects").mkdir()  # Claude Code keeps things there too
+    assert run_cli(capsys, "setup", "claude-code", "--uninstall")[0] == 0
+    assert read_json(home / ".claude.json") == {"numStartups": 1}
+    assert not (home / ".claude" / "settings.json").exists()
+    assert (home / ".claude" / "projects").is_dir()
