@@ -35,6 +35,8 @@ What is measured, per LoCoMo category and overall:
   turn of 40 words or more that capture cut into chunks is held by a chunk that contains
   whole 8-word runs of it covering at least half its words. The map memory -> turns is
   read from the store after the run (MemoryService.browse, which marks nothing as used).
+- start and session recall (extra): the same for the session-start context of the question's
+  session, and for either context (the prompt hook never repeats what the start showed).
 - injected tokens per prompt (memory_core.domain.tokens.count_tokens; 0 when the hook
   injected nothing), median and p95; the same for the session-start context of the question
   sessions (`start_*`, not part of the targets).
@@ -334,6 +336,7 @@ class Asked:
             "tokens": count_tokens(self.context),
             "context": self.context,
             "start_tokens": count_tokens(self.start_context),
+            "start_context": self.start_context,
             "start_reached": sorted(self.start_reached),
             "search_r10": self.search_r10,
             "direct_r10": self.direct_r10,
@@ -369,6 +372,10 @@ def figures(asked: Sequence[Asked]) -> dict[str, Any]:
         "search_r10": _mean([a.search_r10 for a in asked]),
         "search_r10_direct": _mean([a.direct_r10 for a in asked]),
         "start_recall": round(sum(bool(a.start_reached) for a in asked) / n, 4) if n else 0.0,
+        # What the model of the question's session was shown at all: start or prompt context.
+        "session_recall": round(sum(bool(a.reached | a.start_reached) for a in asked) / n, 4)
+        if n
+        else 0.0,
         "start_tokens_median": statistics.median(start) if start else 0,
     }
 
