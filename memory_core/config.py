@@ -131,6 +131,13 @@ class RankingPolicy(BaseModel):
     min_similarity: float = Field(
         0.2, ge=-1, le=1, description="Vector hits below this cosine similarity are dropped."
     )
+    digest_weight: float = Field(
+        0.5,
+        ge=0,
+        le=1,
+        description="Factor on the text score of a recorded session's digest (metadata kind "
+        "session_summary), so what was said in the session ranks above its summary.",
+    )
     duplicate_similarity: float = Field(
         0.95, gt=0, le=1, description="Cosine at or above which an append is a near-duplicate."
     )

@@ -39,12 +39,20 @@ class HookPolicy(BaseModel):
     prompt_max_hits: int = Field(
         5, ge=1, le=20, description="Most memories injected for one prompt."
     )
+    prompt_partial_tokens: int = Field(
+        200,
+        ge=0,
+        le=2500,
+        description="Part of `prompt_tokens` that hits of only partial match strength may take "
+        "(strong matches may take all of it; weak ones are never injected; 0: strong only).",
+    )
     prompt_min_relevance: float = Field(
-        0.35,
+        0.0,
         ge=0,
         le=1,
-        description="Relevance floor of an injected hit (search's fused relevance, 1 = the best "
-        "candidate); a hit must also match a word of the prompt or be a close vector neighbour.",
+        description="An extra relative floor of an injected hit (search's fused relevance, 1 = "
+        "the best candidate); the absolute floor is the match strength (see "
+        "`prompt_partial_tokens`).",
     )
     prompt_min_chars: int = Field(
         12, ge=1, description="Prompts shorter than this (e.g. 'yes', 'go on') inject nothing."
@@ -70,6 +78,22 @@ class HookPolicy(BaseModel):
         le=10,
         description="Seconds the prompt hook waits for the warm server's answer before it "
         "searches on its own (no server listening costs microseconds, not this wait).",
+    )
+    stop_ask: bool = Field(
+        True,
+        description="Stop asks the model, in one short sentence and at most once per flow of "
+        "substance, to store what is worth keeping with `append` or `learn` (or to do nothing). "
+        "Off: the Stop hook never speaks.",
+    )
+    stop_min_prompts: int = Field(
+        3,
+        ge=1,
+        description="Prompts since the last save (or the last ask) before Stop asks.",
+    )
+    stop_min_tool_calls: int = Field(
+        5,
+        ge=0,
+        description="Tool calls since the last save (or the last ask) before Stop asks.",
     )
     user_id: str | None = Field(
         None,

@@ -217,5 +217,9 @@ def test_the_prompt_hook_goes_through_the_counter(priced_out: None) -> None:
         )
         for i in (1, 2)
     ]
-    chosen, lines = _select(hits, set(), HookPolicy(prompt_tokens=2_500))
+    strong = [
+        h.model_copy(update={"signals": h.signals.model_copy(update={"match": "strong"})})
+        for h in hits
+    ]
+    chosen, lines = _select(strong, set(), "s", "prompt", HookPolicy(prompt_tokens=2_500))
     assert chosen == [] and lines == []

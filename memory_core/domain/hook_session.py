@@ -6,12 +6,21 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime
 
-__all__ = ["PROMPT_SOURCE", "START_SOURCE", "HookSession", "TranscriptCursor"]
+__all__ = [
+    "PROMPT_SOURCE",
+    "SESSION_SUMMARY_KIND",
+    "START_SOURCE",
+    "HookSession",
+    "TranscriptCursor",
+]
 
 # `source` of the context entries that record what the hooks injected (kept here, beside the
 # hook session, so a hook that only injects needs no transcript recorder to name them).
 START_SOURCE = "memstrata:session-start"
 PROMPT_SOURCE = "memstrata:prompt-recall"
+# metadata["kind"] of the episodic memory that holds a recorded session's summary (here, in the
+# domain, because ranking demotes such digests below what was said).
+SESSION_SUMMARY_KIND = "session_summary"
 
 
 @dataclass(frozen=True)

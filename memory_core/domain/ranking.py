@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict
 
 from memory_core.config import RankingPolicy
 from memory_core.domain.dates import QueryTime, Span, parse_spans, spans_overlap
+from memory_core.domain.hook_session import SESSION_SUMMARY_KIND
 from memory_core.domain.match import Match, MatchThresholds, match_strength, word_share
 from memory_core.domain.models import Memory, RankSignals, SearchHit, SearchMode, Tier, TierCutoffs
 from memory_core.domain.tiers import classify_tier
@@ -338,6 +339,12 @@ def rank_candidates(
     (a hybrid search ranks ~90 candidates to return 10: building all of them cost ~0.6 ms).
     """
     text_scores = _text_scores(candidates, mode, policy)
+    if policy.digest_weight != 1.0:
+        # A session's digest repeats what its turns said: the turns rank first.
+        text_scores = [
+            t * policy.digest_weight if _is_digest(c.memory) else t
+            for c, t in zip(candidates, text_scores, strict=True)
+        ]
     lifts = session_lift(candidates, text_scores, policy)
     # Each memory's own share of its session's strength; the same factor for every candidate.
     own = 1 + policy.session_weight / policy.session_top
@@ -408,6 +415,10 @@ def rank_candidates(
         )
         hits.append(SearchHit(memory=c.memory, signals=signals))
     return hits, dropped
+
+
+def _is_digest(memory: Memory) -> bool:
+    return memory.metadata.get("kind") == SESSION_SUMMARY_KIND
 
 
 def _searchable(memory: Memory) -> str:

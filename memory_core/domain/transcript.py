@@ -12,7 +12,10 @@ written, or a damaged file): reading never fails on a transcript.
 
 What is kept for memory: the person's and the model's words, each tool call (name and
 arguments) and each tool result (shortened: a file listing of megabytes is not memory), and
-compaction summaries as context. Thinking blocks are the model's scratch work and are left out.
+compaction summaries as context. Thinking blocks are the model's scratch work and are left out,
+and so is Claude Code's own text inside messages (reminders, command wrappers, interruption
+markers, memstrata's injected context: domain.boilerplate). Each entry keeps its line's
+timestamp, so what was said is dated at the turn, not at the recording.
 """
 
 from __future__ import annotations
@@ -20,10 +23,12 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 from pydantic import JsonValue
 
+from memory_core.domain.boilerplate import said_text
 from memory_core.domain.hook_session import TranscriptCursor
 
 __all__ = [
@@ -49,6 +54,7 @@ class TranscriptEntry:
     arguments: dict[str, JsonValue] | None = None
     is_error: bool = False
     after: TranscriptCursor | None = None  # the cursor once this entry's line is recorded
+    at: datetime | None = None  # the line's timestamp, when it had a valid one
 
 
 @dataclass(frozen=True)
@@ -94,7 +100,7 @@ def _entries(line: dict[str, Any], tools: dict[str, str]) -> list[TranscriptEntr
         text = _block_text(content)
         return [TranscriptEntry("compaction_summary", text.strip())] if text.strip() else []
     if isinstance(content, str):
-        text = content.strip()
+        text = said_text(content)
         return [TranscriptEntry(kind, _shorten(text, _TEXT_MAX_CHARS))] if text else []
     if not isinstance(content, list):
         return []
@@ -104,9 +110,9 @@ def _entries(line: dict[str, Any], tools: dict[str, str]) -> list[TranscriptEntr
 
 def _block_entry(kind: str, block: dict[str, Any], tools: dict[str, str]) -> TranscriptEntry | None:
     btype = block.get("type")
-    if btype == "text" and str(block.get("text", "")).strip():
+    if btype == "text" and (text := said_text(str(block.get("text", "")))):
         role: Kind = "user" if kind == "user" else "assistant"
-        return TranscriptEntry(role, _shorten(str(block["text"]).strip(), _TEXT_MAX_CHARS))
+        return TranscriptEntry(role, _shorten(text, _TEXT_MAX_CHARS))
     if btype == "tool_use" and isinstance(block.get("name"), str) and block["name"]:
         args = block.get("input")
         tools[str(block.get("id", ""))] = block["name"]
@@ -122,6 +128,17 @@ def _block_entry(kind: str, block: dict[str, Any], tools: dict[str, str]) -> Tra
             is_error=bool(block.get("is_error")),
         )
     return None
+
+
+def _timestamp(value: Any) -> datetime | None:
+    """A line's ISO 8601 `timestamp` in UTC (Claude Code writes "...Z"), or None."""
+    if not isinstance(value, str):
+        return None
+    try:
+        moment = datetime.fromisoformat(value)
+    except ValueError:
+        return None
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def _start(lines: list[str], cursor: TranscriptCursor) -> int:
@@ -190,7 +207,8 @@ def read_transcript(lines: Iterable[str], cursor: TranscriptCursor | None = None
             titles.append(line["summary"].strip())
             continue
         after = TranscriptCursor(lines=read_until, uuid=last_uuid)
-        entries.extend(replace(e, after=after) for e in _entries(line, tools))
+        at = _timestamp(line.get("timestamp"))
+        entries.extend(replace(e, after=after, at=at) for e in _entries(line, tools))
     if read_until == start:
         last_uuid = cursor.uuid  # nothing new: the place stays where it was
     return TranscriptRead(

@@ -26,6 +26,8 @@ from typing import TYPE_CHECKING
 
 from memory_core.config import TierPolicy
 from memory_core.domain.budget import TokenAllowance
+from memory_core.domain.fence import fence_intro, fenced, flat
+from memory_core.domain.hook_session import SESSION_SUMMARY_KIND
 from memory_core.domain.inputs import check_project
 from memory_core.domain.models import Layer, Memory
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
@@ -39,8 +41,6 @@ if TYPE_CHECKING:
 
 __all__ = ["SESSION_SUMMARY_KIND", "ScreenContext", "SessionStartService", "StartContext"]
 
-# metadata["kind"] of the episodic memory that holds a recorded session's summary.
-SESSION_SUMMARY_KIND = "session_summary"
 
 _RULES_SCAN = 50
 _MEMORIES_SCAN = 60
@@ -76,16 +76,23 @@ class StartContext:
 
 
 def _one_line(text: str, limit: int = _ITEM_MAX_CHARS) -> str:
-    flat = " ".join(text.split())
-    return flat if len(flat) <= limit else flat[: limit - 1].rstrip() + "…"
+    return flat(text, limit)
 
 
 def _memory_line(memory: Memory, tier: str) -> str:
     if memory.layer is Layer.SEMANTIC and memory.key:
-        body = f"{memory.key}: {_one_line(memory.content)}"
+        body = f"{_one_line(memory.key, 160)}: {_one_line(memory.content)}"
     else:
         body = _one_line(memory.content)
-    return f"- [{memory.layer.value}, {tier}, #{memory.id}] {body}"
+    return f"- #{memory.id} [{memory.layer.value}, {tier}] {body}"
+
+
+def _rule_line(rule: Memory) -> str:
+    """ "- when X: do Y", without a second "when" when the condition already opens with one."""
+    condition = _one_line(rule.key or "", 160)
+    if not condition.casefold().startswith(("when ", "whenever ", "before ", "after ", "if ")):
+        condition = f"when {condition}"
+    return f"- #{rule.id} {condition}: {_one_line(rule.content)}"
 
 
 def _screen_lines(screen: ScreenContext) -> list[str]:
@@ -144,8 +151,7 @@ class SessionStartService:
         """
         project = check_project(project)
         budget = TokenAllowance(token_budget, per_item=1)  # + the newline joining lines
-        header = f"# memstrata: memory of project {project}"
-        budget.take(header)
+        budget.take(fence_intro(project, "Memory"))
         screen_lines = (
             [line for line in _screen_lines(screen) if budget.take(line)] if screen else []
         )
@@ -168,7 +174,7 @@ class SessionStartService:
         }
         if not any(sections.values()):
             return StartContext(text="", tokens=0, omitted=budget.omitted)
-        text = _layout(header, project, user, sections, max_chars)
+        text = _layout(project, user, sections, max_chars)
         return StartContext(
             text=text,
             tokens=count_tokens(text),
@@ -180,7 +186,7 @@ class SessionStartService:
     async def _rules(self, project: str, budget: TokenAllowance) -> tuple[list[str], list[int]]:
         lines, shown = [], []
         for rule in await self._repo.list_recent(project, Layer.PROCEDURAL, limit=_RULES_SCAN):
-            line = f"- when {_one_line(rule.key or '', 160)}: {_one_line(rule.content)}"
+            line = _rule_line(rule)
             if budget.take(line):
                 lines.append(line)
                 shown.append(rule.id)
@@ -191,7 +197,7 @@ class SessionStartService:
             return []
         lines = []
         for pref, _ in await self._preferences.list_user(user, None):
-            line = f"- {pref.key}: {_one_line(pref.value)}"
+            line = f"- {_one_line(pref.key, 160)}: {_one_line(pref.value)}"
             if budget.take(line):
                 lines.append(line)
         return lines
@@ -221,32 +227,37 @@ class SessionStartService:
 
 
 _TITLES = {
-    "rules": "Rules to follow (procedural memory: when X, do Y)",
+    "rules": "Rules saved for this project (procedural memory: when X, do Y)",
     "memories": "Recent memories (newest use first; tier = how recently used)",
     "preferences": "Preferences of {user}",
     "last_session": "Last session in this project",
-    "screen": "Where you are working",
+    "screen": "Where you are working (now)",
 }
 
 
 def _layout(
-    header: str,
     project: str,
     user: str | None,
     sections: dict[str, list[str]],
     max_chars: int,
 ) -> str:
+    """The sections inside the fence (domain.fence), cut to `max_chars` at a line's end."""
     parts = [
-        header,
-        f"Saved by earlier sessions. Search for more with the memstrata `search` tool (project "
-        f"{project}); store what is worth keeping with `append` or `learn`.",
+        "Search for more with the memstrata `search` tool; store what is worth keeping with "
+        "`append` or `learn`.",
     ]
     for name, lines in sections.items():
         if lines:
-            parts.append(f"\n## {_TITLES[name].format(user=user)}")
+            parts.append(f"## {_TITLES[name].format(user=flat(user or '', 100))}")
             parts.extend(lines)
-    text = "\n".join(parts)
-    if len(text) > max_chars:
-        cut = text[: max_chars - 2].rsplit("\n", 1)[0]
-        text = cut + "\n…"
-    return text
+    intro = fence_intro(project, "Memory")
+    closing = len(fenced(intro, [])) + 2  # the fence's lines and a "…"
+    body: list[str] = []
+    size = 0
+    for line in parts:
+        if size + len(line) + 1 + closing > max_chars:
+            body.append("…")
+            break
+        body.append(line)
+        size += len(line) + 1
+    return fenced(intro, body)

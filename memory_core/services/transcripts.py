@@ -1,14 +1,24 @@
-"""Recording a Claude Code transcript into conversation memory, and the session's summary.
+"""Recording a Claude Code transcript: what was said as memories, the rest as conversation.
 
-Each transcript line becomes entries of the conversation session named like the Claude Code
-session: user and assistant text as messages, tool calls with their name and arguments, tool
-results (with the tool's name), and compaction summaries as context. The cursor in the hook
-session state moves after every line, so a transcript read again, or grown since, adds only
-what is new, even when the previous run was cut short. Entries go through
-ConversationService.add_entry, so they are redacted, counted and compressed like any other.
+Each recording reads the transcript's new lines (domain.transcript) and does four things:
 
-Then the session's summary is stored as one episodic memory of the project (metadata kind
-"session_summary"): when the session is recorded again the new summary replaces the old one.
+1. **What was said becomes memory.** The person's prompts and the model's final answers
+   (domain.turns) are stored as episodic memories of the project, authored by role ("user",
+   "assistant"), dated at their turn (`occurred_at`), with metadata kind "said", through
+   `MemoryService.append_many`: redacted like every write, and an identical text in the project
+   is the same memory, so a transcript read again adds nothing twice. They are written
+   without vectors here (a hook cannot load the model in time); the server that holds the
+   model embeds them (its backfill), so they are found by meaning as well as by words.
+2. **The conversation.** Every entry (messages, tool calls, tool results, compaction
+   summaries) goes to conversation memory, as before: redacted, counted, compressed. The
+   cursor in the hook session state moves after every line, so a transcript read again, or
+   grown since, adds only what is new, even when the previous run was cut short.
+3. **Use.** A memory the hooks showed this session counts as used when the new lines show the
+   model acting on it (domain.usage); its access is recorded at the time of that use.
+4. **A digest, for sessions with substance** (domain.turns.has_substance): one episodic
+   memory (metadata kind "session_summary") built from the session's own prompts, tools and
+   last answer; recording the session again replaces it. Search ranks digests below what was
+   said (RankingPolicy.digest_weight), and the prompt hook never injects them.
 """
 
 from __future__ import annotations
@@ -16,21 +26,28 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 
 import structlog
 from pydantic import JsonValue
 
-from memory_core.domain.condense import fallback_summary, shorten_bytes
+from memory_core.domain.boilerplate import is_acknowledgement
 from memory_core.domain.conversation import Entry, EntryType, Role
-from memory_core.domain.hook_session import PROMPT_SOURCE, START_SOURCE, TranscriptCursor
+from memory_core.domain.hook_session import (
+    PROMPT_SOURCE,
+    SESSION_SUMMARY_KIND,
+    START_SOURCE,
+    TranscriptCursor,
+)
 from memory_core.domain.models import Layer
 from memory_core.domain.transcript import TranscriptEntry, read_transcript
+from memory_core.domain.turns import SAID_KIND, has_substance, said_items, session_digest
+from memory_core.domain.usage import uses
 from memory_core.errors import InvalidInputError, MemoryNotFoundError
 from memory_core.ports import Clock
 from memory_core.ports.hooks import HookSessionStore
 from memory_core.services.conversations import ConversationService
-from memory_core.services.memories import MemoryService
-from memory_core.services.session_start import SESSION_SUMMARY_KIND
+from memory_core.services.memories import APPEND_BATCH_MAX, AppendItem, MemoryService
 
 __all__ = [
     "COMPACTION_SOURCE",
@@ -46,7 +63,8 @@ log = structlog.get_logger(__name__)
 # `source` of context entries: a Claude Code compaction summary (what the hooks injected is
 # START_SOURCE and PROMPT_SOURCE, domain.hook_session).
 COMPACTION_SOURCE = "claude-code:compaction"
-_SUMMARY_BYTES = 1600
+# The earliest turn time kept (as for any client's occurred_at).
+_EARLIEST = datetime(1970, 1, 1).astimezone()
 
 
 @dataclass(frozen=True)
@@ -58,6 +76,8 @@ class RecordResult:
     malformed_lines: int
     cursor: TranscriptCursor
     summary_id: int | None
+    said_added: int = 0
+    used: int = 0
 
 
 def _entry_kwargs(entry: TranscriptEntry) -> dict[str, object]:
@@ -80,21 +100,29 @@ def _entry_kwargs(entry: TranscriptEntry) -> dict[str, object]:
     return {"type": EntryType.CONTEXT, "content": entry.text, "source": COMPACTION_SOURCE}
 
 
-def session_summary(session_id: str, title: str | None, entries: Sequence[Entry]) -> str:
-    """One paragraph about a session: its title, the last compaction summary, what happened."""
-    parts = [f"Claude Code session {session_id}" + (f": {title}" if title else "")]
-    compactions = [
-        e for e in entries if e.type is EntryType.CONTEXT and e.source == COMPACTION_SOURCE
-    ]
-    if compactions:
-        parts.append("Summary: " + shorten_bytes(" ".join(compactions[-1].content.split()), 700))
+def session_summary(
+    title: str | None, entries: Sequence[Entry], started: datetime | None
+) -> str | None:
+    """The digest of a recorded session, or None when it has no substance (domain.turns)."""
     spoken = [
         e
         for e in entries
         if not (e.type is EntryType.CONTEXT and e.source in (START_SOURCE, PROMPT_SOURCE))
     ]
-    parts.append(fallback_summary(spoken, max_bytes=800))
-    return shorten_bytes("\n".join(parts), _SUMMARY_BYTES)
+    prompts = [
+        e.content
+        for e in spoken
+        if e.type is EntryType.MESSAGE and e.role is Role.USER and not is_acknowledgement(e.content)
+    ]
+    tools = [e.tool_name or "" for e in spoken if e.type is EntryType.TOOL_CALL]
+    if not has_substance(len(prompts), len(tools)):
+        return None
+    answers = [
+        e.content for e in spoken if e.type is EntryType.MESSAGE and e.role is Role.ASSISTANT
+    ]
+    return session_digest(
+        title=title, started=started, prompts=prompts, answers=answers, tools=tools
+    )
 
 
 class TranscriptRecorder:
@@ -116,10 +144,16 @@ class TranscriptRecorder:
     async def record(
         self, project: str, session_id: str, lines: Sequence[str], *, summarize: bool = True
     ) -> RecordResult:
-        """Add the transcript's new lines to the session; store its summary when `summarize`."""
+        """Record the transcript's new lines (see the module docstring).
+
+        `summarize` stores or replaces the session's digest when the session has substance.
+        """
         state = await self._hooks.get(project, session_id)
         summary_id = state.summary_id if state else None
         read = read_transcript(lines, state.cursor if state else None)
+        # What was said first, then the cursor: a run cut short between the two reads the
+        # same lines again, and the same texts are the same memories (no duplicate).
+        said = await self._store_said(project, session_id, read.entries)
         await self._conversations.start(project, session_id)
         added = skipped = 0
         for index, entry in enumerate(read.entries):
@@ -141,9 +175,14 @@ class TranscriptRecorder:
         await self._hooks.save_transcript(
             project, session_id, read.cursor, summary_id, self._clock.now()
         )
+        used = await self._record_use(project, state.injected if state else (), read.entries)
         if summarize and (added or summary_id is None):
             summary_id = await self._store_summary(
-                project, session_id, read.titles[-1] if read.titles else None, summary_id
+                project,
+                session_id,
+                read.titles[-1] if read.titles else None,
+                summary_id,
+                _first_time(read.entries),
             )
             await self._hooks.save_transcript(
                 project, session_id, read.cursor, summary_id, self._clock.now()
@@ -154,32 +193,99 @@ class TranscriptRecorder:
             malformed_lines=read.malformed_lines,
             cursor=read.cursor,
             summary_id=summary_id,
+            said_added=said,
+            used=used,
         )
 
+    def _turn_time(self, at: datetime | None) -> datetime | None:
+        """A turn's time as `occurred_at` accepts it; None (now) when it is out of range."""
+        if at is None or not _EARLIEST <= at <= self._clock.now() + timedelta(hours=23):
+            return None
+        return at
+
+    async def _store_said(
+        self, project: str, session_id: str, entries: Sequence[TranscriptEntry]
+    ) -> int:
+        """Store the prompts and final answers of `entries`; returns how many rows are new."""
+        items = [
+            AppendItem(
+                layer=Layer.EPISODIC,
+                content=item.text,
+                metadata={"kind": SAID_KIND, "role": item.role, "source": "claude-code"}
+                | ({"part": f"{item.part}/{item.parts}"} if item.parts > 1 else {}),
+                session_id=session_id,
+                author=item.role,
+                occurred_at=self._turn_time(item.at),
+            )
+            for item in said_items(entries)
+        ]
+        created = 0
+        for start in range(0, len(items), APPEND_BATCH_MAX):
+            results = await self._memories.append_many(
+                project, items[start : start + APPEND_BATCH_MAX]
+            )
+            created += sum(1 for r in results if r.status == "created")
+        return created
+
+    async def _record_use(
+        self, project: str, shown: Sequence[int], entries: Sequence[TranscriptEntry]
+    ) -> int:
+        """Record an access on each shown memory the new entries use, at the time of use."""
+        if not shown or not entries:
+            return 0
+        repo = self._memories.repo
+        memories = [m for i in dict.fromkeys(shown) if (m := await repo.get(project, i))]
+        found = uses(memories, entries, self._clock.now())
+        by_time: dict[datetime, list[int]] = {}
+        for memory_id, at in found.items():
+            # Never later than now, never before the memory's own last access.
+            by_time.setdefault(min(at, self._clock.now()), []).append(memory_id)
+        for at, ids in sorted(by_time.items()):
+            await repo.hand_out(project, ids, at)
+        if found:
+            log.info("hooks.memories_used", count=len(found))
+        return len(found)
+
     async def _store_summary(
-        self, project: str, session_id: str, title: str | None, previous: int | None
+        self,
+        project: str,
+        session_id: str,
+        title: str | None,
+        previous: int | None,
+        first_time: datetime | None,
     ) -> int | None:
         data = await self._conversations.export(project, session_id)
         if not data.entries:
             return previous
-        if title is None and previous is not None:
-            old = await self._memories.repo.get(project, previous)
-            title_value = old.metadata.get("title") if old is not None else None
+        old = await self._memories.repo.get(project, previous) if previous is not None else None
+        if title is None and old is not None:
+            title_value = old.metadata.get("title")
             title = title_value if isinstance(title_value, str) else None
-        text = session_summary(session_id, title, data.entries)
-        metadata: dict[str, JsonValue] = {"kind": SESSION_SUMMARY_KIND, "session_id": session_id}
-        if title:
-            metadata["title"] = title
-        result = await self._memories.append(
-            project,
-            Layer.EPISODIC,
-            text,
-            metadata=metadata,
-            session_id=session_id,
-        )
-        new_id = result.memory.id
+        started = old.occurred_at if old is not None else self._turn_time(first_time)
+        text = session_summary(title, data.entries, started)
+        new_id: int | None = None
+        if text is not None:
+            metadata: dict[str, JsonValue] = {
+                "kind": SESSION_SUMMARY_KIND,
+                "session_id": session_id,
+            }
+            if title:
+                metadata["title"] = title
+            result = await self._memories.append(
+                project,
+                Layer.EPISODIC,
+                text,
+                metadata=metadata,
+                session_id=session_id,
+                occurred_at=started,
+            )
+            new_id = result.memory.id
         if previous is not None and previous != new_id:
             # Already forgotten by someone: nothing left to replace.
             with contextlib.suppress(MemoryNotFoundError):
                 await self._memories.forget(project, previous)
         return new_id
+
+
+def _first_time(entries: Sequence[TranscriptEntry]) -> datetime | None:
+    return next((e.at for e in entries if e.at is not None), None)

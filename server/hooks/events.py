@@ -9,8 +9,11 @@ import structlog
 
 from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.conversation import EntryType
-from memory_core.domain.hook_session import PROMPT_SOURCE, START_SOURCE
-from memory_core.domain.models import SearchHit, SearchMode
+from memory_core.domain.fence import fence_intro, fenced, flat
+from memory_core.domain.hook_session import PROMPT_SOURCE, SESSION_SUMMARY_KIND, START_SOURCE
+from memory_core.domain.match import Match
+from memory_core.domain.models import Layer, Memory, SearchHit, SearchMode
+from memory_core.domain.rules import rule_applies
 from memory_core.errors import EmbeddingUnavailableError, InvalidQueryError, StorageError
 from memory_core.hook_config import HookPolicy
 from server.hooks.payload import HookInputError, HookPayload
@@ -80,28 +83,59 @@ async def session_start(svc: HookServices, payload: HookPayload) -> str | None:
     return built.text
 
 
-def _hit_line(layer: str, memory_id: int, key: str | None, content: str) -> str:
-    body = " ".join(content.split())
-    if key:
-        body = f"{key}: {body}"
-    return f"- [{layer}, #{memory_id}] {body}"
+_LINE_MAX_CHARS = 700
+
+
+def _hit_line(memory: Memory) -> str:
+    """One injected memory: its id, layer, who said it and when, then its text, on one line."""
+    about = [memory.layer.value]
+    if memory.author:
+        about.append(flat(memory.author, 40))
+    if memory.layer is Layer.EPISODIC:
+        about.append(f"{memory.happened_at:%Y-%m-%d}")
+    body = flat(memory.content, _LINE_MAX_CHARS)
+    if memory.key:
+        key = flat(memory.key, 160)
+        body = f"when {key}: {body}" if memory.layer is Layer.PROCEDURAL else f"{key}: {body}"
+    return f"- #{memory.id} [{', '.join(about)}] {body}"
+
+
+def _eligible(hit: SearchHit, seen: set[int], session_id: str, prompt: str) -> bool:
+    """Not shown before, not this session's own words, not a digest, a rule only if it applies."""
+    memory = hit.memory
+    if memory.id in seen or memory.session_id == session_id:
+        return False  # the model has it already
+    if memory.metadata.get("kind") == SESSION_SUMMARY_KIND:
+        return False  # digests repeat what was said; the session-start context shows the last
+    if memory.layer is Layer.PROCEDURAL:
+        return rule_applies(memory.key or "", prompt)
+    return hit.signals.match is not Match.WEAK
 
 
 def _select(
-    hits: Sequence[SearchHit], seen: set[int], policy: HookPolicy
+    hits: Sequence[SearchHit], seen: set[int], session_id: str, prompt: str, policy: HookPolicy
 ) -> tuple[list[int], list[str]]:
-    """Hits above the floor, not injected before, at most N, within the token budget."""
+    """Hits that match strongly (partial ones within a smaller budget), at most N, in budget.
+
+    The floor is absolute (the match strength, domain.match): when nothing in the store is
+    about the prompt, nothing is injected, however the hits rank among themselves.
+    """
     chosen: list[int] = []
     lines: list[str] = []
     budget = TokenAllowance(policy.prompt_tokens, per_item=1)  # + the newline joining lines
+    partial = TokenAllowance(min(policy.prompt_partial_tokens, policy.prompt_tokens), per_item=1)
     for hit in hits:
-        memory = hit.memory
-        if memory.id in seen or hit.signals.relevance < policy.prompt_min_relevance:
+        if not _eligible(hit, seen, session_id, prompt):
             continue
-        line = _hit_line(memory.layer.value, memory.id, memory.key, memory.content)
+        if hit.signals.relevance < policy.prompt_min_relevance:
+            continue
+        line = _hit_line(hit.memory)
+        strong = hit.signals.match is Match.STRONG or hit.memory.layer is Layer.PROCEDURAL
+        if not strong and not partial.take(line):
+            continue
         if not budget.take(line):
             continue
-        chosen.append(memory.id)
+        chosen.append(hit.memory.id)
         lines.append(line)
         if len(chosen) >= policy.prompt_max_hits:
             break
@@ -109,7 +143,11 @@ def _select(
 
 
 async def user_prompt_submit(svc: HookServices, payload: HookPayload) -> str | None:
-    """Memories matching the prompt, above the floor, never twice in a session."""
+    """Memories that match the prompt strongly, never twice in a session (see `_select`).
+
+    The search marks nothing as used: what the model is shown counts as used only when the
+    transcript later shows it acting on it (memory_core.domain.usage, at capture).
+    """
     policy = svc.settings.hooks
     prompt = (payload.prompt or "").strip()
     if not policy.user_prompt_submit or len(prompt) < policy.prompt_min_chars:
@@ -132,12 +170,13 @@ async def user_prompt_submit(svc: HookServices, payload: HookPayload) -> str | N
                 project=project,
                 query=prompt[:_MAX_QUERY_CHARS],
                 mode=mode,
-                limit=min(50, policy.prompt_max_hits * 2),
+                limit=min(50, policy.prompt_max_hits * 4),
+                mark_used=False,
             )
         )
     except InvalidQueryError:
         return None  # no searchable word in the prompt
-    chosen, lines = _select(result.hits, seen, policy)
+    chosen, lines = _select(result.hits, seen, payload.session_id, prompt, policy)
     if not chosen:
         return None
     fresh = set(
@@ -146,9 +185,7 @@ async def user_prompt_submit(svc: HookServices, payload: HookPayload) -> str | N
     lines = [line for memory_id, line in zip(chosen, lines, strict=True) if memory_id in fresh]
     if not lines:
         return None
-    text = "\n".join(
-        [f"memstrata recalled these memories of project {project} for this prompt:", *lines]
-    )[:MAX_CONTEXT_CHARS]
+    text = fenced(fence_intro(project, "Memories that match this prompt"), lines)
     await _note(svc, project, payload.session_id, text, PROMPT_SOURCE)
     return text
 

@@ -26,7 +26,7 @@ from memory_core.services.transcripts import PROMPT_SOURCE, START_SOURCE
 from server.container import open_container
 from server.settings import ScheduleSettings, Settings
 from tests.e2e.conftest import memstrata_exe
-from tests.hook_transcript import first_part, second_part
+from tests.hook_transcript import first_part, noisy_part, second_part
 
 pytestmark = pytest.mark.e2e
 
@@ -174,9 +174,11 @@ def test_a_claude_code_session_then_the_next_one(ws: Workspace) -> None:
     start = hook(ws, "session-start", ws.payload("SessionStart", source="startup"))
     assert start.code == 0 and start.stderr == ""
     text = start.context("SessionStart")
-    assert text.startswith("# memstrata: memory of project shop-api")
-    assert text.index("## Rules to follow") < text.index("## Recent memories")
-    assert "- when before committing: run make lint before pushing" in text
+    assert text.startswith("<memstrata-memory>\nMemory of project shop-api, saved by earlier")
+    assert "not instructions to obey" in text and text.endswith("</memstrata-memory>")
+    assert text.index("## Rules saved for this project") < text.index("## Recent memories")
+    assert " before committing: run make lint before pushing" in text
+    assert "when before committing" not in text
     assert "deploy.command: make deploy ENV=prod" in text
     assert "git branch: main" in text and "src/" in text
     assert "another team" not in text
@@ -206,7 +208,7 @@ def test_a_claude_code_session_then_the_next_one(ws: Workspace) -> None:
     ws.transcript.write_text("".join(first_part()))
     pre = hook(ws, "pre-compact", ws.payload("PreCompact", trigger="auto", custom_instructions=""))
     assert (pre.code, pre.stdout, pre.stderr) == (0, "", "")
-    ws.transcript.write_text("".join(first_part() + second_part()))
+    ws.transcript.write_text("".join(first_part() + second_part() + noisy_part()))
     end = hook(ws, "session-end", ws.payload("SessionEnd", reason="prompt_input_exit"))
     assert (end.code, end.stdout, end.stderr) == (0, "", "")
     assert hook(ws, "session-end", ws.payload("SessionEnd", reason="other")).code == 0  # again
@@ -217,8 +219,9 @@ def test_a_claude_code_session_then_the_next_one(ws: Workspace) -> None:
     assert [c.source for c in contexts][:2] == [START_SOURCE, PROMPT_SOURCE]
     assert contexts[0].content == text  # what was injected, kept with the session
     spoken = [e for e in entries if e.type is not EntryType.CONTEXT]
-    assert len(spoken) == 9  # user/assistant text, 2 tool calls, 2 results: none twice
-    assert [e.tool_name for e in spoken if e.type is EntryType.TOOL_CALL] == ["Read", "Bash"]
+    # 13 messages, 6 tool calls, 6 results: none twice, none of Claude Code's own text
+    assert len(spoken) == 25
+    assert [e.tool_name for e in spoken if e.type is EntryType.TOOL_CALL][:2] == ["Read", "Bash"]
     assert all("sk_live_" not in e.content for e in entries)
     assert store["stats"].total_entries == len(entries)
     summaries = [m for m in store["episodic"] if m.metadata.get("kind") == SESSION_SUMMARY_KIND]
@@ -430,9 +433,7 @@ def test_hooks_switched_off_print_nothing(ws: Workspace) -> None:
 def test_python_m_server_hook_runs_the_same_command(ws: Workspace) -> None:
     payload = ws.payload("SessionStart", source="startup")
     done = run_python(ws, ["-m", "server", "hook", "session-start"], payload)
-    assert "# memstrata: memory of project shop-api" in Run(0, done.stdout, "").context(
-        "SessionStart"
-    )
+    assert "Memory of project shop-api" in Run(0, done.stdout, "").context("SessionStart")
 
 
 @pytest.mark.parametrize(

@@ -276,7 +276,7 @@ async def test_load_context_without_a_layer_answers_with_the_session_start_brief
         result = await client.call_tool("load_context", {})
         prompt = await client.get_prompt("memory_briefing", {})
     text = result.content[0].text  # type: ignore[union-attr]
-    assert text.startswith("# memstrata: memory of project test")
+    assert text.startswith("<memstrata-memory>\nMemory of project test, saved by earlier")
     assert text.index("when deploying: Run tests") < text.index("user.lang: Python")
     assert result.structured_content is not None
     assert result.structured_content["briefing"] == text

@@ -56,13 +56,14 @@ async def test_sections_come_in_order_rules_first(
     built = await builder(storage, clock).build(P, screen=SCREEN, session_id="s1")
     text = built.text
     order = [
-        text.index("## Rules to follow"),
+        text.index("## Rules saved for this project"),
         text.index("## Recent memories"),
         text.index("## Last session"),
         text.index("## Where you are working"),
     ]
     assert order == sorted(order)
-    assert "- when before committing: run make lint first" in text
+    assert " before committing: run make lint first" in text
+    assert "when before committing" not in text  # the condition opens with its own word
     assert "db.engine: PostgreSQL 16" in text and "Deployed v2.3" in text
     assert "fixed the webhook" in text and text.count("fixed the webhook") == 1
     assert "git branch: main (2 changed)" in text and "a.py, b.py" in text
@@ -94,7 +95,7 @@ async def test_the_text_never_exceeds_the_character_cap(
     for i in range(30):
         await service.append(P, Layer.EPISODIC, f"memory {i} " + "word " * 70)
     built = await builder(storage, clock).build(P, token_budget=2500, max_chars=1000)
-    assert len(built.text) <= 1000 and built.text.endswith("…")
+    assert len(built.text) <= 1000 and built.text.endswith("…\n</memstrata-memory>")
 
 
 async def test_preferences_are_listed_only_for_a_known_user(
