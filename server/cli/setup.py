@@ -1,11 +1,14 @@
 """`memstrata setup claude-code|claude-desktop`: register memstrata in a client's settings files.
 
-For people who do not use the Claude Code plugin. Each settings file is read, memstrata's
-entries are merged in (server/cli/claude_settings.py), and the file is written back only when that
-changed something: a timestamped backup first, then an atomic replace. Everything else in the
-file stays as it was (keys, their order, other servers and hooks); the text is rewritten with the
-file's own indentation (two spaces for a new or one-line file). A file that is not valid JSON
-is refused and never overwritten.
+For people who do not use the Claude Code plugin. Each settings file is read
+(server/cli/settings_file.py: what cannot be read back exactly is refused, never overwritten),
+memstrata's entries, and only the entries exactly as setup writes them, are merged in or taken
+out (server/cli/claude_settings.py), and the files are written back only when that changed
+something: all of them or none, each through a temporary file and an atomic rename after a
+timestamped backup (beside the file; for project scope outside the repository). A symbolic
+link is written through to its target. Everything else in a file stays as it was (keys, their
+order, other servers and hooks); the text is rewritten with the file's own indentation (two
+spaces for a new or one-line file).
 
 The parser is built for every `memstrata` command, `serve` and `hook` included, so this module
 imports nothing heavy at the top (rich loads only when setup runs).
@@ -122,10 +125,12 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
         description=textwrap.fill(
             "Merge memstrata's MCP server entry (and, for Claude Code, its hooks) into the "
             "client's settings files, with absolute paths to this memstrata. Other servers, "
-            "hooks and keys stay as they are; each changed file is backed up next to itself "
-            "(NAME.memstrata-backup-TIMESTAMP). Running it again changes nothing; --uninstall "
-            "removes exactly memstrata's entries. Claude Code users can install the plugin "
-            "instead (see README, Claude Code).",
+            "hooks and keys stay as they are; each changed file is backed up first "
+            "(NAME.memstrata-backup-TIMESTAMP, next to it; for --scope project under "
+            "$XDG_STATE_HOME/memstrata/setup-backups, outside the repository). All files are "
+            "written or none. Running it again changes nothing; --uninstall removes exactly "
+            "memstrata's entries, and the files setup created. Claude Code users can install "
+            "the plugin instead (see README, Claude Code).",
             88,
         ),
         epilog=_EXAMPLES,
@@ -263,6 +268,7 @@ def state_dir(home: Path, environ: Mapping[str, str]) -> Path:
 def _project_backups(state: Path, project: Path) -> Path:
     """Where backups of a project's files go: outside the repository, one folder per project."""
     import hashlib  # here: the parser, built for `serve` too, imports this module
+
     digest = hashlib.sha256(str(project).encode("utf-8", "surrogateescape")).hexdigest()[:10]
     return state / "setup-backups" / f"{project.name or 'root'}-{digest}"
 
