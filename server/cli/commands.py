@@ -95,8 +95,8 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         "--verbose",
         action="count",
         default=0,
-        help="log INFO (-vv: DEBUG) on stderr; commands other than serve log only warnings "
-        "unless MEMSTRATA_LOG_LEVEL is set",
+        help="log INFO (-vv: DEBUG) on stderr; commands other than `serve --http` and `ui` "
+        "(stdio `serve` included) log only warnings unless MEMSTRATA_LOG_LEVEL is set",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     serve = _command(
@@ -344,10 +344,17 @@ def _err(text: str) -> None:
 
 
 def _log_level(command: str, settings: Settings, args: argparse.Namespace) -> str:
-    """INFO for a server's log; a one-shot command only warns unless asked (-v or the env)."""
+    """INFO for the HTTP server's and the UI's log; anything else only warns unless asked.
+
+    Asked: -v, or MEMSTRATA_LOG_LEVEL. `serve` over stdio is started by a client that shows
+    every line of its stderr as an error (Claude Code logs each one as [ERROR]), so by default
+    it writes there only what is one: warnings and errors.
+    """
     if args.verbose:
         return "DEBUG" if args.verbose > 1 else "INFO"
-    if command in ("serve", "ui") or "log_level" in settings.model_fields_set:
+    if "log_level" in settings.model_fields_set:
+        return settings.log_level
+    if command == "ui" or (command == "serve" and getattr(args, "http", False)):
         return settings.log_level
     return "WARNING"
 
