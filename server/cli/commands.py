@@ -188,7 +188,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     )
     search.add_argument("--limit", "-n", type=int, default=10, help="most hits (10)")
     search.add_argument("--session", help="only this session id")
-    _add_project(search, "default: MEMSTRATA_PROJECT")
+    _add_project(search, "default: in a git checkout its project, else MEMSTRATA_PROJECT")
     _add_json(search)
     recall = _command(
         sub,
@@ -200,7 +200,7 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
         "  memstrata recall 'deploying to production' --json",
     )
     recall.add_argument("key", help="the key given to `learn`, or a situation")
-    _add_project(recall, "default: MEMSTRATA_PROJECT")
+    _add_project(recall, "default: in a git checkout its project, else MEMSTRATA_PROJECT")
     _add_json(recall)
     export = _command(
         sub,

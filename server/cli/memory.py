@@ -9,12 +9,20 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 
 from memory_core.domain.models import Layer, SearchMode
 from server.cli.output import Exit, err, out_json, progress_bar, stdout_console
 from server.settings import Settings
 
-__all__ = ["run_maintain", "run_recall", "run_reindex", "run_search", "run_stats"]
+__all__ = [
+    "cli_project",
+    "run_maintain",
+    "run_recall",
+    "run_reindex",
+    "run_search",
+    "run_stats",
+]
 
 
 async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
@@ -50,6 +58,26 @@ async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
     return Exit.OK
 
 
+def cli_project(settings: Settings, named: str | None, cwd: Path | None = None) -> str:
+    """The project a terminal command is about: the one named, else this directory's.
+
+    Inside a git checkout that is the checkout's project, as the plugin's and setup's server
+    and hooks (MEMSTRATA_PROJECT_SCOPE=git) name it there, so `memstrata search` in a
+    repository finds what Claude Code stored for it. An explicit MEMSTRATA_PROJECT or
+    MEMSTRATA_PROJECT_SCOPE in the environment keeps its meaning; outside git the default
+    project stays MEMSTRATA_PROJECT.
+    """
+    from server.project_scope import git_root
+
+    if named is not None:
+        return named
+    where = cwd or Path.cwd()
+    chosen = {"project", "project_scope"} & settings.model_fields_set
+    if not chosen and git_root(where) is not None:
+        return settings.model_copy(update={"project_scope": "git"}).default_project(where)
+    return settings.default_project(where)
+
+
 async def run_search(settings: Settings, args: argparse.Namespace) -> int:
     """The `search` tool from a terminal (hits are marked as used, as for a client)."""
     from rich.table import Table
@@ -58,6 +86,7 @@ async def run_search(settings: Settings, args: argparse.Namespace) -> int:
     from server.container import open_container
     from server.schemas.memories import SearchOut
 
+    project = cli_project(settings, args.project)
     async with open_container(settings) as c:
         if c.embedder is not None and args.mode != "keyword":
             # A one-shot command has no server start-up to hide the model load behind.
@@ -65,7 +94,7 @@ async def run_search(settings: Settings, args: argparse.Namespace) -> int:
             await c.embedder.until_ready()
         result = await c.memories.search(
             SearchRequest(
-                project=c.project(args.project),
+                project=project,
                 query=args.query,
                 mode=SearchMode(args.mode),
                 layer=Layer(args.layer) if args.layer else None,
@@ -77,7 +106,14 @@ async def run_search(settings: Settings, args: argparse.Namespace) -> int:
     if args.json:
         out_json(found)
         return Exit.OK
-    table = Table(title=f"{found.count} hit(s) for {args.query!r} ({found.mode})")
+    searched = f"for {args.query!r} in project {project} ({found.mode})"
+    console = stdout_console()
+    if not found.hits:  # one line, not an empty table: which project was searched matters most
+        console.print(f"0 hits {searched}", markup=False)
+        for note in found.notes:
+            console.print(f"note: {note}", markup=False)
+        return Exit.OK
+    table = Table(title=f"{found.count} hit(s) {searched}")
     for name, justify in (("id", "right"), ("layer", "left"), ("tier", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
     table.add_column("score", justify="right")
@@ -87,7 +123,6 @@ async def run_search(settings: Settings, args: argparse.Namespace) -> int:
         table.add_row(
             str(h.id), h.layer.value, h.tier.value, f"{h.score:.3f}", h.key or "", h.content
         )
-    console = stdout_console()
     console.print(table)
     for note in found.notes:
         console.print(f"note: {note}", markup=False)
@@ -101,8 +136,9 @@ async def run_recall(settings: Settings, args: argparse.Namespace) -> int:
     from server.container import open_container
     from server.schemas.memories import RecallOut
 
+    project = cli_project(settings, args.project)
     async with open_container(settings) as c:
-        result = await c.memories.recall(c.project(args.project), args.key)
+        result = await c.memories.recall(project, args.key)
     recalled = RecallOut.of(result)
     if args.json:
         out_json(recalled)
@@ -118,7 +154,7 @@ async def run_recall(settings: Settings, args: argparse.Namespace) -> int:
             table.add_row("accessed", str(recalled.memory.access_count))
             console.print(table)
         else:
-            console.print(recalled.message, markup=False)
+            console.print(f"{recalled.message} (project {project})", markup=False)
         if recalled.rules:
             rules = Table(title="procedural rules that apply")
             rules.add_column("id", justify="right")
