@@ -14,17 +14,10 @@ from pathlib import Path
 import pytest
 
 from memory_core.domain.models import Layer
-from server.cli.commands import main
 from server.cli.memory import cli_project
 from server.container import open_container
 from server.settings import ScheduleSettings, Settings
-
-
-def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, str]:
-    with pytest.raises(SystemExit) as info:
-        main(list(argv))
-    out, err = capsys.readouterr()
-    return int(info.value.code or 0), out, err
+from tests.server.test_cli_setup import run_cli
 
 
 @pytest.fixture
