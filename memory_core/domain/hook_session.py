@@ -47,6 +47,8 @@ class HookSession:
     cursor: TranscriptCursor
     summary_id: int | None
     updated_at: datetime
+    # The transcript's byte offset where the Stop hook last asked, or saw a save (0: never).
+    stop_offset: int = 0
 
     def not_injected(self, ids: Iterable[int]) -> list[int]:
         """`ids` not injected in this session yet, each once, in their order."""

@@ -41,7 +41,9 @@ __all__ = [
 TOOL_RESULT_MAX_CHARS = 2000
 _TEXT_MAX_CHARS = 20_000
 
-Kind = Literal["user", "assistant", "tool_call", "tool_result", "compaction_summary"]
+# "boundary": a line of Claude Code's own that ends a turn (a hook's feedback, a command
+# caveat: `isMeta` user lines); it holds no text and is not recorded.
+Kind = Literal["user", "assistant", "tool_call", "tool_result", "compaction_summary", "boundary"]
 
 
 @dataclass(frozen=True)
@@ -93,8 +95,12 @@ def _entries(line: dict[str, Any], tools: dict[str, str]) -> list[TranscriptEntr
     message = line.get("message")
     if kind not in ("user", "assistant") or not isinstance(message, dict):
         return []
-    if line.get("isMeta") or line.get("isSidechain"):
+    if line.get("isSidechain"):
         return []
+    if line.get("isMeta"):
+        # Claude Code's own note (a Stop hook's feedback, a command caveat): not the person's
+        # words, but what the model says next answers it, not the prompt before.
+        return [TranscriptEntry("boundary")] if kind == "user" else []
     content = message.get("content")
     if kind == "user" and line.get("isCompactSummary"):
         text = _block_text(content)

@@ -71,24 +71,29 @@ def said_items(entries: Sequence[TranscriptEntry]) -> list[SaidItem]:
     """The prompts and final answers of `entries`, in order (see the module docstring)."""
     out: list[SaidItem] = []
     answer: list[TranscriptEntry] = []
+    # A turn opened by Claude Code (a Stop hook's feedback) answers it, not the person:
+    # "Nothing new to store." is no memory.
+    by_person = True
 
     def close_turn() -> None:
-        if answer:
+        if answer and by_person:
             text = "\n\n".join(e.text for e in answer)
             out.extend(_parts("assistant", text, answer[-1].at))
-            answer.clear()
+        answer.clear()
 
     for entry in entries:
         if entry.kind == "user":
             close_turn()
+            by_person = True
             if not is_acknowledgement(entry.text):
                 out.extend(_parts("user", entry.text, entry.at))
         elif entry.kind == "assistant":
             answer.append(entry)
         elif entry.kind == "tool_call":
             answer.clear()  # what came before the call was narration
-        elif entry.kind == "compaction_summary":
+        elif entry.kind in ("compaction_summary", "boundary"):
             close_turn()
+            by_person = entry.kind == "compaction_summary"
     close_turn()
     return out
 

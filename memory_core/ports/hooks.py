@@ -47,3 +47,9 @@ class HookSessionStore(Protocol):
     ) -> None:
         """Record how far the transcript was read and where the session's summary is."""
         ...
+
+    async def save_stop_offset(
+        self, project: str, session_id: str, offset: int, now: datetime
+    ) -> None:
+        """Record where in the transcript the Stop hook last asked or saw a save."""
+        ...

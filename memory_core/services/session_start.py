@@ -88,7 +88,7 @@ def _memory_line(memory: Memory, tier: str) -> str:
 
 
 def _rule_line(rule: Memory) -> str:
-    """ "- when X: do Y", without a second "when" when the condition already opens with one."""
+    """A rule as "when X: do Y", with no second "when" if the condition opens with one."""
     condition = _one_line(rule.key or "", 160)
     if not condition.casefold().startswith(("when ", "whenever ", "before ", "after ", "if ")):
         condition = f"when {condition}"

@@ -158,8 +158,10 @@ class TranscriptRecorder:
         added = skipped = 0
         for index, entry in enumerate(read.entries):
             try:
-                await self._conversations.add_entry(project, session_id, **_entry_kwargs(entry))  # type: ignore[arg-type]
-                added += 1
+                # A boundary is a marker of Claude Code's, not an entry.
+                if entry.kind != "boundary":
+                    await self._conversations.add_entry(project, session_id, **_entry_kwargs(entry))  # type: ignore[arg-type]
+                    added += 1
             except InvalidInputError as exc:
                 # A block this store cannot hold (e.g. a tool name over 128 characters): skip
                 # it, keep the rest of the session.

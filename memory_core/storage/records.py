@@ -344,6 +344,7 @@ class RowReader:
             cursor=TranscriptCursor(int(row["transcript_lines"]), row["transcript_uuid"]),
             summary_id=None if row["summary_id"] is None else int(row["summary_id"]),
             updated_at=self._time(row["updated_at"]),
+            stop_offset=int(row["stop_offset"]),
         )
 
     def preference(self, row: Any) -> Preference:

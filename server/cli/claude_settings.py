@@ -70,6 +70,7 @@ HOOK_EVENTS: tuple[HookEvent, ...] = (
     HookEvent("UserPromptSubmit", "user-prompt-submit", None, 10),
     HookEvent("PreCompact", "pre-compact", None, 60),
     HookEvent("SessionEnd", "session-end", None, 30),
+    HookEvent("Stop", "stop", None, 10),
 )
 
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")

@@ -25,11 +25,12 @@ if TYPE_CHECKING:  # argparse costs ~15 ms of a hook's budget; only `--help` lis
 __all__ = ["add_parser", "run"]
 
 _USAGE = """\
-usage: memstrata hook {session-start,user-prompt-submit,pre-compact,session-end}
+usage: memstrata hook {session-start,user-prompt-submit,pre-compact,session-end,stop}
 
 Run by Claude Code as a `type: "command"` hook: reads the hook's JSON on stdin, prints
 {"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}} for SessionStart and
-UserPromptSubmit when there is something to inject, and always exits 0."""
+UserPromptSubmit when there is something to inject, {"decision": "block", "reason": ...} for
+Stop when it asks the model to store what it learned, and always exits 0."""
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -44,7 +45,8 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument(
-        "event", choices=("session-start", "user-prompt-submit", "pre-compact", "session-end")
+        "event",
+        choices=("session-start", "user-prompt-submit", "pre-compact", "session-end", "stop"),
     )
 
 
@@ -92,6 +94,7 @@ def _answer(command: str, raw: str) -> str | None:
         "UserPromptSubmit": events.user_prompt_submit,
         "PreCompact": events.pre_compact,
         "SessionEnd": events.session_end,
+        "Stop": events.stop,
     }
     recording = payload.event in ("PreCompact", "SessionEnd")
     semantic = payload.event == "UserPromptSubmit" and settings.hooks.prompt_semantic_wait > 0
@@ -154,6 +157,23 @@ def _index_on_warm_server() -> None:
         ask("index", os.environ, wait=_INDEX_WAIT)
 
 
+def _output(command: str, context: str | None) -> str | None:
+    """What the hook prints for Claude Code: the context to inject, a Stop's request, or None."""
+    if not context:
+        return None
+    event = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit"}.get(command)
+    if event is not None:
+        answer: dict[str, object] = {
+            "hookSpecificOutput": {"hookEventName": event, "additionalContext": context}
+        }
+    elif command == "stop":
+        # Claude Code goes on with `reason` as what the model is told next.
+        answer = {"decision": "block", "reason": context}
+    else:
+        return None
+    return json.dumps(answer, ensure_ascii=False)
+
+
 def _may_use_tls(command: str, environ: Mapping[str, str]) -> bool:
     """Whether this hook may open a TLS connection: a PostgreSQL store, or more than a start.
 
@@ -180,10 +200,6 @@ def run(argv: Sequence[str]) -> NoReturn:
         sys.stdout.write(_USAGE + "\n")
         sys.stdout.flush()
         os._exit(0)
-    event = {
-        "session-start": "SessionStart",
-        "user-prompt-submit": "UserPromptSubmit",
-    }.get(command)
     out = None
     try:
         if sys.stdin is None or sys.stdin.isatty():
@@ -196,11 +212,7 @@ def run(argv: Sequence[str]) -> NoReturn:
                 _index_on_warm_server()
         else:
             context = warm if isinstance(warm, str) else None
-        if context and event is not None:
-            out = json.dumps(
-                {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}},
-                ensure_ascii=False,
-            )
+        out = _output(command, context)
     except BaseException as exc:
         _fail(command, f"{type(exc).__name__}: {exc}" if not str(exc) else str(exc))
         out = None

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import contextlib
+import os
+import stat
 from collections.abc import Sequence
+from pathlib import Path
 
 import structlog
 
@@ -20,7 +23,7 @@ from server.hooks.payload import HookInputError, HookPayload
 from server.hooks.screen import screen_context
 from server.hooks.services import HookServices
 
-__all__ = ["pre_compact", "session_end", "session_start", "user_prompt_submit"]
+__all__ = ["STOP_ASK", "pre_compact", "session_end", "session_start", "stop", "user_prompt_submit"]
 
 log = structlog.get_logger(__name__)
 
@@ -223,3 +226,74 @@ async def session_end(svc: HookServices, payload: HookPayload) -> None:
     """Record the rest of the transcript and the session's summary."""
     if svc.settings.hooks.session_end:
         await _record(svc, payload)
+
+
+# What the Stop hook says to the model (one sentence, ~55 tokens): Claude Code shows it to the
+# model as the reason the turn goes on, so the request is visible in the session, not hidden.
+STOP_ASK = (
+    "memstrata: if this work settled something worth keeping for later sessions (a decision "
+    "and why, a fix, a preference, a rule), store it now in one or two short notes with "
+    "memstrata's `append` or `learn` tool; otherwise do nothing and stop."
+)
+# The most of the transcript one Stop reads (from its place): a flow is counted, not recorded.
+_STOP_READ_MAX = 8_000_000
+
+
+def _saves(tool_name: str | None) -> bool:
+    """A memstrata tool that stores what was learned (plugin or settings naming)."""
+    name = tool_name or ""
+    return "memstrata" in name and name.rsplit("__", 1)[-1] in ("append", "append_many", "learn")
+
+
+def _read_from(path: Path, offset: int) -> tuple[list[str], int]:
+    """The complete lines after byte `offset` (from 0 if the file shrank) and the new offset.
+
+    Only a regular file is read, at most _STOP_READ_MAX bytes: a FIFO or a device named as the
+    transcript must not stall the end of every turn.
+    """
+    if not stat.S_ISREG(path.stat().st_mode):
+        raise HookInputError("transcript_path is not a regular file")
+    with path.open("rb") as handle:
+        size = handle.seek(0, os.SEEK_END)
+        start = offset if offset <= size else 0
+        handle.seek(start)
+        data = handle.read(_STOP_READ_MAX)
+    complete = data[: data.rfind(b"\n") + 1]
+    text = complete.decode("utf-8", errors="replace")
+    return text.splitlines(keepends=True), start + len(complete)
+
+
+async def stop(svc: HookServices, payload: HookPayload) -> str | None:
+    """Ask the model, at most once per flow of substance, to store what it learned.
+
+    A flow is what happened since the Stop hook last asked, or since the model last stored a
+    memory itself (`append`, `append_many` or `learn`): it has substance when it holds at
+    least `stop_min_prompts` prompts and `stop_min_tool_calls` tool calls. A Stop that Claude
+    Code runs while already continuing because of a Stop hook (`stop_hook_active`) never asks,
+    so the hook cannot loop. Returns the request, or None to let the turn end.
+    """
+    policy = svc.settings.hooks
+    if not policy.stop_ask or payload.stop_hook_active or payload.transcript_path is None:
+        return None
+    project = svc.settings.default_project(payload.cwd)
+    state = await svc.hook_sessions.get(project, payload.session_id)
+    offset = state.stop_offset if state is not None else 0
+    try:
+        lines, end = _read_from(payload.transcript_path, offset)
+    except FileNotFoundError:
+        raise HookInputError("transcript_path names no file") from None
+    except OSError as exc:
+        raise HookInputError(f"transcript_path cannot be read ({exc.strerror})") from None
+    from memory_core.domain.transcript import read_transcript
+
+    entries = read_transcript(lines).entries
+    saved = any(e.kind == "tool_call" and _saves(e.tool_name) for e in entries)
+    prompts = sum(1 for e in entries if e.kind == "user")
+    calls = sum(1 for e in entries if e.kind == "tool_call")
+    ask = prompts >= policy.stop_min_prompts and calls >= policy.stop_min_tool_calls
+    if saved or ask:
+        await svc.hook_sessions.save_stop_offset(project, payload.session_id, end, svc.clock.now())
+    if saved or not ask:
+        return None
+    log.info("hooks.stop_asked", session_id=payload.session_id, prompts=prompts, tool_calls=calls)
+    return STOP_ASK

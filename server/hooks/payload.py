@@ -15,6 +15,7 @@ EVENTS = {
     "user-prompt-submit": "UserPromptSubmit",
     "pre-compact": "PreCompact",
     "session-end": "SessionEnd",
+    "stop": "Stop",
 }
 _MAX_STDIN = 4_000_000
 
@@ -35,6 +36,7 @@ class HookPayload:
     prompt: str | None = None  # UserPromptSubmit
     trigger: str | None = None  # PreCompact: manual | auto
     reason: str | None = None  # SessionEnd
+    stop_hook_active: bool = False  # Stop: Claude Code is already continuing because of a Stop hook
 
 
 def _text(data: dict[str, Any], name: str) -> str | None:
@@ -82,4 +84,5 @@ def parse_payload(raw: str, command: str) -> HookPayload:
         prompt=_text(data, "prompt"),
         trigger=_text(data, "trigger"),
         reason=_text(data, "reason"),
+        stop_hook_active=data.get("stop_hook_active") is True,
     )

