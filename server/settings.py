@@ -240,7 +240,8 @@ class SettingsFields(BaseModel):
     log_level: Literal["DEBUG", "INFO", "WARNING", "ERROR"] = Field(
         "INFO",
         description="Least severe log level written (to stderr). Unset, commands other than "
-        "`serve` log only warnings (`memstrata -v` for INFO).",
+        "`serve --http` and `ui` (stdio `serve` included: Claude Code shows every stderr line "
+        "of a stdio server as an error) log only warnings (`memstrata -v` for INFO).",
     )
     log_format: Literal["json", "console"] = Field(
         "json", description="JSON lines (default) or human-readable console lines, on stderr."

@@ -62,7 +62,8 @@ async def test_rows_without_vectors_are_embedded_at_start_up(tmp_path: Path) -> 
     # A keyword-only period: the server ran without a model.
     async with serve(kept, log, MEMSTRATA_EMBEDDING_MODEL="none") as client:
         ok(await client.call_tool("append", {"layer": "episodic", "content": EVENT}))
-    found_by_meaning(await first_search(kept, log))
+    # INFO asked for: stdio serve logs only warnings by default.
+    found_by_meaning(await first_search(kept, log, MEMSTRATA_LOG_LEVEL="INFO"))
     assert '"event": "vectors.backfilled"' in log.read_text(encoding="utf-8")
 
     # An import (exports carry no vectors) into a new store.
