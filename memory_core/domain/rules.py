@@ -8,8 +8,10 @@ __all__ = ["rule_applies"]
 
 _WORD = re.compile(r"[^\W_]+")
 _SUFFIXES = ("ing", "ed", "es", "s")
+# Function words, and the words that open a condition ("before you merge" is about merging).
 _STOP = frozenset(
     {"a", "an", "the", "to", "of", "in", "on", "for", "and", "or", "is", "it", "when"}
+    | {"whenever", "before", "after", "if", "you", "we", "i", "be", "are", "do"}
 )
 
 
@@ -22,6 +24,9 @@ def _stems(text: str) -> set[str]:
             if len(word) > len(suffix) + 2 and word.endswith(suffix):
                 word = word[: -len(suffix)]
                 break
+        # "change", "changed" and "changing" are one stem: a final silent e goes too.
+        if len(word) > 4 and word.endswith("e"):
+            word = word[:-1]
         words.add(word)
     return words
 

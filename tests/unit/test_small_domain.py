@@ -24,6 +24,8 @@ def test_summary_lists_entries_oldest_first_and_fits_the_limit() -> None:
 def test_rule_applies_when_most_condition_words_are_present() -> None:
     assert rule_applies("deploying to production", "deploy the api to production")
     assert not rule_applies("deploying to production", "user.name")
+    assert rule_applies("changing the coupons API", "can I change its public API?")
+    assert rule_applies("before you merge", "merging the branch now")
     assert rule_applies("?", "?")
 
 
