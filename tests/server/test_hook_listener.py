@@ -11,9 +11,7 @@ import asyncio
 import contextlib
 import json
 import os
-import shutil
 import socket
-import tempfile
 from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -37,6 +35,7 @@ from server.hooks.warm import (
 from server.settings import Settings
 from tests.backends import settings_on
 from tests.fakes import ready_fake
+from tests.runtime_dir import short_runtime_dir
 
 PROJECT = "shop-api"
 BILLING = "Billing runs on the blue cluster in eu-west."
@@ -45,12 +44,8 @@ PROMPT = "Which cluster does billing run on?"
 
 @pytest.fixture
 def runtime() -> Iterator[Path]:
-    """A short XDG_RUNTIME_DIR of ours (a Unix socket's path must stay under ~100 bytes)."""
-    path = Path(tempfile.mkdtemp(prefix="msrt"))
-    try:
+    with short_runtime_dir() as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(params=["sqlite", "postgres"])
