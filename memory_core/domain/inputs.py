@@ -9,6 +9,7 @@ from datetime import UTC, datetime
 from pydantic import JsonValue
 
 from memory_core.config import Limits
+from memory_core.domain.fence import flat
 from memory_core.domain.project_names import PROJECT_NAME
 from memory_core.errors import InvalidInputError
 
@@ -72,10 +73,21 @@ def check_text(field: str, value: str, *, max_chars: int) -> str:
 
 
 def check_key(field: str, value: str | None, limits: Limits) -> str:
-    """A required key or condition."""
+    """A required key or condition, flattened to one line.
+
+    A key is shown to models as the head of a line ("key: value", "when condition: action"):
+    a newline in it could open a heading or a "SYSTEM:" line of its own in what every later
+    session is given, and control or bidi characters could hide what it says. So line breaks
+    and runs of white space become one space and control/format characters are dropped, on
+    write and on lookup alike (domain.fence.flat), so `recall` finds the key as written.
+    """
     if value is None:
         raise InvalidInputError(field, "is required for this layer")
-    return check_text(field, value, max_chars=limits.max_key_chars)
+    text = check_text(field, value, max_chars=limits.max_key_chars)
+    flattened = flat(text)
+    if not flattened:
+        raise InvalidInputError(field, "must hold a visible character")
+    return flattened
 
 
 def check_author(author: str | None, field: str = "author") -> str | None:
