@@ -188,9 +188,11 @@ def _workspace(tmp_path: Path, runtime: Path, store: dict[str, str]) -> Iterator
 
 
 async def _seed(ws: Workspace) -> None:
-    async with open_container(ws.settings()) as c:
-        await c.memories.append("shop-api", Layer.EPISODIC, WEBHOOKS)
-        await c.memories.append("shop-api", Layer.EPISODIC, BILLING)
+    settings = ws.settings()
+    project = settings.default_project(ws.repo)  # the checkout's, as the hooks name it
+    async with open_container(settings) as c:
+        await c.memories.append(project, Layer.EPISODIC, WEBHOOKS)
+        await c.memories.append(project, Layer.EPISODIC, BILLING)
         await c.memories.append("other-project", Layer.EPISODIC, "Billing of another team.")
 
 
