@@ -3,6 +3,7 @@
     python -m bench.hooks                       # 10,000 memories, 20 runs per figure
     python -m bench.hooks --size 10000 --runs 30 --json bench/results/hooks.json
     python -m bench.hooks --runs 30 --against /tmp/before   # session-start: this code vs other
+    python -m bench.hooks --warm --runs 30     # user-prompt-submit with a `memstrata serve` up
 
 `--against DIR` times session-start only, with this checkout's code and with the `server`,
 `memory_core` and `migrations` folders of DIR first on PYTHONPATH (e.g. `git archive OLD
@@ -18,6 +19,12 @@ included where the hook loads one. Measured:
   search is hybrid), on prompts of 6-30 words;
 - `python -c pass` with the same interpreter, the floor of any hook;
 - the injected sizes: characters, and tokens by the all-MiniLM-L6-v2 tokenizer.
+`--warm` times user-prompt-submit with a `memstrata serve` (stdio, its stdin held open as
+Claude Code holds it) up on the same store with its model loaded: the hook asks it over the
+per-user socket (server.hooks.warm) and it answers with hybrid search; interleaved run by run
+with the same hook with MEMSTRATA_HOOKS__WARM=false (its own keyword search, the server still
+up) and with no server at all (the failed connect, then the keyword search). It also reports
+the warm client's own import cost (`python -X importtime`).
 The store: 10k memories of the four layers (episodic sentences, semantic facts, procedural
 rules, working notes), embedded with the default model; the working directory is a small git
 repository with a few changed files, so the screen context runs `git status` as it would.
@@ -179,6 +186,92 @@ def measure(db: Path, repo: Path, runs: int, rng: random.Random) -> dict[str, An
     return out
 
 
+def start_server(env: dict[str, str], repo: Path, log: Path) -> subprocess.Popen[bytes]:
+    """`memstrata serve` over stdio, its stdin left open; returns once it listens for hooks
+    with its model loaded (read from its INFO log)."""
+    exe = Path(sys.executable).parent / "memstrata"
+    with log.open("wb") as errors:
+        proc = subprocess.Popen(
+            [str(exe), "serve"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.DEVNULL,
+            stderr=errors,
+            env=env | {"MEMSTRATA_LOG_LEVEL": "INFO"},
+            cwd=repo,
+        )
+    wanted = {"hooks.listening", "embedder.ready"}
+    stop = time.monotonic() + 120
+    while not wanted <= {
+        json.loads(line).get("event") for line in log.read_text().splitlines() if line[:1] == "{"
+    }:
+        if proc.poll() is not None or time.monotonic() > stop:
+            proc.kill()
+            raise RuntimeError(f"the server did not get ready: {log.read_text()[-2000:]}")
+        time.sleep(0.1)
+    return proc
+
+
+def client_import_ms() -> float:
+    """Cumulative import time of the warm client (server.hooks.warm), in a fresh process."""
+    done = subprocess.run(
+        [sys.executable, "-X", "importtime", "-c", "import server.hooks.warm"],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    line = next(x for x in done.stderr.splitlines() if x.rstrip().endswith("| server.hooks.warm"))
+    return int(line.split("|")[1]) / 1000
+
+
+def measure_warm(db: Path, repo: Path, runs: int, rng: random.Random) -> dict[str, Any]:
+    """user-prompt-submit with a warm server, with warm off, and with no server, interleaved."""
+    runtime = Path(tempfile.mkdtemp(prefix="msb"))  # short: a socket path's limit is ~100 B
+    env = {
+        "MEMSTRATA_DB": str(db),
+        "MEMSTRATA_PROJECT": PROJECT,
+        "PATH": os.environ.get("PATH", ""),
+        "HOME": str(repo.parent),
+        "XDG_RUNTIME_DIR": str(runtime),
+    }
+    sides = {
+        "prompt_warm": env,
+        "prompt_direct_server_up": env | {"MEMSTRATA_HOOKS__WARM": "false"},
+    }
+    times: dict[str, list[float]] = {name: [] for name in [*sides, "prompt_no_server"]}
+    texts: dict[str, list[str]] = {name: [] for name in times}
+
+    def prompt(name: str, side_env: dict[str, str]) -> None:
+        payload = {
+            "session_id": str(uuid.uuid4()),
+            "transcript_path": "",
+            "cwd": str(repo),
+            "hook_event_name": "UserPromptSubmit",
+            "prompt": sentence(rng),
+        }
+        ms, text = run_hook("user-prompt-submit", payload, side_env, repo)
+        times[name].append(ms)
+        texts[name].append(text)
+
+    for _ in range(runs):
+        prompt("prompt_no_server", env)
+    server = start_server(env, repo, runtime.parent / f"{runtime.name}-serve.log")
+    try:
+        warm_up = {"session_id": "w", "prompt": "warm up the paths " * 2}
+        for side_env in sides.values():  # the file cache and the server's first search
+            run_hook("user-prompt-submit", warm_up, side_env, repo)
+        for i in range(runs):
+            for name in list(sides) if i % 2 == 0 else list(reversed(sides)):
+                prompt(name, sides[name])
+    finally:
+        assert server.stdin is not None
+        server.stdin.close()  # a clean shutdown, as at a session's end
+        server.wait(timeout=60)
+    out: dict[str, Any] = {f"{name}_ms": summary(samples) for name, samples in times.items()}
+    out |= {f"{name}_size": sizes(samples) for name, samples in texts.items()}
+    out["warm_client_import_ms"] = round(statistics.median(client_import_ms() for _ in range(5)), 2)
+    return out
+
+
 def compare(db: Path, repo: Path, runs: int, other: Path) -> dict[str, Any]:
     """Session-start (new session, then resume) of this code and of `other`, interleaved."""
     env = {
@@ -222,6 +315,22 @@ def compare(db: Path, repo: Path, runs: int, other: Path) -> dict[str, Any]:
     return out
 
 
+def warm_markdown(results: dict[str, Any]) -> str:
+    rows = [
+        "| user-prompt-submit (process included) | p50 ms | p95 ms | runs with output |",
+        "|---|---|---|---|",
+    ]
+    for name, label in (
+        ("prompt_warm", "warm server up: asked over the socket, hybrid search"),
+        ("prompt_direct_server_up", "server up, MEMSTRATA_HOOKS__WARM=false: own keyword search"),
+        ("prompt_no_server", "no server: failed connect, then own keyword search"),
+    ):
+        f, s = results[f"{name}_ms"], results[f"{name}_size"]
+        rows.append(f"| {label} | {f['p50']:.0f} | {f['p95']:.0f} | {s['injected']}/{s['of']} |")
+    rows.append(f"\nwarm client import (server.hooks.warm): {results['warm_client_import_ms']} ms")
+    return "\n".join(rows)
+
+
 def markdown(results: dict[str, Any]) -> str:
     def cell(name: str) -> str:
         f = results[name]
@@ -256,6 +365,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--against", type=Path, help="compare session-start with the code in this directory"
     )
+    parser.add_argument(
+        "--warm", action="store_true", help="time the prompt hook with a `memstrata serve` up"
+    )
     args = parser.parse_args(argv)
     logging.disable(logging.INFO)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
@@ -268,6 +380,10 @@ def main(argv: list[str] | None = None) -> None:
     if args.against:
         results |= compare(db, repo, args.runs, args.against.resolve())
         print(json.dumps(results, indent=2))
+    elif args.warm:
+        results |= measure_warm(db, repo, args.runs, rng)
+        print(json.dumps(results, indent=2))
+        print(warm_markdown(results))
     else:
         results |= measure(db, repo, args.runs, rng)
         print(json.dumps(results, indent=2))
