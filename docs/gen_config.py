@@ -55,11 +55,17 @@ SECTIONS: list[tuple[str, list[str] | str, str]] = [
         ],
         "The database's parent directories are created as needed; a relative path is relative "
         "to the server's working directory. With `MEMSTRATA_PROJECT_SCOPE=git` the default "
-        "project of the server (from its working directory) and of the Claude Code hooks (from "
-        "the hook's `cwd`) is the name of the git work tree: the nearest directory at or above "
-        "it that holds `.git` (a linked worktree is its own tree), else the directory itself; "
-        "characters a project name may not hold become `-` (`My App` is `My-App`), and "
-        "`MEMSTRATA_PROJECT` is used when no valid name is left. Claude Code starts the server "
+        "project of the server (from its working directory), of the Claude Code hooks (from "
+        "the hook's `cwd`) and of `memstrata search` and `recall` in a checkout is the "
+        "repository's, `<name>@<identity>`: a checkout with a remote (`origin`, else the first "
+        "one) is named after it, normalised (ssh and https forms alike, credentials, port and "
+        "`.git` dropped, e.g. `api@github.com/acme/api`), so every clone and worktree of it "
+        "shares one memory; without a remote the folder's name and 12 hex digits hashed from "
+        "the main work tree's path (`notes@3f09c2a1b4d7`; its worktrees share it); outside git "
+        "the same from the directory's path. Two checkouts with one folder name but different "
+        "repositories get different projects. `MEMSTRATA_PROJECT_SCOPE=path` names every work "
+        "tree after its own path, so clones and worktrees keep memories apart. The checkout's "
+        "files are read directly, without running git. Claude Code starts the server "
         "and runs the hooks in the same directory, so both use the same project. A tool call "
         "that names a project always uses that one.",
     ),

@@ -152,12 +152,15 @@ class SettingsFields(BaseModel):
         "conversations, scratchpad, preferences, documents, or all (`memstrata tools` shows "
         "each one's tools and their cost in context tokens).",
     )
-    project_scope: Literal["fixed", "git"] = Field(
+    project_scope: Literal["fixed", "git", "path"] = Field(
         "fixed",
-        description="How the default project is chosen. 'fixed': MEMSTRATA_PROJECT. 'git': the "
-        "name of the git work tree holding the working directory (the server's, or the hook "
-        "payload's `cwd`), made a valid project name; outside git the directory's own name; "
-        "MEMSTRATA_PROJECT when neither gives a valid name.",
+        description="How the default project is chosen for a working directory (the "
+        "server's, or the hook payload's `cwd`). 'fixed': MEMSTRATA_PROJECT. 'git': the "
+        "repository, named `<name>@<identity>`: its normalised remote (origin, else the first "
+        "one; e.g. `api@github.com/acme/api`), so clones and worktrees of one repository share "
+        "a project; without a remote a hash of the main work tree's path (worktrees share it); "
+        "outside git a hash of the directory's path. 'path': a hash of the work tree's own path, "
+        "so every clone and worktree is a project of its own.",
     )
     tiers: TierPolicy = Field(default_factory=TierPolicy)
     ranking: RankingPolicy = Field(default_factory=RankingPolicy)
