@@ -217,6 +217,8 @@ class HookListener:
         self.lock_path = directory / name.replace(".sock", ".lock")
         self._lock_fd: int | None = None
         self._server: asyncio.AbstractServer | None = None
+        self._inode: int | None = None  # of the socket file we bound
+        self._requests: set[asyncio.Task[Any]] = set()
 
     @property
     def listening(self) -> bool:
@@ -252,25 +254,42 @@ class HookListener:
                 self._handle, path=str(self.path), limit=MAX_REQUEST_BYTES
             )
             os.chmod(self.path, 0o600)
+            self._inode = os.stat(self.path).st_ino
         except BaseException:
             await self.stop()
             raise
         log.info("hooks.listening", socket=str(self.path))
         return True
 
+    def still_bound(self) -> bool:
+        """Whether our socket file is still there (a /tmp cleaner may remove old files)."""
+        try:
+            return os.stat(self.path).st_ino == self._inode
+        except OSError:
+            return False
+
     async def stop(self) -> None:
-        """Stop listening; the socket file is removed only while we hold the lock."""
+        """Stop listening and end the requests in flight (the store closes next).
+
+        The socket file is removed only while we hold the lock.
+        """
         server, self._server = self._server, None
         if server is not None:
             server.close()
             with contextlib.suppress(Exception):
                 await server.wait_closed()
+        for task in list(self._requests):
+            task.cancel()
+        await asyncio.gather(*self._requests, return_exceptions=True)
         if self._lock_fd is not None:
             with contextlib.suppress(FileNotFoundError):
                 self.path.unlink()
         self._release_lock()
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        if task is not None:
+            self._requests.add(task)
         try:
             if not peer_allowed(writer.get_extra_info("socket")):
                 log.warning("hooks.listener_peer_refused")
@@ -286,6 +305,7 @@ class HookListener:
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
+            self._requests.discard(task)
 
     async def _answer(self, reader: asyncio.StreamReader) -> dict[str, Any]:
         try:
@@ -335,20 +355,24 @@ async def serve_hooks(
         log.debug("hooks.listener_off", reason="in-memory store or no Unix sockets")
         return
     directory = socket_dir(os.environ if environ is None else environ)
-    if not prepare_dir(directory):
-        return
     listener = HookListener(parts, directory)
     try:
         while True:
-            try:
-                started = await listener.start()
-            except OSError as exc:  # e.g. a path too long for a Unix socket
-                log.warning("hooks.listener_failed_to_bind", error=str(exc))
-                return
-            if started:
-                if on_listening is not None:
+            if not listener.listening:
+                if not prepare_dir(directory):
+                    return
+                try:
+                    started = await listener.start()
+                except OSError as exc:  # e.g. a path too long for a Unix socket
+                    log.warning("hooks.listener_failed_to_bind", error=str(exc))
+                    return
+                if started and on_listening is not None:
                     on_listening(listener)
-                await asyncio.Event().wait()  # until cancelled at shutdown
-            await asyncio.sleep(retry_seconds)  # another server listens; take over if it goes
+            # Not listening: another server is; take over if it goes. Listening: check that
+            # the socket file is still ours, and bind it again if it was removed.
+            await asyncio.sleep(retry_seconds)
+            if listener.listening and not listener.still_bound():
+                log.warning("hooks.listener_socket_gone", socket=str(listener.path))
+                await listener.stop()
     finally:
         await listener.stop()

@@ -12,7 +12,7 @@ import contextlib
 import json
 import os
 import socket
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -72,20 +72,31 @@ def prompt_payload(prompt: str = PROMPT, session: str = "s1") -> dict[str, Any]:
     }
 
 
+def serving(
+    container: Container,
+    runtime: Path,
+    on_listening: Callable[[HookListener], None],
+    *,
+    retry: float,
+) -> asyncio.Task[None]:
+    """serve_hooks on the container in a task, its socket under `runtime`."""
+    return asyncio.create_task(
+        serve_hooks(
+            ListenerParts.of(container),
+            environ={"XDG_RUNTIME_DIR": str(runtime)},
+            retry_seconds=retry,
+            on_listening=on_listening,
+        )
+    )
+
+
 @asynccontextmanager
 async def listening(
     container: Container, runtime: Path, *, retry: float = 30.0
 ) -> AsyncIterator[HookListener]:
     """serve_hooks on the container, until the block ends; yields once it listens."""
     started: asyncio.Future[HookListener] = asyncio.get_running_loop().create_future()
-    task = asyncio.create_task(
-        serve_hooks(
-            ListenerParts.of(container),
-            environ={"XDG_RUNTIME_DIR": str(runtime)},
-            retry_seconds=retry,
-            on_listening=started.set_result,
-        )
-    )
+    task = serving(container, runtime, started.set_result, retry=retry)
     try:
         yield await asyncio.wait_for(asyncio.shield(started), 30)
     finally:
@@ -206,14 +217,7 @@ async def test_one_listener_per_store_and_the_next_takes_over(
         env = hook_env(settings, runtime)
         second_started: asyncio.Future[HookListener] = asyncio.Future()
         async with listening(c, runtime) as first:
-            second = asyncio.create_task(
-                serve_hooks(
-                    ListenerParts.of(c),
-                    environ={"XDG_RUNTIME_DIR": str(runtime)},
-                    retry_seconds=0.02,
-                    on_listening=second_started.set_result,
-                )
-            )
+            second = serving(c, runtime, second_started.set_result, retry=0.02)
             await asyncio.sleep(0.2)  # several retries: the lock is held, so it waits
             assert not second_started.done()
             assert (await ask_async("user-prompt-submit", env, prompt_payload()))["ok"]
@@ -249,6 +253,25 @@ async def test_a_dead_listeners_socket_is_refused_then_replaced(
             assert listener.path == stale
             answer = await ask_async("user-prompt-submit", env, prompt_payload())
             assert BILLING in answer["context"]
+
+
+async def test_a_removed_socket_file_is_bound_again(settings: Settings, runtime: Path) -> None:
+    """A /tmp cleaner may remove an old socket file under a long-running server."""
+    async with open_container(settings) as c:
+        await c.memories.append(PROJECT, Layer.EPISODIC, BILLING)
+        bound: asyncio.Queue[HookListener] = asyncio.Queue()
+        task = serving(c, runtime, bound.put_nowait, retry=0.02)
+        try:
+            listener = await asyncio.wait_for(bound.get(), 30)
+            listener.path.unlink()
+            assert await asyncio.wait_for(bound.get(), 30) is listener  # listening again
+            answer = await ask_async(
+                "user-prompt-submit", hook_env(settings, runtime), prompt_payload()
+            )
+            assert BILLING in answer["context"]
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
 
 
 def test_no_server_or_warm_off_is_unavailable_at_once(settings: Settings, runtime: Path) -> None:
