@@ -400,7 +400,14 @@ class ClaudeWorkspace:
     project: Path
     db: Path
     model: StubModel
-    env: dict[str, str] = field(default_factory=dict)
+    # A loaded machine must not fail a test: the hooks' own time limits (3 s to give up, 0.8 s
+    # for the warm server's answer) are raised below Claude Code's 10 s hook timeout.
+    env: dict[str, str] = field(
+        default_factory=lambda: {
+            "MEMSTRATA_HOOKS__TIMEOUT": "9",
+            "MEMSTRATA_HOOKS__WARM_WAIT": "5",
+        }
+    )
 
     @classmethod
     def create(cls, root: Path, model: StubModel, name: str = "shop") -> ClaudeWorkspace:
@@ -490,9 +497,12 @@ class ClaudeWorkspace:
         The server derives the project from the checkout as the plugin's server does
         (MEMSTRATA_PROJECT_SCOPE=git), so seeding and checking need no project name.
         """
-        return asyncio.run(self._call(tool, arguments))
+        result = asyncio.run(self.call_raw(tool, arguments))
+        assert not result.is_error, f"{tool} failed: {result.content}"
+        return result
 
-    async def _call(self, tool: str, arguments: dict[str, Any]) -> Any:
+    async def call_raw(self, tool: str, arguments: dict[str, Any]) -> Any:
+        """The tool's result, error or not."""
         from mcp import Client, StdioServerParameters
         from mcp.client.stdio import stdio_client
 
@@ -508,9 +518,7 @@ class ClaudeWorkspace:
         )
         with (self.home / "seed-server.log").open("a", encoding="utf-8") as errlog:
             async with Client(stdio_client(params, errlog=errlog), read_timeout_seconds=60) as c:
-                result = await c.call_tool(tool, arguments)
-        assert not result.is_error, f"{tool} failed: {result.content}"
-        return result
+                return await c.call_tool(tool, arguments)
 
     def _common(self, plugin: bool) -> list[str]:
         allowed = PLUGIN_TOOLS.rstrip("_") if plugin else SETTINGS_TOOLS.rstrip("_")
