@@ -30,6 +30,7 @@ import json
 import os
 import socket
 import struct
+import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from functools import cached_property, lru_cache
@@ -326,8 +327,9 @@ class HookListener:
             return _error("env must be an object of strings")
         if request.get("store") != self.parts.identity:
             return _error("the request names another store than this server's")
+        started = time.perf_counter()
         try:
-            return await op(self.parts, request)
+            answer = await op(self.parts, request)
         except Exception as exc:  # configuration, payload or store: the hook goes direct
             from pydantic import ValidationError
 
@@ -337,6 +339,9 @@ class HookListener:
                 return _error(describe_settings_error(exc))
             log.warning("hooks.listener_op_failed", op=request.get("op"), error=str(exc))
             return _error(f"{type(exc).__name__}: {exc}")
+        ms = round((time.perf_counter() - started) * 1000, 1)
+        log.debug("hooks.answered", op=request.get("op"), ms=ms)
+        return answer
 
 
 async def serve_hooks(
