@@ -368,14 +368,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument(
         "--warm", action="store_true", help="time the prompt hook with a `memstrata serve` up"
     )
+    parser.add_argument(
+        "--keep", type=Path, help="build the store in this directory once and reuse it after"
+    )
     args = parser.parse_args(argv)
     logging.disable(logging.INFO)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     rng = random.Random(11)
-    root = Path(tempfile.mkdtemp(prefix="bench-hooks-"))
+    root = args.keep or Path(tempfile.mkdtemp(prefix="bench-hooks-"))
     db = root / "memory.db"
-    built = asyncio.run(build_store(db, args.size, rng))
-    repo = git_workdir(root)
+    repo = root / PROJECT
+    built = 0.0
+    if not (args.keep and db.exists() and repo.exists()):
+        root.mkdir(parents=True, exist_ok=True)
+        built = asyncio.run(build_store(db, args.size, rng))
+        repo = git_workdir(root)
     results = {"size": args.size, "runs": args.runs, "build_s": round(built, 1)}
     if args.against:
         results |= compare(db, repo, args.runs, args.against.resolve())
