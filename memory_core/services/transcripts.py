@@ -26,7 +26,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 
 import structlog
 from pydantic import JsonValue
@@ -64,7 +64,7 @@ log = structlog.get_logger(__name__)
 # START_SOURCE and PROMPT_SOURCE, domain.hook_session).
 COMPACTION_SOURCE = "claude-code:compaction"
 # The earliest turn time kept (as for any client's occurred_at).
-_EARLIEST = datetime(1970, 1, 1).astimezone()
+_EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 
 
 @dataclass(frozen=True)

@@ -69,6 +69,15 @@ async def test_hand_out_updates_access_fields_in_order(repo: MemoryRepository) -
     assert await repo.hand_out("other", [a.id], at) == []
 
 
+async def test_a_use_recorded_late_never_moves_the_last_access_back(
+    repo: MemoryRepository,
+) -> None:
+    a = (await repo.add(draft("a"), T0)).memory
+    await repo.hand_out("p", [a.id], T0 + timedelta(days=2))
+    (late,) = await repo.hand_out("p", [a.id], T0 + timedelta(days=1))
+    assert late.access_count == 2 and late.last_accessed == T0 + timedelta(days=2)
+
+
 async def test_rows_of_another_project_are_invisible(repo: MemoryRepository) -> None:
     mine = (await repo.add(draft("alpha secret", project="mine"), T0)).memory
     assert await repo.get("theirs", mine.id) is None

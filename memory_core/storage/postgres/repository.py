@@ -337,7 +337,8 @@ class PostgresMemoryRepository:
             await maintenance_lock(conn, shared=True)
             rows = await PostgresSession.memories(
                 conn,
-                "UPDATE context_snapshots SET last_accessed = $1,"
+                # A use recorded late (at capture) never moves the last access back.
+                "UPDATE context_snapshots SET last_accessed = GREATEST(last_accessed, $1),"
                 " access_count = access_count + 1, memory_tier = 'ACTIVE'"
                 f" WHERE project = $2 AND id = ANY($3::bigint[]) RETURNING {COLUMNS}",
                 aware(at),
