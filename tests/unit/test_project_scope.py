@@ -39,6 +39,12 @@ def checkout(path: Path, remote: str | None = None) -> Path:
     return path
 
 
+def add_submodule(outer: Path, source: Path, at: str) -> Path:
+    """`source` added to `outer` as a submodule at `at` (its remote: the path)."""
+    git("-c", "protocol.file.allow=always", "submodule", "add", "-q", str(source), at, cwd=outer)
+    return outer / at
+
+
 def test_fixed_scope_keeps_the_configured_project(tmp_path: Path) -> None:
     assert project_for("work", "fixed", tmp_path) == "work"
 
@@ -104,17 +110,7 @@ def test_worktrees_share_the_repositorys_project_unless_scope_is_path(tmp_path: 
 def test_a_submodule_is_its_own_project(tmp_path: Path) -> None:
     lib = checkout(tmp_path / "lib-src")
     app = checkout(tmp_path / "app", "git@github.com:acme/app.git")
-    git(
-        "-c",
-        "protocol.file.allow=always",
-        "submodule",
-        "add",
-        "-q",
-        str(lib),
-        "vendor/lib",
-        cwd=app,
-    )
-    sub = app / "vendor" / "lib"
+    sub = add_submodule(app, lib, "vendor/lib")
     assert (sub / ".git").is_file()
     name = project_for("d", "git", sub)
     assert name == f"lib-src@file:{lib}" or name.startswith("lib-src@")
