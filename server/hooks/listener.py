@@ -16,9 +16,10 @@ by meaning needs the model (keyword search misses paraphrases). Outcome: every `
   it is a symlink, not ours, or open to others; the socket is 0600; a peer of another uid
   (SO_PEERCRED, Linux) is closed without an answer.
 - Protocol: one JSON request line (at most MAX_REQUEST_BYTES, read within READ_SECONDS),
-  one JSON answer line, then close. `{"v": 1, "op": ..., "store": ..., "env": {MEMSTRATA_*},
-  "payload": {...}}` -> `{"ok": true, ...}` or `{"ok": false, "error": "..."}`. The hook's
-  settings are built from its own MEMSTRATA_* variables, on this server's store only.
+  one JSON answer line, then close. `{"v": 1, "op": ..., "store": ..., "wait": seconds,
+  "env": {MEMSTRATA_*}, "payload": {...}}` -> `{"ok": true, ...}` or `{"ok": false, "error":
+  "..."}`. The hook's settings are built from its own MEMSTRATA_* variables, on this server's
+  store only; the work is cancelled when the hook's `wait` is over.
 """
 
 from __future__ import annotations
@@ -41,6 +42,7 @@ import structlog
 
 from memory_core.services.indexing import Indexer
 from server.hooks.warm import (
+    DEFAULT_WAIT,
     MAX_REQUEST_BYTES,
     PROTOCOL,
     private_dir,
@@ -203,6 +205,14 @@ async def _index(parts: ListenerParts, request: dict[str, Any]) -> dict[str, Any
 OPS: dict[str, Op] = {"user-prompt-submit": _user_prompt_submit, "index": _index}
 
 
+def _wait_of(request: dict[str, Any]) -> float:
+    """How long the hook waits for the answer (`wait`, seconds), within 0.05 and 10."""
+    wait = request.get("wait")
+    if not isinstance(wait, (int, float)) or isinstance(wait, bool):
+        return DEFAULT_WAIT
+    return min(max(float(wait), 0.05), 10.0)
+
+
 def _error(text: str) -> dict[str, Any]:
     return {"ok": False, "error": " ".join(text.split())[:500]}
 
@@ -329,7 +339,12 @@ class HookListener:
             return _error("the request names another store than this server's")
         started = time.perf_counter()
         try:
-            answer = await op(self.parts, request)
+            # Within the hook's own wait: past it the hook has gone its own way, and a late
+            # answer's writes (memories marked as injected) would hide them from that way.
+            answer = await asyncio.wait_for(op(self.parts, request), _wait_of(request))
+        except TimeoutError:
+            log.warning("hooks.listener_too_slow", op=request.get("op"))
+            return _error("no answer within the hook's wait")
         except Exception as exc:  # configuration, payload or store: the hook goes direct
             from pydantic import ValidationError
 

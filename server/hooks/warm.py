@@ -37,6 +37,7 @@ except ImportError:  # Python 3.12+ renamed it
     from hashlib import sha256
 
 __all__ = [
+    "DEFAULT_WAIT",
     "MAX_REQUEST_BYTES",
     "PROTOCOL",
     "WarmUnavailable",
@@ -224,10 +225,12 @@ def ask(
     if not warm_enabled(environ):
         raise WarmUnavailable("MEMSTRATA_HOOKS__WARM is off")
     identity, path = _socket_path(environ)
+    seconds = warm_wait(environ) if wait is None else wait
     request: dict[str, Any] = {
         "v": PROTOCOL,
         "op": op,
         "store": identity,
+        "wait": seconds,
         "env": forwarded_env(environ),
     }
     if payload is not None:
@@ -236,7 +239,7 @@ def ask(
     if len(line) > MAX_REQUEST_BYTES:
         raise WarmUnavailable("the hook's input is larger than the warm server reads")
     try:
-        raw = _exchange(path, line, warm_wait(environ) if wait is None else wait)
+        raw = _exchange(path, line, seconds)
     except OSError as exc:  # TimeoutError, refused, missing, reset
         raise WarmUnavailable(f"{type(exc).__name__}: {exc}") from None
     try:

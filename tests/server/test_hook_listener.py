@@ -21,7 +21,7 @@ import pytest
 
 from memory_core.domain.models import Layer
 from server.container import Container, open_container
-from server.hooks.listener import HookListener, ListenerParts, peer_allowed, serve_hooks
+from server.hooks.listener import OPS, HookListener, ListenerParts, peer_allowed, serve_hooks
 from server.hooks.warm import (
     WarmUnavailable,
     ask,
@@ -194,6 +194,26 @@ async def test_requests_the_listener_refuses(settings: Settings, runtime: Path) 
         bad = {**good, "op": "user-prompt-submit", "payload": {"prompt": "no session"}}
         got = await asyncio.to_thread(answer, bad)
         assert got["ok"] is False and "session_id" in got["error"]
+
+
+async def test_work_past_the_hooks_wait_is_cancelled(
+    settings: Settings, runtime: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The hook has gone its own way by then; a late write would hide memories from it."""
+    finished: list[bool] = []
+
+    async def slow(parts: ListenerParts, request: dict[str, Any]) -> dict[str, Any]:
+        await asyncio.sleep(1.0)
+        finished.append(True)
+        return {"ok": True}
+
+    monkeypatch.setitem(OPS, "slow", slow)
+    async with open_container(settings) as c, listening(c, runtime):
+        env = hook_env(settings, runtime)
+        with pytest.raises(WarmUnavailable):  # its own timeout, or the server's error answer
+            await asyncio.to_thread(ask, "slow", env, None, wait=0.3)
+        await asyncio.sleep(1.5)  # the work would have finished by now, had it gone on
+        assert finished == []
 
 
 async def test_index_embeds_rows_a_hook_wrote_without_vectors(
