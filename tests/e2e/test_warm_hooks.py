@@ -38,11 +38,14 @@ BILLING = "Billing runs on the blue cluster in eu-west."
 PROMPT = "Which cluster does billing run on?"
 LONG_WAIT = 90.0  # seconds: only a cap against hanging on a broken server, never a target
 
-# The hook in this interpreter; then says which path answered (the warm one loads no pydantic).
+# The hook in this interpreter; then says which path answered: the warm one loads none of
+# the direct path's modules (it only asks the server), the direct one all of them.
 _WHICH_PATH = (
     _HOOK_IN_PROCESS
     + """
-sys.stderr.write("PATH " + ("direct" if "pydantic" in sys.modules else "warm") + "\\n")
+direct = [m for m in ("pydantic", "structlog", "asyncio", "server.settings") if m in sys.modules]
+path = "warm" if not direct else "direct" if len(direct) == 4 else f"mixed {direct}"
+sys.stderr.write("PATH " + path + "\\n")
 """
 )
 
@@ -103,7 +106,7 @@ class Workspace:
             timeout=LONG_WAIT,
             check=True,
         )
-        path = next(x for x in done.stderr.splitlines() if x.startswith("PATH ")).split()[1]
+        path = next(x for x in done.stderr.splitlines() if x.startswith("PATH ")).split(" ", 1)[1]
         if not done.stdout:
             return path, None
         out = json.loads(done.stdout)["hookSpecificOutput"]
