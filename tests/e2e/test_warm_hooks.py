@@ -26,7 +26,7 @@ from memory_core.domain.models import Layer
 from server.container import open_container
 from server.hooks.warm import socket_dir, socket_name, store_identity
 from server.settings import ScheduleSettings, Settings
-from tests.e2e.conftest import memstrata_exe
+from tests.e2e.conftest import free_port, memstrata_exe
 from tests.e2e.test_hooks import _HOOK_IN_PROCESS
 from tests.runtime_dir import short_runtime_dir
 
@@ -82,8 +82,8 @@ class Workspace:
         assert identity is not None
         return socket_dir(self.env) / socket_name(identity)
 
-    def serve(self, **env: str) -> Server:
-        server = Server.start(self, env)
+    def serve(self, *args: str, **env: str) -> Server:
+        server = Server.start(self, env, args)
         self.servers.append(server)
         return server
 
@@ -123,11 +123,11 @@ class Server:
     _stdin: IO[bytes]
 
     @classmethod
-    def start(cls, ws: Workspace, env: dict[str, str]) -> Server:
+    def start(cls, ws: Workspace, env: dict[str, str], args: tuple[str, ...] = ()) -> Server:
         log = ws.runtime.parent / f"{ws.runtime.name}-serve-{len(ws.servers)}.log"
         with log.open("wb") as errors:
             proc = subprocess.Popen(
-                [str(memstrata_exe()), "serve"],
+                [str(memstrata_exe()), "serve", *args],
                 stdin=subprocess.PIPE,
                 stdout=subprocess.DEVNULL,
                 stderr=errors,
@@ -188,6 +188,7 @@ def _workspace(tmp_path: Path, runtime: Path, store: dict[str, str]) -> Iterator
         for server in ws.servers:
             if server.proc.poll() is None:
                 server.kill()
+            server._stdin.close()
 
 
 async def _seed(ws: Workspace) -> None:
@@ -265,6 +266,16 @@ def test_two_sessions_servers_one_listener_and_the_second_takes_over(ws: Workspa
     second.wait_for("hooks.listening")
     path, context = ws.hook(PROMPT, "s2")
     assert path == "warm" and context is not None and BILLING in context
+
+
+def test_an_http_server_answers_too(ws: Workspace) -> None:
+    server = ws.serve("--http", "--port", str(free_port()))
+    server.wait_for("hooks.listening")
+    path, context = ws.hook(PROMPT, "s1")
+    assert path == "warm" and context is not None and BILLING in context
+    server.proc.send_signal(signal.SIGTERM)
+    server.proc.wait(timeout=LONG_WAIT)
+    assert not ws.socket.exists()
 
 
 def test_a_stale_socket_without_a_server_falls_back(ws: Workspace) -> None:
