@@ -6,8 +6,9 @@
 
 For each conversation of DIR (../shared/bench README format) the bench makes a directory of
 its own, named after the conversation and holding a git repository, so that with
-MEMSTRATA_PROJECT_SCOPE=git (as hooks/hooks.json runs the hooks) the project is named after the
-conversation; one MEMSTRATA_DB serves the whole run. Each LoCoMo session is written as a
+MEMSTRATA_PROJECT_SCOPE=git (as hooks/hooks.json runs the hooks) each conversation is a
+project of its own, named after it (server.project_scope's rule, which the bench also uses to
+find it); one MEMSTRATA_DB serves the whole run. Each LoCoMo session is written as a
 Claude Code transcript (one JSONL file, lines in Claude Code's own shape) and replayed through
 the installed `memstrata hook` commands, each a process with Claude Code's JSON on stdin:
 session-start, then session-end (with --pre-compact, pre-compact first, when half the session
@@ -47,7 +48,14 @@ What is measured, per LoCoMo category and overall:
   written directly: bench.locomo.main run in-process on the same conversations with its
   defaults, or the file given by --baseline (a results JSONL of ranked ids, scored here on the
   same questions, or bench.locomo's --json output, whose per-category figures are taken as
-  they are).
+  they are). A hit stands for every turn its memory holds, in turn order (a session summary
+  quoting several turns stands for all of them, as an identical turn does in bench.locomo).
+  The store is opened with bench.store's frozen clock, which is earlier than the hooks' writes;
+  a time in the future counts as just now, so every memory has the same tier and recency, as
+  in bench.locomo.
+
+--keep DIR keeps the run: the store (memory.db), the transcripts, the server's log, and
+questions.jsonl with each question's contexts, the evidence reached and its R@10.
 
 With a server (the default) a `memstrata serve` (stdio) is started with the hooks' environment
 and its stdin held open, as Claude Code holds it, and the run waits for its MCP initialize
@@ -587,6 +595,13 @@ class Layout:
         """The conversation's working directory: a git repository named after it."""
         return self.root / "projects" / conversation
 
+    def project(self, conversation: str) -> str:
+        """The project the hooks give the conversation's directory (scope git), by their rule."""
+        from server.settings import Settings
+
+        settings = Settings(db=self.db, project_scope="git")
+        return settings.default_project(self.project_dir(conversation))
+
     def transcript(self, conversation: str, session_id: str) -> Path:
         """Where Claude Code would keep the session's transcript."""
         return self.root / "transcripts" / conversation / f"{session_id}.jsonl"
@@ -681,7 +696,6 @@ async def captured(
     """Map memories to turns, score what was injected, and search the captured store."""
     from memory_core.domain.models import SearchMode
     from memory_core.services.memories import SearchRequest
-    from server.project_scope import project_for
 
     # A memory holding several turns (a session summary quoting them) stands for all of them.
     facts: dict[str, Any] = {
@@ -689,14 +703,16 @@ async def captured(
         "memories_holding_turns": 0,
         "memories_holding_several": 0,
     }
-    # bench.store's frozen clock is earlier than the hooks' writes, and a time in the future
-    # counts as just now: every memory has the same tier and recency, as in bench.locomo.
+    # The frozen clock: neutral tiers and recency (module docstring).
     async with open_bench_store(layout.db, model=args.model) as store:
         service = store.memories
         maps: dict[str, dict[int, list[str]]] = {}
         for conv in conversations:
-            project = project_for("default", "git", layout.project_dir(conv.id))
+            project = layout.project(conv.id)
             rows = await _contents(service, project)
+            if not rows:
+                print(f"warning: nothing captured in project {project}", file=sys.stderr)
+                facts.setdefault("empty_projects", []).append(project)
             held_by = maps[conv.id] = turn_map(rows, conv.turns)
             facts["captured_memories"] += len(rows)
             facts["memories_holding_turns"] += len(held_by)
@@ -716,7 +732,7 @@ async def captured(
             await indexer.backfill(embedder)
         mode = SearchMode.HYBRID if indexer is not None else SearchMode.KEYWORD
         for conv in conversations:
-            project = project_for("default", "git", layout.project_dir(conv.id))
+            project = layout.project(conv.id)
             for a in asked[conv.id]:
                 q = a.question
                 found = await service.search(
