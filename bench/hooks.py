@@ -22,9 +22,9 @@ included where the hook loads one. Measured:
 `--warm` times user-prompt-submit with a `memstrata serve` (stdio, its stdin held open as
 Claude Code holds it) up on the same store with its model loaded: the hook asks it over the
 per-user socket (server.hooks.warm) and it answers with hybrid search; interleaved run by run
-with the same hook with MEMSTRATA_HOOKS__WARM=false (its own keyword search, the server still
-up) and with no server at all (the failed connect, then the keyword search). It also reports
-the warm client's own import cost (`python -X importtime`).
+with the same hook with MEMSTRATA_HOOKS__WARM=false (its own keyword search) and with no
+server to ask (its socket directory empty: the failed connect, then the keyword search). It
+also reports the warm client's own import cost (`python -X importtime`).
 The store: 10k memories of the four layers (episodic sentences, semantic facts, procedural
 rules, working notes), embedded with the default model; the working directory is a small git
 repository with a few changed files, so the screen context runs `git status` as it would.
@@ -233,14 +233,18 @@ def measure_warm(db: Path, repo: Path, runs: int, rng: random.Random) -> dict[st
         "HOME": str(repo.parent),
         "XDG_RUNTIME_DIR": str(runtime),
     }
+    # No server, as the hook sees it: a private socket directory where nobody listens.
+    nobody = Path(tempfile.mkdtemp(prefix="msb"))
+    (nobody / "memstrata").mkdir(mode=0o700)
     sides = {
         "prompt_warm": env,
         "prompt_direct_server_up": env | {"MEMSTRATA_HOOKS__WARM": "false"},
+        "prompt_no_server": env | {"XDG_RUNTIME_DIR": str(nobody)},
     }
-    times: dict[str, list[float]] = {name: [] for name in [*sides, "prompt_no_server"]}
-    texts: dict[str, list[str]] = {name: [] for name in times}
+    times: dict[str, list[float]] = {name: [] for name in sides}
+    texts: dict[str, list[str]] = {name: [] for name in sides}
 
-    def prompt(name: str, side_env: dict[str, str]) -> None:
+    def prompt(name: str) -> None:
         payload = {
             "session_id": str(uuid.uuid4()),
             "transcript_path": "",
@@ -248,20 +252,19 @@ def measure_warm(db: Path, repo: Path, runs: int, rng: random.Random) -> dict[st
             "hook_event_name": "UserPromptSubmit",
             "prompt": sentence(rng),
         }
-        ms, text = run_hook("user-prompt-submit", payload, side_env, repo)
+        ms, text = run_hook("user-prompt-submit", payload, sides[name], repo)
         times[name].append(ms)
         texts[name].append(text)
 
-    for _ in range(runs):
-        prompt("prompt_no_server", env)
     server = start_server(env, repo, runtime.parent / f"{runtime.name}-serve.log")
     try:
         warm_up = {"session_id": "w", "prompt": "warm up the paths " * 2}
         for side_env in sides.values():  # the file cache and the server's first search
             run_hook("user-prompt-submit", warm_up, side_env, repo)
-        for i in range(runs):
-            for name in list(sides) if i % 2 == 0 else list(reversed(sides)):
-                prompt(name, sides[name])
+        order = list(sides)
+        for i in range(runs):  # each side first, second and last in turn
+            for name in order[i % 3 :] + order[: i % 3]:
+                prompt(name)
     finally:
         assert server.stdin is not None
         server.stdin.close()  # a clean shutdown, as at a session's end
