@@ -401,11 +401,14 @@ class ClaudeWorkspace:
     db: Path
     model: StubModel
     # A loaded machine must not fail a test: the hooks' own time limits (3 s to give up, 0.8 s
-    # for the warm server's answer) are raised below Claude Code's 10 s hook timeout.
+    # for the warm server's answer) are raised below Claude Code's 10 s hook timeout, and
+    # Claude Code waits up to 60 s, not ~5 s, for the MCP server before its first request
+    # (on a load of 10 it sent the first request without memstrata's tools in 2 runs of 5).
     env: dict[str, str] = field(
         default_factory=lambda: {
             "MEMSTRATA_HOOKS__TIMEOUT": "9",
             "MEMSTRATA_HOOKS__WARM_WAIT": "5",
+            "CLAUDE_CODE_MCP_STARTUP_WAIT_MS": "60000",
         }
     )
 
@@ -498,7 +501,9 @@ class ClaudeWorkspace:
         (MEMSTRATA_PROJECT_SCOPE=git), so seeding and checking need no project name.
         """
         result = asyncio.run(self.call_raw(tool, arguments))
-        assert not result.is_error, f"{tool} failed: {result.content}"
+        if result.is_error:
+            log = (self.home / "seed-server.log").read_text(encoding="utf-8", errors="replace")
+            raise AssertionError(f"{tool} failed: {result.content}\nserver log:\n{log[-4000:]}")
         return result
 
     async def call_raw(self, tool: str, arguments: dict[str, Any]) -> Any:
