@@ -117,6 +117,13 @@ def run_hook(
     return elapsed, context
 
 
+def python_pass_ms() -> float:
+    """Wall time of `python -c pass` with this interpreter: the floor of any hook."""
+    tick = time.perf_counter()
+    subprocess.run([sys.executable, "-c", "pass"], check=True)
+    return (time.perf_counter() - tick) * 1000
+
+
 def sizes(texts: list[str]) -> dict[str, Any]:
     counter = WordPieceTokenCounter()
     chars = [len(t) for t in texts if t]
@@ -138,13 +145,7 @@ def measure(db: Path, repo: Path, runs: int, rng: random.Random) -> dict[str, An
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(repo.parent),
     }
-    out: dict[str, Any] = {}
-    floor = []
-    for _ in range(runs):
-        tick = time.perf_counter()
-        subprocess.run([sys.executable, "-c", "pass"], check=True)
-        floor.append((time.perf_counter() - tick) * 1000)
-    out["python_pass_ms"] = summary(floor)
+    out: dict[str, Any] = {"python_pass_ms": summary([python_pass_ms() for _ in range(runs)])}
 
     def base(event: str, sid: str) -> dict[str, Any]:
         return {
@@ -262,15 +263,18 @@ def measure_warm(db: Path, repo: Path, runs: int, rng: random.Random) -> dict[st
         for side_env in sides.values():  # the file cache and the server's first search
             run_hook("user-prompt-submit", warm_up, side_env, repo)
         order = list(sides)
+        floor = []
         for i in range(runs):  # each side first, second and last in turn
             for name in order[i % 3 :] + order[: i % 3]:
                 prompt(name)
+            floor.append(python_pass_ms())
     finally:
         assert server.stdin is not None
         server.stdin.close()  # a clean shutdown, as at a session's end
         server.wait(timeout=60)
     out: dict[str, Any] = {f"{name}_ms": summary(samples) for name, samples in times.items()}
     out |= {f"{name}_size": sizes(samples) for name, samples in texts.items()}
+    out["python_pass_ms"] = summary(floor)
     out["warm_client_import_ms"] = round(statistics.median(client_import_ms() for _ in range(5)), 2)
     return out
 
@@ -330,6 +334,8 @@ def warm_markdown(results: dict[str, Any]) -> str:
     ):
         f, s = results[f"{name}_ms"], results[f"{name}_size"]
         rows.append(f"| {label} | {f['p50']:.0f} | {f['p95']:.0f} | {s['injected']}/{s['of']} |")
+    f = results["python_pass_ms"]
+    rows.append(f"| `python -c pass` (the floor of any hook) | {f['p50']:.0f} | {f['p95']:.0f} | |")
     rows.append(f"\nwarm client import (server.hooks.warm): {results['warm_client_import_ms']} ms")
     return "\n".join(rows)
 
