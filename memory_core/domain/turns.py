@@ -47,6 +47,7 @@ SUBSTANCE_TOOL_CALLS = 10
 _DIGEST_PROMPTS = 6
 _DIGEST_PROMPT_CHARS = 160
 _DIGEST_ANSWER_CHARS = 500
+_REPLY_CHARS = 300
 
 
 @dataclass(frozen=True)
@@ -58,13 +59,16 @@ class SaidItem:
     at: datetime | None
     part: int = 1
     parts: int = 1
+    # What it replies to, shortened: an answer's prompt, a prompt's previous answer.
+    reply_to: str | None = None
 
 
-def _parts(role: str, text: str, at: datetime | None) -> list[SaidItem]:
+def _parts(role: str, text: str, at: datetime | None, reply_to: str | None) -> list[SaidItem]:
+    context = _short(reply_to, _REPLY_CHARS) if reply_to else None
     if len(text) <= SAID_PART_CHARS:
-        return [SaidItem(role, text, at)]
+        return [SaidItem(role, text, at, reply_to=context)]
     chunks = chunk_text(text, size=SAID_PART_CHARS, overlap=_PART_OVERLAP)
-    return [SaidItem(role, c.text, at, n, len(chunks)) for n, c in enumerate(chunks, 1)]
+    return [SaidItem(role, c.text, at, n, len(chunks), context) for n, c in enumerate(chunks, 1)]
 
 
 def said_items(entries: Sequence[TranscriptEntry]) -> list[SaidItem]:
@@ -74,19 +78,24 @@ def said_items(entries: Sequence[TranscriptEntry]) -> list[SaidItem]:
     # A turn opened by Claude Code (a Stop hook's feedback) answers it, not the person:
     # "Nothing new to store." is no memory.
     by_person = True
+    prompt: str | None = None  # the turn's prompt
+    last_answer: str | None = None  # the answer the next prompt replies to
 
     def close_turn() -> None:
+        nonlocal last_answer
         if answer and by_person:
             text = "\n\n".join(e.text for e in answer)
-            out.extend(_parts("assistant", text, answer[-1].at))
+            out.extend(_parts("assistant", text, answer[-1].at, prompt))
+            last_answer = text
         answer.clear()
 
     for entry in entries:
         if entry.kind == "user":
             close_turn()
             by_person = True
+            prompt = entry.text
             if not is_acknowledgement(entry.text):
-                out.extend(_parts("user", entry.text, entry.at))
+                out.extend(_parts("user", entry.text, entry.at, last_answer))
         elif entry.kind == "assistant":
             answer.append(entry)
         elif entry.kind == "tool_call":
@@ -94,6 +103,7 @@ def said_items(entries: Sequence[TranscriptEntry]) -> list[SaidItem]:
         elif entry.kind in ("compaction_summary", "boundary"):
             close_turn()
             by_person = entry.kind == "compaction_summary"
+            prompt = last_answer = None
     close_turn()
     return out
 

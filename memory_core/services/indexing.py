@@ -30,8 +30,14 @@ BATCH_SIZE = 64
 
 
 def embedding_text(memory: Memory) -> str:
-    """The text a memory is embedded as: a keyed row's key gives its value meaning."""
-    return f"{memory.key}: {memory.content}" if memory.key else memory.content
+    """The text a memory is embedded as: a keyed row's key gives its value meaning.
+
+    What a said turn replies to (metadata `reply_to`, domain.turns) gives an answer its
+    question: "Port 8443." alone is about nothing.
+    """
+    text = f"{memory.key}: {memory.content}" if memory.key else memory.content
+    reply_to = memory.metadata.get("reply_to")
+    return f"{text} (replying to: {reply_to})" if isinstance(reply_to, str) and reply_to else text
 
 
 @dataclass(frozen=True)
@@ -134,6 +140,10 @@ class Indexer:
         vectors = [known[h] for h in hashes]
         await self.vectors.put_vectors(list(zip(memories, hashes, vectors, strict=True)))
         return vectors
+
+    async def store(self, items: Sequence[tuple[Memory, npt.NDArray[np.float32]]]) -> None:
+        """Store vectors already computed for rows (the embedding of their `embedding_text`)."""
+        await self.vectors.put_vectors([(m, content_hash(embedding_text(m)), v) for m, v in items])
 
     async def index_batch(self, memories: Sequence[Memory]) -> bool:
         """Embed and store vectors of freshly written rows, in one model call.

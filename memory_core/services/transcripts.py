@@ -214,7 +214,8 @@ class TranscriptRecorder:
                 layer=Layer.EPISODIC,
                 content=item.text,
                 metadata={"kind": SAID_KIND, "role": item.role, "source": "claude-code"}
-                | ({"part": f"{item.part}/{item.parts}"} if item.parts > 1 else {}),
+                | ({"part": f"{item.part}/{item.parts}"} if item.parts > 1 else {})
+                | ({"reply_to": item.reply_to} if item.reply_to else {}),
                 session_id=session_id,
                 author=item.role,
                 occurred_at=self._turn_time(item.at),

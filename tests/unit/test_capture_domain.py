@@ -15,6 +15,7 @@ from memory_core.domain.transcript import TranscriptEntry
 from memory_core.domain.turns import SAID_PART_CHARS, has_substance, said_items
 from memory_core.domain.usage import uses
 from memory_core.errors import InvalidInputError
+from memory_core.services.indexing import embedding_text
 
 T = datetime(2026, 11, 23, 9, tzinfo=UTC)
 
@@ -100,6 +101,27 @@ def test_prompts_and_final_answers_narration_and_acks_left_out() -> None:
         ("assistant", "The handler skips the signature.\n\nFix: verify it."),
         ("assistant", "Done."),
     ]
+
+
+def test_each_turn_keeps_what_it_replies_to() -> None:
+    entries = [
+        _e("user", "Which port does staging use?"),
+        _e("assistant", "Port 8443."),
+        _e("user", "And production?"),
+        _e("assistant", "Port 443."),
+    ]
+    said = [(i.text, i.reply_to) for i in said_items(entries)]
+    assert said == [
+        ("Which port does staging use?", None),
+        ("Port 8443.", "Which port does staging use?"),
+        ("And production?", "Port 8443."),
+        ("Port 443.", "And production?"),
+    ]
+    memory = _memory(1, "Port 8443.").model_copy(
+        update={"metadata": {"reply_to": "Which port does staging use?"}}
+    )
+    # "Port 8443." alone is about nothing: it is embedded with its question.
+    assert embedding_text(memory) == "Port 8443. (replying to: Which port does staging use?)"
 
 
 def test_a_long_answer_is_cut_in_parts() -> None:
