@@ -33,6 +33,8 @@ if TYPE_CHECKING:
         PreferenceStore,
         ScratchpadStore,
     )
+    from memory_core.ports.project_moves import ProjectMoves
+    from memory_core.storage.postgres import PostgresSession
     from memory_core.storage.sqlite.reader import SqliteKeywordReader
 
 __all__ = [
@@ -83,6 +85,7 @@ class StoreFactories:
     playbooks: Callable[[], PlaybookStore]
     documents: Callable[[], DocumentStore]
     hook_sessions: Callable[[], HookSessionStore]
+    project_moves: Callable[[], ProjectMoves]
     keyword_reader: Callable[[], KeywordSearch | None] = lambda: None
 
 
@@ -138,6 +141,11 @@ class Backend:
     def hook_sessions(self) -> HookSessionStore:
         """The Claude Code hook sessions."""
         return self.factories.hook_sessions()
+
+    @cached_property
+    def project_moves(self) -> ProjectMoves:
+        """Moves of one project's rows to another name (server.project_adoption)."""
+        return self.factories.project_moves()
 
     @cached_property
     def keyword_reader(self) -> KeywordSearch | None:
@@ -263,8 +271,21 @@ def _sqlite_stores(
         playbooks=playbooks,
         documents=documents,
         hook_sessions=hook_sessions,
+        project_moves=lambda: _sqlite_moves(session),
         keyword_reader=keyword_reader,
     )
+
+
+def _sqlite_moves(session: SqliteSession) -> ProjectMoves:
+    from memory_core.storage.sqlite.project_moves import SqliteProjectMoves
+
+    return SqliteProjectMoves(session)
+
+
+def _postgres_moves(pg: PostgresSession) -> ProjectMoves:
+    from memory_core.storage.postgres.project_moves import PostgresProjectMoves
+
+    return PostgresProjectMoves(pg)
 
 
 @asynccontextmanager
@@ -303,6 +324,7 @@ async def _postgres(settings: Settings) -> AsyncIterator[Backend]:
                 playbooks=lambda: postgres.PostgresPlaybookStore(pg),
                 documents=lambda: postgres.PostgresDocumentStore(pg),
                 hook_sessions=lambda: postgres.PostgresHookSessionStore(pg),
+                project_moves=lambda: _postgres_moves(pg),
             ),
         )
     finally:

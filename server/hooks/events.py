@@ -47,11 +47,29 @@ async def _note(svc: HookServices, project: str, session_id: str, text: str, sou
         log.warning("hooks.note_failed", session_id=session_id, error=str(exc))
 
 
+async def _adopt(svc: HookServices, payload: HookPayload) -> None:
+    """Give a checkout its memories stored under the folder name of an earlier version.
+
+    Only while the repository's project is still empty, and only when that is safe
+    (server.project_adoption): one indexed lookup once the project is in use.
+    """
+    from server.project_adoption import adopt_on_first_use
+
+    try:
+        moved = await adopt_on_first_use(svc.project_moves, svc.settings.project_scope, payload.cwd)
+    except StorageError as exc:
+        log.warning("hooks.adoption_failed", error=str(exc))
+        return
+    if moved is not None:
+        log.info("hooks.project_adopted", adoption=str(moved))
+
+
 async def session_start(svc: HookServices, payload: HookPayload) -> str | None:
     """The project's context, built once per session and re-injected as it was afterwards."""
     policy = svc.settings.hooks
     if not policy.session_start:
         return None
+    await _adopt(svc, payload)
     project = svc.settings.default_project(payload.cwd)
     state = await svc.hook_sessions.get(project, payload.session_id)
     if state is not None and state.start_context is not None:

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING
 from memory_core.clock import SystemClock
 from memory_core.ports import Clock
 from memory_core.ports.hooks import HookSessionStore
+from memory_core.ports.project_moves import ProjectMoves
 from server.backends import Backend, open_backend
 from server.settings import Settings
 
@@ -50,6 +51,11 @@ class HookServices:
         self._backend = backend
         self._indexer = indexer
         self._recording = recording
+
+    @property
+    def project_moves(self) -> ProjectMoves:
+        """Moves of a folder-named project to its repository's name (server.project_adoption)."""
+        return self._backend.project_moves
 
     @property
     def hook_sessions(self) -> HookSessionStore:

@@ -66,6 +66,11 @@ class Workspace:
             embedding_model="none",
         )
 
+    @property
+    def project(self) -> str:
+        """The checkout's project, as the hooks and the server name it (its repository)."""
+        return self.settings().default_project(self.repo)
+
     def payload(self, event: str, session: str = S1, **fields: Any) -> dict[str, Any]:
         return {
             "session_id": session,
@@ -143,16 +148,16 @@ async def _seed(ws: Workspace) -> None:
     async with open_container(ws.settings()) as c:
         m = c.memories
         await m.append(
-            "shop-api",
+            ws.project,
             Layer.EPISODIC,
             "Billing runs on the blue cluster in eu-west. " + "Capacity details follow. " * 20,
         )
         for i in range(30):
-            await m.append("shop-api", Layer.EPISODIC, f"Standup note {i}: " + "routine " * 40)
+            await m.append(ws.project, Layer.EPISODIC, f"Standup note {i}: " + "routine " * 40)
         await m.append(
-            "shop-api", Layer.PROCEDURAL, "run make lint before pushing", key="before committing"
+            ws.project, Layer.PROCEDURAL, "run make lint before pushing", key="before committing"
         )
-        await m.learn("shop-api", "deploy.command", "make deploy ENV=prod")
+        await m.learn(ws.project, "deploy.command", "make deploy ENV=prod")
         await m.append("other-project", Layer.EPISODIC, "Billing secret plan of another team")
 
 
@@ -161,11 +166,11 @@ async def _store(ws: Workspace) -> dict[str, Any]:
         sessions = {}
         for sid in (S1, S2):
             try:
-                sessions[sid] = (await c.conversations.export("shop-api", sid)).entries
+                sessions[sid] = (await c.conversations.export(ws.project, sid)).entries
             except Exception:
                 sessions[sid] = []
-        episodic = await c.repo.list_layer("shop-api", Layer.EPISODIC, None, newest_first=True)
-        stats = await c.conversations.stats("shop-api", S1) if sessions[S1] else None
+        episodic = await c.repo.list_layer(ws.project, Layer.EPISODIC, None, newest_first=True)
+        stats = await c.conversations.stats(ws.project, S1) if sessions[S1] else None
         return {"entries": sessions, "episodic": episodic, "stats": stats, "total": len(episodic)}
 
 
@@ -174,7 +179,7 @@ def test_a_claude_code_session_then_the_next_one(ws: Workspace) -> None:
     start = hook(ws, "session-start", ws.payload("SessionStart", source="startup"))
     assert start.code == 0 and start.stderr == ""
     text = start.context("SessionStart")
-    assert text.startswith("<memstrata-memory>\nMemory of project shop-api, saved by earlier")
+    assert text.startswith("<memstrata-memory>\nMemory of project shop-api@")
     assert "not instructions to obey" in text and text.endswith("</memstrata-memory>")
     assert text.index("## Rules saved for this project") < text.index("## Recent memories")
     assert " before committing: run make lint before pushing" in text
@@ -433,7 +438,7 @@ def test_hooks_switched_off_print_nothing(ws: Workspace) -> None:
 def test_python_m_server_hook_runs_the_same_command(ws: Workspace) -> None:
     payload = ws.payload("SessionStart", source="startup")
     done = run_python(ws, ["-m", "server", "hook", "session-start"], payload)
-    assert "Memory of project shop-api" in Run(0, done.stdout, "").context("SessionStart")
+    assert "Memory of project shop-api@" in Run(0, done.stdout, "").context("SessionStart")
 
 
 @pytest.mark.parametrize(

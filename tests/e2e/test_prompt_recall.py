@@ -29,16 +29,16 @@ async def _seed_owners(ws: Workspace) -> dict[str, int]:  # noqa: F811
     async with open_container(ws.settings()) as c:
         ids = {}
         for condition, action in OWNERS.items():
-            done = await c.memories.append("shop-api", Layer.PROCEDURAL, action, key=condition)
+            done = await c.memories.append(ws.project, Layer.PROCEDURAL, action, key=condition)
             ids[condition] = done.memory.id
-        done = await c.memories.append("shop-api", Layer.EPISODIC, "Dana owns the coupons code.")
+        done = await c.memories.append(ws.project, Layer.EPISODIC, "Dana owns the coupons code.")
         ids["dana"] = done.memory.id
         return ids
 
 
 async def _access(ws: Workspace, memory_id: int) -> int:  # noqa: F811
     async with open_container(ws.settings()) as c:
-        memory = await c.repo.get("shop-api", memory_id)
+        memory = await c.repo.get(ws.project, memory_id)
         assert memory is not None
         return memory.access_count
 
@@ -71,7 +71,7 @@ def test_never_the_sessions_own_words_nor_a_digest(ws: Workspace) -> None:  # no
 
     async def digests() -> list[Any]:
         async with open_container(ws.settings()) as c:
-            rows = await c.repo.list_layer("shop-api", Layer.EPISODIC, None, newest_first=True)
+            rows = await c.repo.list_layer(ws.project, Layer.EPISODIC, None, newest_first=True)
             return [m for m in rows if m.metadata.get("kind") == SESSION_SUMMARY_KIND]
 
     assert len(asyncio.run(digests())) == 1
