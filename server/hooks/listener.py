@@ -343,7 +343,7 @@ class HookListener:
             # answer's writes (memories marked as injected) would hide them from that way.
             answer = await asyncio.wait_for(op(self.parts, request), _wait_of(request))
         except TimeoutError:
-            log.warning("hooks.listener_too_slow", op=request.get("op"))
+            log.info("hooks.listener_too_slow", op=request.get("op"))  # the hook went direct
             return _error("no answer within the hook's wait")
         except Exception as exc:  # configuration, payload or store: the hook goes direct
             from pydantic import ValidationError
