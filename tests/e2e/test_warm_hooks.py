@@ -28,6 +28,7 @@ from server.hooks.warm import socket_dir, socket_name, store_identity
 from server.settings import ScheduleSettings, Settings
 from tests.e2e.conftest import free_port, memstrata_exe
 from tests.e2e.test_hooks import _HOOK_IN_PROCESS
+from tests.hook_transcript import SESSION, first_part, second_part
 from tests.runtime_dir import short_runtime_dir
 
 pytestmark = pytest.mark.e2e
@@ -148,8 +149,12 @@ class Server:
 
     def wait_for(self, event: str) -> None:
         """Until the server has logged `event` (fails if it exits first)."""
+        self.wait_for_count(event, 1)
+
+    def wait_for_count(self, event: str, count: int) -> None:
+        """Until the server has logged `event` `count` times (fails if it exits first)."""
         stop = time.monotonic() + LONG_WAIT
-        while event not in self.events():
+        while self.events().count(event) < count:
             assert self.proc.poll() is None, self.log.read_text()
             assert time.monotonic() < stop, f"no {event} in {self.log.read_text()}"
             time.sleep(0.05)
@@ -227,6 +232,30 @@ def test_a_paraphrase_is_recalled_by_meaning_with_a_warm_server(ws: Workspace) -
     assert path == "warm"
     assert context is not None and WEBHOOKS in context
     assert "another team" not in context
+
+    # The session ends: its hook stores what was said without vectors (it loads no model)
+    # and asks the warm server to embed them, which it does in the background.
+    transcript = ws.repo / "t.jsonl"
+    transcript.write_text("".join(first_part() + second_part()))
+    end = {
+        "session_id": SESSION,
+        "transcript_path": str(transcript),
+        "cwd": str(ws.repo),
+        "hook_event_name": "SessionEnd",
+        "reason": "prompt_input_exit",
+    }
+    done = subprocess.run(
+        [str(memstrata_exe()), "hook", "session-end"],
+        input=json.dumps(end),
+        capture_output=True,
+        text=True,
+        env={**ws.env, **env},
+        cwd=ws.repo,
+        timeout=LONG_WAIT,
+        check=True,
+    )
+    assert (done.stdout, done.stderr) == ("", "")
+    server.wait_for_count("vectors.backfilled", 2)
 
 
 def test_the_hook_falls_back_when_the_server_dies_and_a_new_one_takes_over(
