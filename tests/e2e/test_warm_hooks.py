@@ -88,6 +88,21 @@ class Workspace:
         self.servers.append(server)
         return server
 
+    def run(
+        self, argv: list[str], payload: dict[str, str], env: dict[str, str]
+    ) -> subprocess.CompletedProcess[str]:
+        """A hook command as Claude Code runs it: the payload on stdin, in the checkout."""
+        return subprocess.run(
+            argv,
+            input=json.dumps(payload),
+            capture_output=True,
+            text=True,
+            env={**self.env, **env},
+            cwd=self.repo,
+            timeout=LONG_WAIT,
+            check=True,
+        )
+
     def hook(self, prompt: str, session: str, **env: str) -> tuple[str, str | None]:
         """(which path answered, the injected context or None) of one prompt hook."""
         payload = {
@@ -97,16 +112,8 @@ class Workspace:
             "hook_event_name": "UserPromptSubmit",
             "prompt": prompt,
         }
-        done = subprocess.run(
-            [str(memstrata_exe().parent / "python"), "-c", _WHICH_PATH, "user-prompt-submit"],
-            input=json.dumps(payload),
-            capture_output=True,
-            text=True,
-            env={**self.env, **env},
-            cwd=self.repo,
-            timeout=LONG_WAIT,
-            check=True,
-        )
+        python = str(memstrata_exe().parent / "python")
+        done = self.run([python, "-c", _WHICH_PATH, "user-prompt-submit"], payload, env)
         path = next(x for x in done.stderr.splitlines() if x.startswith("PATH ")).split(" ", 1)[1]
         if not done.stdout:
             return path, None
@@ -244,16 +251,7 @@ def test_a_paraphrase_is_recalled_by_meaning_with_a_warm_server(ws: Workspace) -
         "hook_event_name": "SessionEnd",
         "reason": "prompt_input_exit",
     }
-    done = subprocess.run(
-        [str(memstrata_exe()), "hook", "session-end"],
-        input=json.dumps(end),
-        capture_output=True,
-        text=True,
-        env={**ws.env, **env},
-        cwd=ws.repo,
-        timeout=LONG_WAIT,
-        check=True,
-    )
+    done = ws.run([str(memstrata_exe()), "hook", "session-end"], end, env)
     assert (done.stdout, done.stderr) == ("", "")
     server.wait_for_count("vectors.backfilled", 2)
 
