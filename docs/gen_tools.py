@@ -49,9 +49,13 @@ figures).
 
 {scope}
 
-Each answer carries the whole result as structured content (the "Result" tables below) and,
-for the model, a compact text rendering: one line per memory or hit, no empty fields, the
-search signals only with `explain=true`.
+Each answer carries, for the model, a compact text rendering (one line per memory or hit, no
+empty fields, the search signals only with `explain=true`) and the result as structured content
+(the "Result" tables below; for the memory tools, fields at their default are left out and
+search's signals come only with `explain=true`). Claude Code hands the model the structured
+content in place of the text, so a client that says it is Claude Code (`clientInfo.name`
+"claude-code") gets the text alone: tools listed without output schemas, results without
+structured content.
 
 Regenerate this page with `.venv/bin/python docs/gen_tools.py > docs/tools.md`; check it is
 current with `.venv/bin/python docs/gen_tools.py --check`.

@@ -7,7 +7,11 @@
   turn: per-field `title`s, `anyOf [X, null]` wrappers and `default: null` (the argument
   models still accept null; a field absent from `required` is already optional);
 - arguments a tool does not take are refused, and schema errors read like the server's own
-  ("Invalid `limit`: must be at most 100 (got 1000)"), not like pydantic's dump.
+  ("Invalid `limit`: must be at most 100 (got 1000)"), not like pydantic's dump;
+- a client known to hand the model a result's `structuredContent` in place of its text
+  (Claude Code, by its `initialize` clientInfo name) gets the text answer alone: tools listed
+  without `outputSchema` (a listed one obliges structured content) and results without
+  `structuredContent`, so the model reads the text written for it (issue 31).
 
 What a client sees does not depend on when a tool is built, so start-up builds only what the
 first `tools/list` shows (issue 21): a tool of a toolset that is not enabled is registered by
@@ -24,9 +28,11 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from mcp.server import MCPServer
+from mcp.server.context import ServerRequestContext
 from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.session import ServerSession
 from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
@@ -34,6 +40,8 @@ from mcp.types import (
     CallToolResult,
     GetPromptResult,
     InputRequiredResult,
+    ListToolsResult,
+    PaginatedRequestParams,
     Resource,
     Tool,
 )
@@ -43,7 +51,13 @@ from server.app_context import AppContext
 from server.argument_errors import describe_validation_error, unknown_arguments_message
 from server.toolsets import Toolset
 
-__all__ = ["MemstrataServer", "compact_schema", "model_visible_definition"]
+__all__ = [
+    "TEXT_ONLY_CLIENTS",
+    "MemstrataServer",
+    "compact_schema",
+    "model_visible_definition",
+    "reads_text_only",
+]
 
 Schema = dict[str, Any]
 
@@ -52,6 +66,17 @@ Schema = dict[str, Any]
 LISTING_GRACE_S = 0.05
 
 _NO_SLOT = 1 << 30  # tools registered outside `defer_module` list after the others
+
+# clientInfo names of clients that put a tool result's structuredContent (as JSON) in the
+# model's context instead of its text content: Claude Code 2.1.332 does (measured against a
+# stub model, issue 31), so a 5-hit search cost the model 3x the text written for it.
+TEXT_ONLY_CLIENTS = frozenset({"claude-code"})
+
+
+def reads_text_only(session: ServerSession | None) -> bool:
+    """Whether the session's client is one of TEXT_ONLY_CLIENTS (by its initialize clientInfo)."""
+    params = session.client_params if session is not None else None
+    return params is not None and params.client_info.name in TEXT_ONLY_CLIENTS
 
 
 class MemstrataServer(MCPServer[AppContext]):
@@ -180,6 +205,16 @@ class MemstrataServer(MCPServer[AppContext]):
         self._announce_listing()
         return listed
 
+    async def _handle_list_tools(
+        self, ctx: ServerRequestContext[AppContext], params: PaginatedRequestParams | None
+    ) -> ListToolsResult:
+        """`tools/list`, without output schemas for a client that reads text only."""
+        listed = await super()._handle_list_tools(ctx, params)
+        if reads_text_only(ctx.session):
+            tools = [t.model_copy(update={"output_schema": None}) for t in listed.tools]
+            listed = listed.model_copy(update={"tools": tools})
+        return listed
+
     def _announce_listing(self) -> None:
         """Wake `first_listing` once the answer being built has gone out."""
         if self._listing_seen:
@@ -214,7 +249,7 @@ class MemstrataServer(MCPServer[AppContext]):
             if unknown:
                 raise ToolError(unknown_arguments_message(name, unknown, valid))
         try:
-            return await super().call_tool(name, arguments, context)
+            result = await super().call_tool(name, arguments, context)
         except ToolError as exc:
             # The SDK's text for a schema mismatch is pydantic's dump; say it as the domain
             # errors do. Chained to the ValidationError so the SDK still logs field names only.
@@ -224,6 +259,9 @@ class MemstrataServer(MCPServer[AppContext]):
                     f"Error executing tool {name}: {describe_validation_error(cause)}"
                 ) from cause
             raise
+        if isinstance(result, CallToolResult) and _text_only_caller(context):
+            result = result.model_copy(update={"structured_content": None})
+        return result
 
     async def get_prompt(
         self,
@@ -267,6 +305,17 @@ class MemstrataServer(MCPServer[AppContext]):
         options = low.create_initialization_options(NotificationOptions(tools_changed=True))
         async with stdio_server() as (read_stream, write_stream):
             await low.run(read_stream, write_stream, options)
+
+
+def _text_only_caller(context: Context[AppContext, Any] | None) -> bool:
+    """Whether a tool call comes from a client that reads text only (see reads_text_only)."""
+    if context is None:
+        return False
+    try:
+        session = context.session
+    except ValueError:  # called outside a request (tests calling call_tool directly)
+        return False
+    return reads_text_only(session)
 
 
 def compact_schema(schema: Schema) -> Schema:

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 from typing import Any
 
 from mcp import Client
+from mcp.types import Implementation
 
 from server.app import build_server
 from server.settings import Settings
@@ -34,8 +35,13 @@ async def error(client: Client, tool: str, **args: Any) -> str:
 
 
 @asynccontextmanager
-async def hosted(settings: Settings, **kw: Any) -> AsyncIterator[Client]:
+async def hosted(
+    settings: Settings, *, client_info: Implementation | None = None, **kw: Any
+) -> AsyncIterator[Client]:
     """An in-memory client whose server runs in one task of its own.
+
+    `client_info` is what the client says it is in `initialize` (the SDK's own by default);
+    `kw` goes to build_server.
 
     pytest-asyncio may run a fixture's setup and teardown in different tasks, but the Client's
     anyio cancel scopes must exit in the task that entered them.
@@ -44,7 +50,7 @@ async def hosted(settings: Settings, **kw: Any) -> AsyncIterator[Client]:
     box: dict[str, Client] = {}
 
     async def host() -> None:
-        async with Client(build_server(settings, **kw)) as c:
+        async with Client(build_server(settings, **kw), client_info=client_info) as c:
             box["c"] = c
             ready.set()
             await done.wait()

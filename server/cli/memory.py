@@ -102,7 +102,7 @@ async def run_search(settings: Settings, args: argparse.Namespace) -> int:
                 limit=args.limit,
             )
         )
-    found = SearchOut.of(args.query, result)
+    found = SearchOut.of(args.query, result, explain=True)  # the table shows tier and score
     if args.json:
         out_json(found)
         return Exit.OK
@@ -121,7 +121,12 @@ async def run_search(settings: Settings, args: argparse.Namespace) -> int:
     table.add_column("content", overflow="fold")
     for h in found.hits:
         table.add_row(
-            str(h.id), h.layer.value, h.tier.value, f"{h.score:.3f}", h.key or "", h.content
+            str(h.id),
+            h.layer.value,
+            h.tier.value if h.tier else "",
+            f"{h.score or 0:.3f}",
+            h.key or "",
+            h.content,
         )
     console.print(table)
     for note in found.notes:
@@ -139,7 +144,7 @@ async def run_recall(settings: Settings, args: argparse.Namespace) -> int:
     project = cli_project(settings, args.project)
     async with open_container(settings) as c:
         result = await c.memories.recall(project, args.key)
-    recalled = RecallOut.of(result)
+    recalled = RecallOut.of(result, whole=True)  # the table shows the stored record
     if args.json:
         out_json(recalled)
     else:

@@ -1,14 +1,22 @@
-"""Tool results as they go on the wire (structured content), built from domain objects."""
+"""Tool results as they go on the wire (structured content), built from domain objects.
+
+Some clients (Claude Code) hand the model a result's structured content in place of its text,
+so these models hold what a model needs: ids, text, layer, key, dates, match strength. Ranking
+signals and whole stored records come only on request (`explain`), and fields left at their
+default are not sent (server.tools.structured).
+"""
 
 from __future__ import annotations
 
 import json
-from datetime import datetime
+from datetime import date, datetime
 from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field, JsonValue, PrivateAttr
 
+from memory_core.domain.match import Match
 from memory_core.domain.models import Layer, Memory, RankSignals, Tier
+from server.schemas.sparse import Sparse
 
 if TYPE_CHECKING:
     # What the `of` constructors take: annotations only, so the server does not load the
@@ -26,6 +34,7 @@ __all__ = [
     "ForgetOut",
     "LayerName",
     "LearnOut",
+    "MemoryLine",
     "MemoryOut",
     "PruneOut",
     "RecalculateOut",
@@ -37,6 +46,9 @@ __all__ = [
 
 # A memory layer as a tool argument (the values of memory_core.domain.models.Layer).
 LayerName = Literal["working", "episodic", "semantic", "procedural"]
+
+# A field named `date` cannot be annotated `date` in its own class body (pydantic).
+Day = date
 
 
 # How many ids a text answer lists before saying "and N more" (structuredContent has all).
@@ -141,14 +153,14 @@ class MemoryOut(BaseModel):
         )
 
 
-class AppendOut(BaseModel):
+class AppendOut(Sparse):
     """Result of `append`."""
 
     id: int = Field(description="The memory's id (the existing one for a duplicate).")
     project: str
     layer: Layer
     status: Literal["created", "updated", "unchanged", "duplicate"]
-    key: str | None
+    key: str | None = None
     previous_content: str | None = Field(
         None, description="For an upsert that changed a keyed memory: what it said before."
     )
@@ -197,7 +209,7 @@ class AppendItemIn(BaseModel):
     )
 
 
-class AppendManyOut(BaseModel):
+class AppendManyOut(Sparse):
     """Result of `append_many`: one entry per item, in order."""
 
     project: str
@@ -213,7 +225,7 @@ class AppendManyOut(BaseModel):
         return "\n".join(lines)
 
 
-class LearnOut(BaseModel):
+class LearnOut(Sparse):
     """Result of `learn`."""
 
     id: int
@@ -242,94 +254,134 @@ class RuleOut(BaseModel):
     action: str
 
 
-class RecallOut(BaseModel):
+class RecallOut(Sparse):
     """Result of `recall`."""
 
     key: str
     found: bool
-    value: str | None
-    memory: MemoryOut | None
-    rules: list[RuleOut]
-    suggestions: list[str] = Field(description="Existing keys close to the one asked for.")
-    message: str
+    value: str | None = Field(None, description="The fact stored under `key`.")
+    id: int | None = Field(None, description="The fact's memory id.")
+    date: Day | None = Field(None, description="The day the fact was last written.")
+    rules: list[RuleOut] = Field(
+        default_factory=list, description="Procedural rules whose condition matches `key`."
+    )
+    suggestions: list[str] = Field(
+        default_factory=list, description="Existing keys close to the one asked for."
+    )
+    message: str | None = Field(None, description="When no fact is found: what to do instead.")
+    memory: MemoryOut | None = Field(
+        None, description="The whole stored record, when asked for (`memstrata recall --json`)."
+    )
+    _tier: Tier | None = PrivateAttr(None)
 
     @classmethod
-    def of(cls, result: RecallResult) -> RecallOut:
-        """Project a recall result onto the wire shape (the tool and the CLI share it)."""
+    def of(cls, result: RecallResult, *, whole: bool = False) -> RecallOut:
+        """Project a recall result onto the wire shape (the tool and the CLI share it).
+
+        `whole` adds the stored record (`memory`), which a model does not need.
+        """
         value, key = result.value, result.key
         rules = [RuleOut(id=r.id, condition=r.key or "", action=r.content) for r in result.rules]
         if value is not None:
-            message = f"Found {key!r}."
+            message = None
         elif rules:
             message = f"No fact under {key!r}, but {len(rules)} procedural rule(s) apply."
         elif result.suggestions:
             message = f"No fact under {key!r}; close keys: {', '.join(result.suggestions)}."
         else:
             message = f"No fact under {key!r}. Use `search` to look by words, or `learn` it."
-        return cls(
+        out = cls(
             key=key,
             found=value is not None,
             value=value.content if value else None,
-            memory=MemoryOut.of(value) if value else None,
+            id=value.id if value else None,
+            date=value.updated_at.date() if value else None,
             rules=rules,
             suggestions=result.suggestions,
             message=message,
+            memory=MemoryOut.of(value) if value and whole else None,
         )
+        out._tier = value.tier if value else None
+        return out
 
     def as_text(self) -> str:
         """The value (or the message), then the rules that apply."""
         lines = []
-        if self.memory is not None:
-            m = self.memory
-            lines.append(f"{self.key} = {_text(m.content)}  (#{m.id}, {m.tier.value})")
+        if self.value is not None:
+            tier = f", {self._tier.value}" if self._tier else ""
+            lines.append(f"{self.key} = {_text(self.value)}  (#{self.id}{tier})")
         else:
-            lines.append(self.message)
+            lines.append(self.message or "")
         lines += [f'rule #{r.id} when "{r.condition}": {_text(r.action)}' for r in self.rules]
         return "\n".join(lines)
 
 
-class SearchHitOut(BaseModel):
-    """One search hit and why it ranked there."""
+class MemoryLine(BaseModel):
+    """A memory as a line of a text answer shows it: what a model needs of it."""
 
     id: int
     layer: Layer
-    key: str | None
+    key: str | None = None
     content: str
-    metadata: dict[str, JsonValue]
-    session_id: str | None
-    author: str | None = None
-    occurred_at: datetime | None = Field(None, description="When it was said, if not created_at.")
     dates: str | None = Field(
         None, description="Dates its text mentions, resolved: ISO days, `start..end` ranges."
     )
-    created_at: datetime
-    tier: Tier = Field(description="Tier the hit had when ranked (it is ACTIVE now).")
-    score: float
-    signals: RankSignals
+    author: str | None = None
+    session_id: str | None = None
+    metadata: dict[str, JsonValue] = Field(default_factory=dict)
+
+    def meta(self) -> str:
+        """Its author, dates, session and metadata, as its text line shows them."""
+        return _meta(self.metadata, self.session_id, self.author, self.dates)
 
 
-class SearchOut(BaseModel):
+class SearchHitOut(MemoryLine):
+    """One search hit: the memory and how well it matches; why it ranked there on request."""
+
+    match: Match = Field(
+        description="How well it matches the query: strong, partial or weak (absolute: a weak "
+        "best hit means nothing relevant was found)."
+    )
+    date: Day = Field(description="The day it was written, or said (`occurred_at`).")
+    tier: Tier | None = Field(
+        None, description="With explain: the tier it had when ranked (it is ACTIVE now)."
+    )
+    score: float | None = Field(None, description="With explain: the final ranking score.")
+    signals: RankSignals | None = Field(None, description="With explain: why it ranked there.")
+    created_at: datetime | None = Field(None, description="With explain: when it was stored.")
+    occurred_at: datetime | None = Field(
+        None, description="With explain: when it was said, if not `created_at`."
+    )
+
+
+class SearchOut(Sparse):
     """Result of `search`."""
 
-    query: str
     mode: Literal["hybrid", "keyword", "semantic"] = Field(description="The mode actually used.")
-    count: int
     omitted: int = Field(0, description="Hits left out to fit `token_budget`.")
     weaker: int = Field(0, description="Hits left out because they matched below `min_match`.")
     notes: list[str] = Field(default_factory=list, description="Anything the caller should know.")
     hits: list[SearchHitOut]
+    query: str | None = Field(
+        None, description="With explain: the query and rephrasings searched, joined by ' | '."
+    )
     _explain: bool = PrivateAttr(False)
+    _signals: list[RankSignals] = PrivateAttr(default_factory=list)
+
+    @property
+    def count(self) -> int:
+        """How many hits there are."""
+        return len(self.hits)
 
     @classmethod
     def of(cls, query: str, result: SearchResult, *, explain: bool = False) -> SearchOut:
         """Project a search result onto the wire shape (the tool and the CLI share it).
 
-        `explain` adds each hit's signals to the text rendering (structured output has them).
+        `explain` adds each hit's tier, score, signals and times (and the signals to the text).
         """
         out = cls(
-            query=query,
+            query=query if explain else None,
             mode=result.mode.value,
-            count=len(result.hits),
             omitted=result.omitted,
             weaker=result.dropped,
             notes=result.notes,
@@ -339,20 +391,19 @@ class SearchOut(BaseModel):
                     layer=h.memory.layer,
                     key=h.memory.key,
                     content=h.memory.content,
-                    metadata=h.memory.metadata,
-                    session_id=h.memory.session_id,
-                    author=h.memory.author,
-                    occurred_at=h.memory.occurred_at,
+                    match=h.signals.match,
+                    date=(h.memory.occurred_at or h.memory.created_at).date(),
                     dates=h.memory.dates,
-                    created_at=h.memory.created_at,
-                    tier=h.signals.tier,
-                    score=h.signals.score,
-                    signals=h.signals,
+                    author=h.memory.author,
+                    session_id=h.memory.session_id,
+                    metadata=h.memory.metadata,
+                    **(_explained(h.memory, h.signals) if explain else {}),
                 )
                 for h in result.hits
             ],
         )
         out._explain = explain
+        out._signals = [h.signals for h in result.hits]
         return out
 
     def as_text(self) -> str:
@@ -366,17 +417,25 @@ class SearchOut(BaseModel):
         if not self.count:
             head += ": nothing relevant." if self.weaker else ": nothing matched."
         lines = [head]
-        for h in self.hits:
+        for h, signals in zip(self.hits, self._signals, strict=True):
             label = _memory_label(h.layer, h.key)
-            when = (h.occurred_at or h.created_at).date().isoformat()
-            word = h.signals.match.value
-            meta = _meta(h.metadata, h.session_id, h.author, h.dates)
-            line = f"#{h.id} {label} {h.tier.value} {word} {when}{meta}"
+            line = f"#{h.id} {label} {signals.tier.value} {h.match.value} {h.date}{h.meta()}"
             if self._explain:
-                line += f" [{_signals(h.signals)}]"
+                line += f" [{_signals(signals)}]"
             lines.append(f"{line}: {_text(h.content)}")
         lines += [f"note: {n}" for n in self.notes]
         return "\n".join(lines)
+
+
+def _explained(memory: Memory, signals: RankSignals) -> dict[str, object]:
+    """The fields of a hit that only `explain` adds."""
+    return {
+        "tier": signals.tier,
+        "score": signals.score,
+        "signals": signals,
+        "created_at": memory.created_at,
+        "occurred_at": memory.occurred_at,
+    }
 
 
 def _signals(s: RankSignals) -> str:
@@ -402,35 +461,53 @@ def _signals(s: RankSignals) -> str:
     return ", ".join(parts)
 
 
-class ContextItemOut(MemoryOut):
-    """A memory from `load_context`, with the tier it had before being loaded."""
+class ContextItemOut(MemoryLine):
+    """A memory from `load_context`, as its line in the text answer shows it."""
 
-    tier_before: Tier
+    tier: Tier = Field(description="The tier it had before being loaded (it is ACTIVE now).")
+    date: Day = Field(description="The day it was last written.")
 
 
-class ContextOut(BaseModel):
+class ContextOut(Sparse):
     """Result of `load_context`."""
 
     project: str
-    count: int
-    omitted: int = Field(0, description="Memories left out to fit `token_budget`.")
-    items: list[ContextItemOut]
     briefing: str | None = Field(
         None,
         description="Without `layer`: the project's briefing (rules, recent memories, last "
-        "session summary), as the text answer shows it.",
+        "session summary), as the text answer shows it; `items` is then left out.",
     )
+    omitted: int = Field(0, description="Memories left out to fit `token_budget`.")
+    items: list[ContextItemOut] = Field(
+        default_factory=list, description="With `layer`: the memories loaded, in order."
+    )
+
+    @property
+    def count(self) -> int:
+        """How many memories are listed."""
+        return len(self.items)
 
     @classmethod
     def of(cls, project: str, result: ContextResult, briefing: str | None = None) -> ContextOut:
-        """Project a load_context result onto the wire shape."""
+        """Project a load_context result onto the wire shape (the briefing replaces the items)."""
+        if briefing:
+            return cls(project=project, briefing=briefing)
         return cls(
-            briefing=briefing,
             project=project,
-            count=len(result.items),
             omitted=result.omitted,
             items=[
-                ContextItemOut(**MemoryOut.of(i.memory).model_dump(), tier_before=i.tier_before)
+                ContextItemOut(
+                    id=i.memory.id,
+                    layer=i.memory.layer,
+                    key=i.memory.key,
+                    content=i.memory.content,
+                    tier=i.tier_before,
+                    date=i.memory.updated_at.date(),
+                    dates=i.memory.dates,
+                    author=i.memory.author,
+                    session_id=i.memory.session_id,
+                    metadata=i.memory.metadata,
+                )
                 for i in result.items
             ],
         )
@@ -445,9 +522,7 @@ class ContextOut(BaseModel):
         lines = [head + (":" if self.count else "; nothing stored yet.")]
         for m in self.items:
             label = _memory_label(m.layer, m.key)
-            when = m.updated_at.date().isoformat()
-            meta = _meta(m.metadata, m.session_id, m.author, m.dates)
-            lines.append(f"#{m.id} {label} {m.tier_before.value} {when}{meta}: {_text(m.content)}")
+            lines.append(f"#{m.id} {label} {m.tier.value} {m.date}{m.meta()}: {_text(m.content)}")
         return "\n".join(lines)
 
 

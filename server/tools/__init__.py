@@ -5,9 +5,12 @@ The `tool` decorator adds what every tool shares:
   tool's schemas only once its toolset is enabled);
 - its description: the docstring up to a line `Details:`, dedented; what follows that line is
   for docs/tools.md only, so the model does not pay for it on every turn;
-- its answer: the result model goes out whole as `structuredContent` (for programs) and, as
-  the text a model reads, the model's own compact `as_text()` rendering (or compact JSON
-  without empty fields), never indented JSON;
+- its answer: as the text a model reads, the result model's own compact `as_text()`
+  rendering (or compact JSON without empty fields), never indented JSON; and as
+  `structuredContent`, the model (a `Sparse` one without the fields left at their defaults,
+  which the output schema gives). Some clients hand the model the structured content instead
+  of the text, so result models hold what a model needs (ranking signals and whole records
+  only on request), and a client known to do so gets the text alone (server.surface);
 - its errors: the body runs with `tool=<its name>` and `request_id` bound to the log context,
   and domain errors become ToolErrors (server.errors), so no tool retypes its own name.
 
@@ -29,6 +32,7 @@ from pydantic import BaseModel, Field
 from server.app_context import AppContext
 from server.container import Container
 from server.errors import domain_errors_as_tool_errors
+from server.schemas.sparse import Sparse
 from server.surface import MemstrataServer
 from server.toolsets import Toolset
 
@@ -39,6 +43,7 @@ __all__ = [
     "compact_json",
     "container",
     "render_text",
+    "structured",
     "tool",
 ]
 
@@ -80,6 +85,12 @@ def compact_json(model: BaseModel) -> str:
     return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
+def structured(model: BaseModel) -> dict[str, Any]:
+    """The structured content of a tool answer (a Sparse one without its default fields)."""
+    sparse = isinstance(model, Sparse)
+    return model.model_dump(mode="json", by_alias=True, exclude_defaults=sparse)
+
+
 def render_text(model: BaseModel) -> str:
     """The text content of a tool answer."""
     return model.as_text() if isinstance(model, TextRendered) else compact_json(model)
@@ -107,7 +118,7 @@ def _answering_in_text(fn: F) -> F:
             return result
         return CallToolResult(
             content=[TextContent(type="text", text=render_text(result))],
-            structured_content=result.model_dump(mode="json", by_alias=True),
+            structured_content=structured(result),
         )
 
     return call  # type: ignore[return-value]  # same signature, via functools.wraps

@@ -247,7 +247,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         mentions, resolved ("yesterday" said on 8 May 2023 is 2023-05-07). A query naming a
         time ("in May 2023", "last summer") lifts memories with matching dates; one asking
         "when" lifts memories that say when something happened. `explain=true` adds the
-        signals behind its rank, which `structuredContent` always carries.
+        signals behind its rank (and each hit's tier, score and times to `structuredContent`).
         """
         app = container(ctx)
         result = await app.memories.search(

@@ -138,4 +138,4 @@ async def test_sigkill_mid_write_loses_no_acknowledged_write(db_path: Path, tmp_
         stats = ok(await client.call_tool("get_memory_stats", {}))
         found = ok(await client.call_tool("search", {"query": "crash round 0", "limit": 1}))
     assert stats["total"] == len(rows) >= len(acked)
-    assert found["count"] == 1
+    assert len(found["hits"]) == 1

@@ -126,7 +126,9 @@ async def test_tools_over_streamable_http(http_server: HttpServer):
                 "append", {"layer": "episodic", "content": "Served over streamable HTTP"}
             )
         )
-        found = ok(await client.call_tool("search", {"query": "streamable", "limit": 3}))
+        found = ok(
+            await client.call_tool("search", {"query": "streamable", "limit": 3, "explain": True})
+        )
         learned = ok(await client.call_tool("learn", {"key": "transport", "value": "http"}))
         recalled = ok(await client.call_tool("recall", {"key": "transport"}))
 

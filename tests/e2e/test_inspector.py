@@ -144,8 +144,7 @@ def test_inspector_calls_every_tool(inspector: Inspector, tool: str):  # noqa: C
             assert out["project"] == INSPECTOR_PROJECT
         case "search":
             out = inspector.call(tool, query="tomatoes", limit=3)
-            assert out["count"] == 1
-            assert out["hits"][0]["id"] == ids["event"]
+            assert [hit["id"] for hit in out["hits"]] == [ids["event"]]
         case "learn":
             out = inspector.call(tool, key="inspector.learned", value="learned via the CLI")
             assert out["status"] == "created"
@@ -156,8 +155,8 @@ def test_inspector_calls_every_tool(inspector: Inspector, tool: str):  # noqa: C
             assert out["value"] == "seeded through the inspector"
         case "load_context":
             out = inspector.call(tool, limit=50)
-            assert out["count"] == len(out["items"]) >= 2
-            assert {ids["fact"], ids["event"]} <= {item["id"] for item in out["items"]}
+            for memory_id in (ids["fact"], ids["event"]):  # the briefing lists them by id
+                assert f"#{memory_id} [" in out["briefing"]
         case "get_memory_stats":
             out = inspector.call(tool)
             assert out["project"] == INSPECTOR_PROJECT

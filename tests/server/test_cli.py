@@ -141,13 +141,13 @@ def test_search_prints_a_table_and_the_tool_shape_as_json(
         capsys, "search", "billing", "--project", "alpha", "--mode", "keyword", "--json"
     )
     found = json.loads(out)
-    assert code == 0 and found["count"] == 1 and found["mode"] == "keyword"
+    assert code == 0 and len(found["hits"]) == 1 and found["mode"] == "keyword"
     hit = found["hits"][0]
     assert hit["content"] == "Deployed billing to staging on Friday"
     assert {"id", "layer", "tier", "score", "signals"} <= hit.keys()
 
     code, out, _ = run_cli(capsys, "search", "billing", "--project", "beta", "--json")
-    assert code == 0 and json.loads(out)["count"] == 0  # projects never leak
+    assert code == 0 and json.loads(out)["hits"] == []  # projects never leak
 
 
 def test_recall_found_missing_and_rules(db: Path, capsys: pytest.CaptureFixture[str]) -> None:

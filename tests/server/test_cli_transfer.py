@@ -130,7 +130,7 @@ def test_export_import_export_round_trip_is_identical(
 
     # The imported copy is a working store: keyword search, recall, and new ids after the old.
     code, out, _ = run_cli(capsys, "search", "ünïcode", "-p", "alpha", "--json")
-    assert json.loads(out)["count"] == 1
+    assert len(json.loads(out)["hits"]) == 1
     code, out, _ = run_cli(capsys, "recall", "beta.colour", "-p", "beta", "--json")
     assert code == 0 and json.loads(out)["value"] == "blue"
 

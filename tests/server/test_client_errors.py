@@ -146,7 +146,7 @@ async def test_a_write_that_creates_a_project_says_so(client: Client) -> None:
     again = await client.call_tool(
         "append", {"layer": "episodic", "content": "b", "project": "wrok"}
     )
-    assert again.structured_content is not None and not again.structured_content["new_project"]
+    assert again.structured_content is not None and "new_project" not in again.structured_content
     assert "new project" not in again.content[0].text  # type: ignore[union-attr]
     learned = await client.call_tool("learn", {"key": "k", "value": "v", "project": "fresh"})
     assert learned.structured_content is not None and learned.structured_content["new_project"]
@@ -161,5 +161,5 @@ async def test_a_write_that_creates_a_project_says_so(client: Client) -> None:
 
 async def test_the_default_projects_first_write_is_not_flagged(client: Client) -> None:
     first = await client.call_tool("append", {"layer": "episodic", "content": "a"})
-    assert first.structured_content is not None and not first.structured_content["new_project"]
+    assert first.structured_content is not None and "new_project" not in first.structured_content
     assert "new project" not in first.content[0].text  # type: ignore[union-attr]

@@ -42,7 +42,7 @@ async def test_tools_answer_while_the_model_loads_and_backfill_follows(
         late = (
             await client.call_tool("search", {"query": "model", "mode": "semantic"})
         ).structured_content
-        assert late is not None and late["mode"] == "semantic" and late["count"] == 1
+        assert late is not None and late["mode"] == "semantic" and len(late["hits"]) == 1
 
 
 async def test_a_store_indexed_by_another_model_is_refused(settings: Settings) -> None:
@@ -75,15 +75,17 @@ async def test_real_model_finds_a_paraphrase_with_no_shared_words(
         result: dict[str, Any] = {}
         for _ in range(100):  # until the model (loaded in the background) is used
             result = (
-                await client.call_tool("search", {"query": "reserve plane tickets for Japan"})
+                await client.call_tool(
+                    "search", {"query": "reserve plane tickets for Japan", "explain": True}
+                )
             ).structured_content or {}
-            if result.get("mode") == "hybrid" and result["count"]:
+            if result.get("mode") == "hybrid" and result["hits"]:
                 break
             await asyncio.sleep(0.1)
         assert result["mode"] == "hybrid"
         top = result["hits"][0]
         assert top["content"] == "Book a flight to Tokyo next week."
-        assert top["signals"]["bm25_rank"] is None and top["signals"]["vector_rank"] == 1
+        assert top["signals"].get("bm25_rank") is None and top["signals"]["vector_rank"] == 1
 
 
 def test_cli_reindex_re_embeds_everything(
@@ -153,7 +155,7 @@ async def test_without_preload_the_model_loads_at_first_use_then_backfills(
         later = (
             await client.call_tool("search", {"query": "note", "mode": "semantic"})
         ).structured_content
-        assert later is not None and later["mode"] == "semantic" and later["count"] == 1
+        assert later is not None and later["mode"] == "semantic" and len(later["hits"]) == 1
 
 
 async def test_shutdown_does_not_wait_for_a_model_nobody_asked_for(
