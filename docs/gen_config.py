@@ -71,11 +71,14 @@ SECTIONS: list[tuple[str, list[str] | str, str]] = [
     ),
     (
         "Tools listed",
-        ["toolsets"],
+        ["toolsets", "client"],
         "A client puts every listed tool's definition in the model's context on every turn, so "
         "the server lists only these toolsets; `memstrata tools` prints each one's tools and "
         "their cost, `memstrata serve --toolsets` overrides this for one run, and over stdio "
-        "the model can add a toolset with `enable_toolset`. Details: docs/tools.md.",
+        "the model can add a toolset with `enable_toolset`. Details: docs/tools.md. The "
+        "server's instructions (sent with every model request) name only listed tools; the "
+        "Claude Code plugin and `memstrata setup claude-code` set `MEMSTRATA_CLIENT` so they "
+        "leave out what the hooks already do.",
     ),
     (
         "Storage backend",

@@ -21,30 +21,16 @@ from server import prompts, resources
 from server import scheduler as maintenance_scheduler
 from server.app_context import AppContext, LiveContext
 from server.container import Container, open_container
+from server.instructions import instructions_for
 from server.settings import Settings
 from server.surface import MemstrataServer
 from server.toolsets import Toolset
 
-__all__ = ["INSTRUCTIONS", "build_server", "serve_stdio"]
+__all__ = ["build_server", "serve_stdio"]
 
 log = structlog.get_logger(__name__)
 
 VERSION = "0.1.0"
-
-INSTRUCTIONS = """\
-memstrata is your long-term memory, kept across conversations.
-- At the start of a task, call `load_context` to see what was used recently.
-- Before answering from memory, call `search` (it matches meaning as well as words) or
-  `recall` (a fact's exact key).
-- When you learn something durable, store it: `learn` for facts (key -> value), `append` with
-  layer "procedural" for "when X, do Y" rules, "episodic" for events, "working" for scratch.
-- Memories age from ACTIVE to RECENT, ARCHIVED and EXPIRED when unused; only EXPIRED ones are
-  ever pruned. Tools take an optional `project` to keep unrelated work apart.
-- To keep a whole conversation across restarts, `start_session` and record it with
-  `add_session_entry`; `get_session_context` reads it back, older parts summarised.
-- Per-user rules (`preferences_find`, `playbook_find`) and a tenant's documents
-  (`search_business_context`) are scoped by the user or tenant you name.
-"""
 
 
 # The tool modules (server/tools/) and the toolsets their tools belong to, in listing order;
@@ -192,7 +178,9 @@ def build_server(
         "memstrata",
         title="memstrata memory",
         version=VERSION,
-        instructions=INSTRUCTIONS,
+        instructions=instructions_for(
+            settings.client, settings.enabled_toolsets, runtime_toolsets=runtime_toolsets
+        ),
         lifespan=lifespan,
         token_verifier=token_verifier,
         auth=auth,

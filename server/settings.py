@@ -152,6 +152,13 @@ class SettingsFields(BaseModel):
         "conversations, scratchpad, preferences, documents, or all (`memstrata tools` shows "
         "each one's tools and their cost in context tokens).",
     )
+    client: Literal["generic", "claude-code-hooks"] = Field(
+        "generic",
+        description="Who the server's instructions are written for. 'claude-code-hooks' (set "
+        "by the Claude Code plugin and `memstrata setup claude-code`): the hooks already give "
+        "the model the project's briefing and per-prompt recall, so they say when to search "
+        "and what to store; 'generic': they also say to call `load_context` first.",
+    )
     project_scope: Literal["fixed", "git", "path"] = Field(
         "fixed",
         description="How the default project is chosen for a working directory (the "

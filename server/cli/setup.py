@@ -315,7 +315,8 @@ def plan_claude_code(
                 delete_if_empty=str(hooks_file) in created,
             ),
         ]
-    entry = server_entry(command, env)
+    # The server is told the hooks are there: its instructions then leave out what they do.
+    entry = server_entry(command, {**env, "MEMSTRATA_CLIENT": "claude-code-hooks"})
     groups = hook_groups(command, env)
     return [
         _plan(

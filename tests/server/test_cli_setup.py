@@ -242,7 +242,8 @@ def test_claude_code_user_scope_merges_backs_up_and_is_idempotent(
     assert server["mcpServers"]["memstrata"] == {
         "command": str(fake_memstrata),
         "args": ["serve"],
-        "env": {"MEMSTRATA_PROJECT_SCOPE": "git"},
+        # The hooks are registered too: the server's instructions are written for that.
+        "env": {"MEMSTRATA_PROJECT_SCOPE": "git", "MEMSTRATA_CLIENT": "claude-code-hooks"},
     }
     assert {k: v for k, v in server["mcpServers"].items() if k != "memstrata"} == USER_CLAUDE_JSON[
         "mcpServers"
