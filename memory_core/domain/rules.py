@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["rule_applies"]
+__all__ = ["condition_phrase", "rule_applies"]
 
 _WORD = re.compile(r"[^\W_]+")
 _SUFFIXES = ("ing", "ed", "es", "s")
@@ -41,3 +41,14 @@ def rule_applies(condition: str, situation: str, *, min_overlap: float = 0.5) ->
     if not wanted:
         return condition.strip().lower() == situation.strip().lower()
     return len(wanted & _stems(situation)) / len(wanted) >= min_overlap
+
+
+_OPENERS = ("when ", "whenever ", "before ", "after ", "if ", "once ", "while ")
+
+
+def condition_phrase(condition: str) -> str:
+    """A rule's condition as it reads in a line: "when X", or X when it opens with such a word.
+
+    So "before committing" reads "before committing", not "when before committing".
+    """
+    return condition if condition.casefold().startswith(_OPENERS) else f"when {condition}"

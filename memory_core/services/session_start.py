@@ -30,6 +30,7 @@ from memory_core.domain.fence import fence_intro, fenced, flat
 from memory_core.domain.hook_session import SESSION_SUMMARY_KIND
 from memory_core.domain.inputs import check_project
 from memory_core.domain.models import Layer, Memory
+from memory_core.domain.rules import condition_phrase
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
 from memory_core.domain.tokens import count_tokens
 from memory_core.ports import Clock, MemoryRepository
@@ -89,9 +90,7 @@ def _memory_line(memory: Memory, tier: str) -> str:
 
 def _rule_line(rule: Memory) -> str:
     """A rule as "when X: do Y", with no second "when" if the condition opens with one."""
-    condition = _one_line(rule.key or "", 160)
-    if not condition.casefold().startswith(("when ", "whenever ", "before ", "after ", "if ")):
-        condition = f"when {condition}"
+    condition = condition_phrase(_one_line(rule.key or "", 160))
     return f"- #{rule.id} {condition}: {_one_line(rule.content)}"
 
 

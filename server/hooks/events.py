@@ -16,7 +16,7 @@ from memory_core.domain.fence import fence_intro, fenced, flat
 from memory_core.domain.hook_session import PROMPT_SOURCE, SESSION_SUMMARY_KIND, START_SOURCE
 from memory_core.domain.match import Match
 from memory_core.domain.models import Layer, Memory, SearchHit, SearchMode
-from memory_core.domain.rules import rule_applies
+from memory_core.domain.rules import condition_phrase, rule_applies
 from memory_core.errors import EmbeddingUnavailableError, InvalidQueryError, StorageError
 from memory_core.hook_config import HookPolicy
 from server.hooks.payload import HookInputError, HookPayload
@@ -117,7 +117,8 @@ def _hit_line(memory: Memory) -> str:
     body = flat(memory.content, _LINE_MAX_CHARS)
     if memory.key:
         key = flat(memory.key, 160)
-        body = f"when {key}: {body}" if memory.layer is Layer.PROCEDURAL else f"{key}: {body}"
+        head = condition_phrase(key) if memory.layer is Layer.PROCEDURAL else key
+        body = f"{head}: {body}"
     return f"- #{memory.id} [{', '.join(about)}] {body}"
 
 

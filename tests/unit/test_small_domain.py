@@ -3,7 +3,7 @@ from datetime import UTC, datetime, timedelta
 from memory_core.domain.compaction import summarize_entries
 from memory_core.domain.health import assess_health
 from memory_core.domain.models import Layer, Memory, StoreStats, Tier
-from memory_core.domain.rules import rule_applies
+from memory_core.domain.rules import condition_phrase, rule_applies
 from memory_core.domain.tokens import count_tokens
 from tests.fakes import make_memory
 
@@ -83,3 +83,9 @@ def test_a_budget_skips_what_does_not_fit_and_counts_it() -> None:
     assert budget.take("")  # 0 + 1
     assert budget.left == 0 and budget.omitted == 1
     assert TokenAllowance(None).take("x" * 10_000)
+
+
+def test_a_condition_reads_once_when() -> None:
+    assert condition_phrase("deploying") == "when deploying"
+    assert condition_phrase("before committing") == "before committing"
+    assert condition_phrase("When the build breaks") == "When the build breaks"
