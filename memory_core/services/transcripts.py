@@ -47,7 +47,12 @@ from memory_core.errors import InvalidInputError, MemoryNotFoundError
 from memory_core.ports import Clock
 from memory_core.ports.hooks import HookSessionStore
 from memory_core.services.conversations import ConversationService
-from memory_core.services.memories import APPEND_BATCH_MAX, AppendItem, MemoryService
+from memory_core.services.memories import (
+    APPEND_BATCH_MAX,
+    AppendItem,
+    AppendResult,
+    MemoryService,
+)
 
 __all__ = [
     "COMPACTION_SOURCE",
@@ -224,11 +229,26 @@ class TranscriptRecorder:
         ]
         created = 0
         for start in range(0, len(items), APPEND_BATCH_MAX):
-            results = await self._memories.append_many(
-                project, items[start : start + APPEND_BATCH_MAX]
-            )
+            batch = items[start : start + APPEND_BATCH_MAX]
+            try:
+                results = await self._memories.append_many(project, batch)
+            except InvalidInputError:
+                # One turn this store refuses (the batch is all or nothing) must not stop
+                # the rest, nor every later recording of the session: store them one by one.
+                results = await self._one_by_one(project, session_id, batch)
             created += sum(1 for r in results if r.status == "created")
         return created
+
+    async def _one_by_one(
+        self, project: str, session_id: str, items: Sequence[AppendItem]
+    ) -> list[AppendResult]:
+        results = []
+        for item in items:
+            try:
+                results += await self._memories.append_many(project, [item])
+            except InvalidInputError as exc:
+                log.warning("hooks.turn_skipped", session_id=session_id, field=exc.field)
+        return results
 
     async def _record_use(
         self, project: str, shown: Sequence[int], entries: Sequence[TranscriptEntry]

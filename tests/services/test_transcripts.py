@@ -295,3 +295,37 @@ async def test_a_real_claude_code_transcript_keeps_only_what_was_said(
     for e in entries:
         if e.type is EntryType.MESSAGE:
             assert "memstrata" not in e.content and "<" not in e.content, e.content
+
+
+async def test_a_turn_the_store_refuses_is_skipped_and_the_rest_kept(
+    storage: StorageUnderTest, clock: FrozenClock, service: MemoryService
+) -> None:
+    """A turn whose metadata breaks a limit (here a tiny one) cannot stop the recording."""
+    from memory_core.config import Limits
+
+    strict = MemoryService(
+        repo=service.repo,
+        clock=clock,
+        limits=Limits(max_metadata_bytes=120),
+        tiers=service.tiers,
+        ranking=service.ranking,
+    )
+    rec, _ = recorder(storage, clock, strict)
+    long_prompt = "Which port does payments use? " + "Please answer briefly. " * 12
+    line = {
+        "type": "user",
+        "uuid": "q1",
+        "timestamp": "2026-11-23T09:00:00Z",
+        "message": {"role": "user", "content": long_prompt},
+    }
+    answer = {
+        "type": "assistant",
+        "uuid": "q2",
+        "timestamp": "2026-11-23T09:00:01Z",
+        "message": {"role": "assistant", "content": [{"type": "text", "text": "8443."}]},
+    }
+    lines = [json.dumps(line) + "\n", json.dumps(answer) + "\n"]
+    result = await rec.record(P, SESSION, lines)
+    # The answer's metadata holds its long prompt (reply_to): refused; the prompt is kept.
+    assert [m.content for m in await said(storage)] == [long_prompt.strip()]
+    assert result.entries_added == 2
