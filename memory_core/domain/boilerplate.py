@@ -52,7 +52,7 @@ INJECTION_MARKERS = (
 _ACKS_TEXT = (
     "yes yeah yep ok okay k sure thanks thank you ty great good nice cool perfect go ahead on "
     "continue please do it that this lgtm done no nope right correct fine proceed sounds "
-    "works exactly agreed"
+    "works exactly agreed stored saved noted will"
 )
 _ACKS = frozenset(_ACKS_TEXT.split())
 _WORD = re.compile(r"[^\W_]+")
@@ -74,6 +74,6 @@ def said_text(text: str) -> str:
 
 
 def is_acknowledgement(text: str) -> bool:
-    """A reply that carries no content of its own ("yes", "ok, go ahead", "thanks!")."""
+    """A reply that carries no content of its own ("yes", "ok, go ahead", "thanks!", "Done.")."""
     words = _WORD.findall(text.casefold())
     return not words or (len(words) <= 6 and all(w in _ACKS for w in words))

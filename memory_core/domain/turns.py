@@ -4,8 +4,9 @@ From the entries of a transcript (domain.transcript) this keeps two things:
 
 - each prompt of the person, unless it only acknowledges ("yes", "ok, go ahead", "thanks");
 - each final answer of the model: the text it wrote after the last tool call of its turn (the
-  turn ends at the next prompt, a compaction, or the end of what was read). What it said
-  before a tool call ("Let me read the handler.") is narration, not an answer.
+  turn ends at the next prompt, a compaction, or the end of what was read), unless it only
+  acknowledges ("Done.", "Stored."). What it said before a tool call ("Let me read the
+  handler.") is narration, not an answer.
 
 Tool calls and their results stay in conversation memory only: a file listing or a test log is
 not something to recall by meaning next week. A long text is cut into parts of at most
@@ -83,8 +84,8 @@ def said_items(entries: Sequence[TranscriptEntry]) -> list[SaidItem]:
 
     def close_turn() -> None:
         nonlocal last_answer
-        if answer and by_person:
-            text = "\n\n".join(e.text for e in answer)
+        text = "\n\n".join(e.text for e in answer)
+        if answer and by_person and not is_acknowledgement(text):
             out.extend(_parts("assistant", text, answer[-1].at, prompt))
             last_answer = text
         answer.clear()

@@ -99,7 +99,7 @@ def test_prompts_and_final_answers_narration_and_acks_left_out() -> None:
     assert said == [
         ("user", "Why does checkout fail?"),
         ("assistant", "The handler skips the signature.\n\nFix: verify it."),
-        ("assistant", "Done."),
+        # "Done." only acknowledges: no memory.
     ]
 
 
