@@ -8,7 +8,7 @@ import gc
 import importlib
 from collections.abc import AsyncIterator, Callable
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, Protocol
 
 import structlog
 from mcp.server import MCPServer
@@ -26,7 +26,7 @@ from server.settings import Settings
 from server.surface import MemstrataServer
 from server.toolsets import Toolset
 
-__all__ = ["build_server", "serve_stdio"]
+__all__ = ["StdioHandover", "build_server", "serve_stdio"]
 
 log = structlog.get_logger(__name__)
 
@@ -204,11 +204,35 @@ def _registration(module: str, mcp: MemstrataServer, settings: Settings) -> Call
     return register
 
 
-def serve_stdio(settings: Settings) -> None:
-    """Serve over stdio (Claude Desktop, Claude Code); stdout carries only MCP messages."""
+class StdioHandover(Protocol):
+    """A stdio wire that answered the client before the SDK was built (server.cli.lean_serve)."""
+
+    def hand_over(self) -> bool:
+        """Give the conversation to the SDK's stdio transport; False: nothing left to serve."""
+        ...
+
+    def finish(self) -> None:
+        """After serving: let the last of the SDK's messages reach the client."""
+        ...
+
+
+def serve_stdio(settings: Settings, early: StdioHandover | None = None) -> None:
+    """Serve over stdio (Claude Desktop, Claude Code); stdout carries only MCP messages.
+
+    `early`: the wire that has answered the client's opening so far; the SDK's stdio
+    transport takes the conversation over from it.
+    """
     from server.logging import configure_logging
 
     mcp = build_server(settings, warm_up_after_listing=True, hook_listener=True)
     configure_logging(settings.log_level, settings.log_format)  # after MCPServer's own setup
     log.info("server.starting", transport="stdio", db=settings.store_location)
-    mcp.run("stdio")
+    if early is None:
+        mcp.run("stdio")
+        return
+    if not early.hand_over():
+        return  # the client answered and gone, nothing waiting
+    try:
+        mcp.run("stdio")
+    finally:
+        early.finish()

@@ -86,6 +86,13 @@ def main(argv: Sequence[str] | None = None) -> None:
         # asyncio imports ssl (~2% of a cold `stats`) for TLS connections and handles its
         # absence; stats on the SQLite file opens none (the hooks do the same, hooks.entry).
         sys.modules.setdefault("ssl", None)  # type: ignore[arg-type]
+    if command == "serve":
+        from server.cli.lean_serve import start_lean_stdio, starts_stdio
+
+        if starts_stdio(args):
+            # First, before the SDK's import: the client's opening requests are answered
+            # from the last start's answers while the rest loads (server.cli.lean_serve).
+            start_lean_stdio(args, os.environ)
     if command == "serve" and not _console_logs(os.environ):
         # A server logging JSON lines needs no rich: structlog would import its console,
         # pretty printer and tracebacks (with pygments), and the SDK's MCPServer() a

@@ -400,7 +400,7 @@ async def _migrate(settings: Settings) -> int:
 
 
 def _serve(settings: Settings, args: argparse.Namespace) -> int:
-    from server.app import serve_stdio
+    from server.cli.lean_serve import active
 
     if getattr(args, "toolsets", None):
         try:
@@ -409,6 +409,11 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
             _err(f"memstrata serve: --toolsets: {exc}")
             return EXIT_USAGE
         settings = settings.model_copy(update={"toolsets": args.toolsets})
+
+    early = active()  # the early stdio wire the console script started, if any
+    if early is not None and early.client_left():
+        return EXIT_OK  # answered and gone before the SDK was even imported
+    from server.app import serve_stdio
 
     # Preflight: open, migrate and check the store (embedding model) before MCP starts,
     # so a problem prints one clear line instead of a traceback from inside the SDK.
@@ -431,7 +436,7 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
             _err(f"memstrata: {exc}")
             return EXIT_CANNOT_LISTEN
     else:
-        serve_stdio(settings)
+        serve_stdio(settings, early)
     return EXIT_OK
 
 

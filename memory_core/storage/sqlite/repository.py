@@ -35,7 +35,7 @@ from memory_core.domain.models import (
     TierCutoffs,
 )
 from memory_core.storage.counts_fold import fold_counts
-from memory_core.storage.records import identity_hash, store_stats
+from memory_core.storage.records import store_stats
 from memory_core.storage.sqlite.fts_match import (
     any_word,
     every_word,
@@ -61,19 +61,10 @@ __all__ = ["SqliteMemoryRepository"]
 _INSERT = """
 INSERT INTO context_snapshots (project, layer, key, content, metadata, session_id, created_at,
                                updated_at, last_accessed, access_count, memory_tier,
-                               content_hash, token_count, author, occurred_at, dates, norm_hash,
-                               tags)
+                               content_hash, token_count, author, occurred_at, dates)
 VALUES (:project, :layer, :key, :content, :metadata, :session_id, :created, :now, NULL, 0,
-        'ACTIVE', :content_hash, :token_count, :author, :occurred_at, :dates, :norm_hash, :tags)
+        'ACTIVE', :content_hash, :token_count, :author, :occurred_at, :dates)
 RETURNING *"""
-
-# A row's current version, kept in memory_versions before an update or a keyed upsert changes
-# it (`:id` the row, `:until` the instant it stops being current, `:change` why).
-_KEEP_VERSION = """
-INSERT INTO memory_versions (memory_id, project, key, content, metadata, tags, content_hash,
-                             valid_from, valid_until, change)
-SELECT id, project, key, content, metadata, tags, content_hash, updated_at, :until, :change
-FROM context_snapshots WHERE id = :id"""
 
 
 # The live tier as a condition on the reference time (the strict '>' as in _LIVE_TIER). The
@@ -109,23 +100,7 @@ def _filters(query: TextQuery) -> tuple[str, dict[str, Any]]:
     if query.until is not None:
         where.append("s.created_at < :until")
         params["until"] = encode_time(query.until)
-    if not query.include_superseded:
-        where.append("s.superseded_by IS NULL")
-    where += _tag_conditions(query.project, query.tags, params)
     return "".join(f" AND {w}" for w in where), params
-
-
-def _tag_conditions(project: str, tags: Sequence[str], params: dict[str, Any]) -> list[str]:
-    """Conditions (on alias `s`) that a row holds every tag, each one probe of memory_tags."""
-    conditions = []
-    params["tag_project"] = project
-    for n, tag in enumerate(tags):
-        params[f"tag{n}"] = tag
-        conditions.append(
-            "s.id IN (SELECT memory_id FROM memory_tags"
-            f" WHERE project = :tag_project AND tag = :tag{n})"
-        )
-    return conditions
 
 
 # Keyword matches ranked per requested candidate before the row filters (layer, session,
@@ -144,29 +119,6 @@ _CANDIDATES_PER_HIT = 4
 # no longer matches it twice): LoCoMo dev R@10 -0.004 with the candidate limit as the bar,
 # -0.0013 with this one (docs/benchmarks.md); below it the prefix costs about a millisecond.
 _PREFIX_COMMON_MIN = 1000
-
-
-def _browse_filters(query: BrowseQuery, params: dict[str, Any]) -> str:
-    """The conditions of a listing beyond layer, tier and session (see BrowseQuery)."""
-    where = []
-    if query.superseded is not None:
-        where.append("superseded_by IS " + ("NOT NULL" if query.superseded else "NULL"))
-    if query.pinned is not None:
-        where.append(f"pinned = {int(query.pinned)}")
-    if query.author is not None:
-        where.append("author = :author")
-        params["author"] = query.author
-    if query.since is not None:
-        where.append("created_at >= :since")
-        params["since"] = encode_time(query.since)
-    if query.until is not None:
-        where.append("created_at < :until")
-        params["until"] = encode_time(query.until)
-    if query.ids:
-        where.append(f"id IN ({', '.join(str(int(i)) for i in query.ids)})")
-    conditions = _tag_conditions(query.project, query.tags, params)
-    where += [c.replace("s.id", "id") for c in conditions]
-    return "".join(f" AND {w}" for w in where)
 
 
 def _capped_text_sql(where: str, fts: str) -> str:
@@ -211,14 +163,7 @@ def _scope(draft: MemoryDraft) -> str:
 
 
 def _identity(draft: MemoryDraft) -> tuple[str, str, str, str]:
-    """An unkeyed draft's identity: its normalised text in its project, layer and scope."""
-    return (draft.project, draft.layer.value, _scope(draft), _norm(draft))
-
-
-def _norm(draft: MemoryDraft) -> str:
-    norm = identity_hash(draft.key, draft.content)
-    assert norm is not None  # unkeyed
-    return norm
+    return (draft.project, draft.layer.value, _scope(draft), draft.content_hash)
 
 
 def _insert_params(draft: MemoryDraft, stamp: str) -> dict[str, Any]:
@@ -236,8 +181,6 @@ def _insert_params(draft: MemoryDraft, stamp: str) -> dict[str, Any]:
         "author": draft.author,
         "occurred_at": encode_time(draft.occurred_at) if draft.occurred_at else None,
         "dates": draft.dates,
-        "norm_hash": identity_hash(draft.key, draft.content),
-        "tags": json.dumps(list(draft.tags), ensure_ascii=False),
     }
 
 
@@ -277,17 +220,7 @@ class SqliteMemoryRepository:
             if draft.key is None:
                 first.setdefault(_identity(draft), i)
         stored = await self._stored_identities(list(first))
-        stored |= await self._stored_identities(
-            [(*_identity(drafts[i])[:3], drafts[i].content_hash) for i in first.values()],
-            column="content_hash",
-        )
-        fresh = [
-            i
-            for ident, i in first.items()
-            if ident not in stored
-            and (*ident[:3], drafts[i].content_hash) not in stored
-            and not drafts[i].supersedes
-        ]
+        fresh = [i for ident, i in first.items() if ident not in stored]
         outcomes: dict[int, AddOutcome] = {}
         if fresh:
             top = await self._session.fetch("SELECT coalesce(max(id), 0) FROM context_snapshots")
@@ -308,13 +241,9 @@ class SqliteMemoryRepository:
         return [outcomes[i] for i in range(len(drafts))]
 
     async def _stored_identities(
-        self, identities: Sequence[tuple[str, str, str, str]], *, column: str = "norm_hash"
+        self, identities: Sequence[tuple[str, str, str, str]]
     ) -> set[tuple[str, str, str, str]]:
-        """Which unkeyed identities are already stored (one index probe per hash).
-
-        By normalised text (`norm_hash`), or by exact text (`content_hash`: rows written
-        before migration 0013 have no norm_hash).
-        """
+        """Which unkeyed identities are already stored (one index probe per hash)."""
         groups: dict[tuple[str, str, str], list[str]] = {}
         for project, layer, scope, digest in identities:
             groups.setdefault((project, layer, scope), []).append(digest)
@@ -323,8 +252,8 @@ class SqliteMemoryRepository:
             for start in range(0, len(hashes), _HASH_CHUNK):
                 chunk = hashes[start : start + _HASH_CHUNK]
                 rows = await self._session.fetch(
-                    f"SELECT {column} FROM context_snapshots WHERE {_IDENTITY}"
-                    f" AND {column} IN (" + ", ".join(f":h{n}" for n in range(len(chunk))) + ")",
+                    f"SELECT content_hash FROM context_snapshots WHERE {_IDENTITY}"
+                    " AND content_hash IN (" + ", ".join(f":h{n}" for n in range(len(chunk))) + ")",
                     {
                         "project": project,
                         "layer": layer,
@@ -348,28 +277,35 @@ class SqliteMemoryRepository:
             # The identity expression spelled as ux_snapshots_content spells it, so the lookup
             # is one probe of that index; `(layer != 'working' OR ...)` only used its
             # (project, layer) prefix and scanned the whole layer (a 100k-row layer: ~30 ms).
-            ident = {"project": draft.project, "layer": draft.layer.value, "scope": _scope(draft)}
             existing = await self._session.one(
-                f"SELECT * FROM context_snapshots WHERE {_IDENTITY} AND norm_hash = :norm",
-                {**ident, "norm": _norm(draft)},
-            ) or await self._session.one(
                 f"SELECT * FROM context_snapshots WHERE {_IDENTITY} AND content_hash = :hash",
-                {**ident, "hash": draft.content_hash},
+                {
+                    "project": draft.project,
+                    "layer": draft.layer.value,
+                    "scope": _scope(draft),
+                    "hash": draft.content_hash,
+                },
             )
         if existing is None:
             created = await self._session.one(_INSERT, _insert_params(draft, stamp))
             assert created is not None
-            return await self._superseding(db, draft, AddOutcome(memory=created, status="created"))
-        unchanged = draft.key is None or (
-            existing.content_hash == draft.content_hash and existing.metadata == draft.metadata
+            return AddOutcome(memory=created, status="created")
+        unchanged = existing.content_hash == draft.content_hash and (
+            draft.key is None or existing.metadata == draft.metadata
         )
         if unchanged:
-            refreshed = await self._restate(existing, draft.metadata, draft.tags, stamp)
+            # Restating a memory is evidence it still matters: refresh its reference time so
+            # it is not aged out, without counting it as a read. A duplicate's new metadata
+            # keys are merged in rather than dropped.
+            merged = {**existing.metadata, **draft.metadata}
+            refreshed = await self._session.one(
+                "UPDATE context_snapshots SET last_accessed = ?, memory_tier = 'ACTIVE',"
+                " metadata = ? WHERE id = ? RETURNING *",
+                (stamp, json.dumps(merged, ensure_ascii=False), existing.id),
+            )
+            assert refreshed is not None
             status = "unchanged" if draft.key is not None else "duplicate"
-            return await self._superseding(db, draft, AddOutcome(memory=refreshed, status=status))
-        await db.execute(
-            _KEEP_VERSION, {"id": existing.id, "until": stamp, "change": "learn"}
-        )
+            return AddOutcome(memory=refreshed, status=status)
         updated = await self._session.one(
             "UPDATE context_snapshots SET content = ?, metadata = ?, content_hash = ?,"
             " token_count = ?, session_id = coalesce(?, session_id), updated_at = ?,"
@@ -390,44 +326,7 @@ class SqliteMemoryRepository:
             ),
         )
         assert updated is not None
-        outcome = AddOutcome(memory=updated, status="updated", previous_content=existing.content)
-        return await self._superseding(db, draft, outcome)
-
-    async def _restate(
-        self, existing: Memory, metadata: dict[str, Any], tags: Sequence[str], stamp: str
-    ) -> Memory:
-        """A memory written again: refreshed, its new metadata keys and tags merged in.
-
-        Restating a memory is evidence it still matters: its reference time moves so it is
-        not aged out, without counting it as a read.
-        """
-        merged = {**existing.metadata, **metadata}
-        all_tags = list(dict.fromkeys([*existing.tags, *tags]))
-        refreshed = await self._session.one(
-            "UPDATE context_snapshots SET last_accessed = ?, memory_tier = 'ACTIVE',"
-            " metadata = ?, tags = ? WHERE id = ? RETURNING *",
-            (
-                stamp,
-                json.dumps(merged, ensure_ascii=False),
-                json.dumps(all_tags, ensure_ascii=False),
-                existing.id,
-            ),
-        )
-        assert refreshed is not None
-        return refreshed
-
-    async def _superseding(
-        self, db: aiosqlite.Connection, draft: MemoryDraft, outcome: AddOutcome
-    ) -> AddOutcome:
-        """Mark the rows `draft.supersedes` (of its project, other than itself) as replaced."""
-        older = [i for i in draft.supersedes if i != outcome.memory.id]
-        if older:
-            await db.execute(
-                "UPDATE context_snapshots SET superseded_by = ?"
-                f" WHERE +project = ? AND id IN ({_placeholders(older)})",
-                (outcome.memory.id, draft.project, *older),
-            )
-        return outcome
+        return AddOutcome(memory=updated, status="updated", previous_content=existing.content)
 
     async def hand_out(self, project: str, ids: Sequence[int], at: datetime) -> list[Memory]:
         """Record an access on each row and return them as updated; see the port."""
@@ -666,18 +565,9 @@ class SqliteMemoryRepository:
                 (f"key : ({fts})", project, layer.value, limit),
             )
 
-    async def list_recent(
-        self,
-        project: str,
-        layer: Layer | None,
-        *,
-        limit: int,
-        include_superseded: bool = False,
-    ) -> list[Memory]:
-        """Most recently used or created first; superseded rows only when asked."""
+    async def list_recent(self, project: str, layer: Layer | None, *, limit: int) -> list[Memory]:
+        """Most recently used or created first."""
         where = "project = ?"
-        if not include_superseded:
-            where += " AND superseded_by IS NULL"
         params: list[Any] = [project]
         if layer is not None:
             where += " AND layer = ?"
@@ -714,7 +604,6 @@ class SqliteMemoryRepository:
         if query.before_id is not None:
             where += " AND id < :before_id"
             params["before_id"] = query.before_id
-        where += _browse_filters(query, params)
         async with self._session.read("browse"):
             return await self._session.fetch_memories(
                 f"SELECT * FROM context_snapshots WHERE {where} ORDER BY id DESC LIMIT :limit",
@@ -784,7 +673,7 @@ class SqliteMemoryRepository:
         # The live condition guards the delete even if the stored tier were stale.
         candidates = (
             "SELECT id FROM context_snapshots"
-            f" WHERE {_REFERENCE} <= :archived_after AND pinned = 0{scope}"
+            f" WHERE {_REFERENCE} <= :archived_after{scope}"
             f" ORDER BY access_count, {_REFERENCE}, id LIMIT :limit"
         )
         if dry_run:
@@ -794,7 +683,7 @@ class SqliteMemoryRepository:
         async with indexed_write(self._session, "prune") as db:
             await self._recalculate(db, cutoffs, project)
             rows = await self._session.fetch(
-                "DELETE FROM context_snapshots WHERE memory_tier = 'EXPIRED' AND pinned = 0"
+                "DELETE FROM context_snapshots WHERE memory_tier = 'EXPIRED'"
                 f" AND id IN ({candidates}) RETURNING id",
                 params,
             )
@@ -817,7 +706,7 @@ class SqliteMemoryRepository:
                 int(r[0])
                 for r in await self._session.fetch(
                     f"SELECT id FROM context_snapshots WHERE id IN ({listed})"
-                    f" AND {_REFERENCE} <= ? AND pinned = 0 ORDER BY id",
+                    f" AND {_REFERENCE} <= ? ORDER BY id",
                     (encode_time(cutoffs.archived_after),),
                 )
             ]
