@@ -189,7 +189,7 @@ def measure(db: Path, repo: Path, runs: int, rng: random.Random) -> dict[str, An
 
 def start_server(env: dict[str, str], repo: Path, log: Path) -> subprocess.Popen[bytes]:
     """`memstrata serve` over stdio, its stdin left open; returns once it listens for hooks
-    with its model loaded (read from its INFO log)."""
+    with its model loaded (read from its log)."""
     exe = Path(sys.executable).parent / "memstrata"
     with log.open("wb") as errors:
         proc = subprocess.Popen(
@@ -197,7 +197,7 @@ def start_server(env: dict[str, str], repo: Path, log: Path) -> subprocess.Popen
             stdin=subprocess.PIPE,
             stdout=subprocess.DEVNULL,
             stderr=errors,
-            env=env | {"MEMSTRATA_LOG_LEVEL": "INFO"},
+            env=env | {"MEMSTRATA_LOG_LEVEL": "DEBUG"},  # hooks.answered: its time per answer
             cwd=repo,
         )
     wanted = {"hooks.listening", "embedder.ready"}
@@ -273,7 +273,8 @@ def measure_warm(db: Path, repo: Path, runs: int, rng: random.Random) -> dict[st
         times[name].append(ms)
         texts[name].append(text)
 
-    server = start_server(env, repo, runtime.parent / f"{runtime.name}-serve.log")
+    log = runtime.parent / f"{runtime.name}-serve.log"
+    server = start_server(env, repo, log)
     try:
         warm_up = {"session_id": "w", "prompt": "warm up the paths " * 2}
         for side_env in sides.values():  # the file cache and the server's first search
@@ -291,6 +292,16 @@ def measure_warm(db: Path, repo: Path, runs: int, rng: random.Random) -> dict[st
     out: dict[str, Any] = {f"{name}_ms": summary(samples) for name, samples in times.items()}
     out |= {f"{name}_size": sizes(samples) for name, samples in texts.items()}
     out["python_pass_ms"] = summary(floor)
+    # The server's own time per prompt (from reading the request to its answer), warm-up not
+    # counted: the rest of prompt_warm is the hook process and the socket.
+    answered = [
+        record["ms"]
+        for line in log.read_text().splitlines()
+        if line[:1] == "{"
+        and (record := json.loads(line)).get("event") == "hooks.answered"
+        and record.get("op") == "user-prompt-submit"
+    ]
+    out["server_answer_ms"] = summary(answered[1:])
     imports = [client_import_ms() for _ in range(5)]
     for name in ("hook_path", "warm_client"):
         out[f"{name}_import_ms"] = round(statistics.median(i[name] for i in imports), 2)
@@ -354,6 +365,8 @@ def warm_markdown(results: dict[str, Any]) -> str:
         rows.append(f"| {label} | {f['p50']:.0f} | {f['p95']:.0f} | {s['injected']}/{s['of']} |")
     f = results["python_pass_ms"]
     rows.append(f"| `python -c pass` (the floor of any hook) | {f['p50']:.0f} | {f['p95']:.0f} | |")
+    f = results["server_answer_ms"]
+    rows.append(f"| the warm server's own time per answer | {f['p50']:.0f} | {f['p95']:.0f} | |")
     rows.append(
         f"\nimports of the warm hook (server.cli, server.hooks.entry, server.hooks.warm): "
         f"{results['hook_path_import_ms']} ms, of which the warm client adds "
