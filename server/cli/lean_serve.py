@@ -33,7 +33,6 @@ Stdlib only, like everything that runs before the hand-over.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import sys
@@ -92,6 +91,19 @@ def _parse(line: bytes) -> dict[str, Any] | None:
 
 def _is_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
+
+
+def _private_dup(fd: int) -> int:
+    """A duplicate of `fd` that children do not inherit, outside the standard 0-2.
+
+    Raises:
+        OSError: It would be 0-2 (a standard stream is closed): no early answers then.
+    """
+    duplicate = os.dup(fd)  # not inheritable (PEP 446)
+    if duplicate <= 2:
+        os.close(duplicate)
+        raise OSError(f"a standard stream is closed (fd {duplicate} is free)")
+    return duplicate
 
 
 def _write_all(fd: int, data: bytes) -> None:
@@ -178,8 +190,8 @@ class LeanStdio:
 
     def start(self) -> None:
         """Take stdin and stdout for the protocol and start answering (module docstring, 1)."""
-        self._in_fd = fcntl.fcntl(0, fcntl.F_DUPFD_CLOEXEC, 3)
-        self._out_fd = fcntl.fcntl(1, fcntl.F_DUPFD_CLOEXEC, 3)
+        self._in_fd = _private_dup(0)
+        self._out_fd = _private_dup(1)
         null = os.open(os.devnull, os.O_RDWR)
         os.dup2(null, 0)
         try:
@@ -280,7 +292,7 @@ class LeanStdio:
                 return False
             feed_r, self._feed_fd = os.pipe()
             relay_r, relay_w = os.pipe()
-            self._marker_fd = fcntl.fcntl(relay_w, fcntl.F_DUPFD_CLOEXEC, 3)
+            self._marker_fd = _private_dup(relay_w)
             log_lines, self._log = self._log, []
             self._handed = True
         with contextlib.suppress(OSError, ValueError, AttributeError):
