@@ -223,6 +223,9 @@ def test_plugin_validates_strictly(tmp_path: Path) -> None:
     )
     assert done.returncode == 0, done.stdout + done.stderr
     assert "Validation passed" in done.stdout
+    # One server, the plugin's own: no project .mcp.json at the root listed as a second one.
+    servers = [line for line in done.stdout.splitlines() if "mcpServers:" in line]
+    assert len(servers) == 1 and "memstrata-launch" in servers[0], servers
 
 
 def test_a_poisoned_key_reaches_the_next_session_flat(ws: ClaudeWorkspace) -> None:

@@ -4,8 +4,9 @@ The schema facts below come from Claude Code's plugin documentation (code.claude
 plugins-reference, plugins/manifest-reference, plugins/marketplace-reference and hooks):
 - `.claude-plugin/plugin.json`: `name` is the only required field, kebab-case; `mcpServers` is
   a path or an inline map of server configs; when a manifest key is set, the matching default
-  location is not read, which is why the server lives inline here and the repository's own
-  `.mcp.json` (a project server for people working in the checkout) is not the plugin's.
+  location is not read, which is why the server lives inline here. Claude Code 2.1.332 still
+  reads a `.mcp.json` at the plugin root (and `claude plugin validate` lists it), so the
+  checkout's project server for people working in it lives in `examples/mcp.json` instead.
 - `hooks/hooks.json` is loaded from its default location; declaring the same file again under
   `hooks` in the manifest is reported as a duplicate, so the manifest must not.
 - A hooks file is `{"hooks": {Event: [{"matcher"?: str, "hooks": [{"type": "command",
@@ -252,8 +253,10 @@ def test_plugin_registers_the_five_events_and_the_server_with_git_scope() -> Non
 
 
 def test_the_repository_project_server_stays_as_the_readme_documents() -> None:
-    """The checkout's .mcp.json is for people working in it; the plugin's server is inline."""
-    project = load(ROOT / ".mcp.json")["mcpServers"]["memstrata"]
+    """The example project server is for people working in the checkout, not at the plugin's
+    root (where Claude Code would read it as a second server of the plugin)."""
+    assert not (ROOT / ".mcp.json").exists()
+    project = load(ROOT / "examples" / "mcp.json")["mcpServers"]["memstrata"]
     assert project == {
         "command": ".venv/bin/memstrata",
         "args": ["serve"],
