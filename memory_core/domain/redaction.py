@@ -2,15 +2,12 @@
 
 Every service that stores text or JSON passes it through a `Redactor` (memories, learn keys,
 scratchpad, preferences, playbooks, business documents, conversations, imports), so one table
-below decides what counts as a credential everywhere.
-
-Pure functions over strings. Each detector aims at a credential *shape*: a distinctive prefix
-or structure (a PEM block, `AKIA...`, `ghp_...`, `scheme://user:pass@host`), or a value assigned
-to a key that names a secret (`password=...`, `"SecretAccessKey": "..."`). Ordinary prose,
-hashes, UUIDs and git SHAs are left alone (tests/unit/test_redaction.py holds the positive and
-negative table). The rules follow the common ones of gitleaks and detect-secrets; neither is used
-as a library: both scan files and report lines, not spans to replace, and detect-secrets pulls
-in requests and PyYAML for plugins we would not use.
+decides what counts as a credential everywhere: `secret_shapes` (the shapes, each written from
+its format's definition) and `secret_values` (what a secret value and a secret-naming key look
+like). Ordinary prose, hashes, UUIDs, git SHAs, versions, colours and base64 images are left
+alone (tests/unit/test_redaction*.py hold the positive, held-out and negative tables). gitleaks
+and detect-secrets are not used as libraries: both scan files and report lines, not spans to
+replace, and detect-secrets pulls in requests and PyYAML for plugins we would not use.
 
 Keys (a `learn` key, a metadata key) get a short hash of the secret in their placeholder,
 `[REDACTED:<kind>:1a2b3c]`, so two different secrets used as keys stay two keys. Text keeps the
@@ -20,19 +17,15 @@ The report says which kinds were found and how often, never what they were.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
-import itertools
-import math
 import re
 from collections import Counter
-from collections.abc import Callable
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, JsonValue
+
+from memory_core.domain import secret_values as values
+from memory_core.domain.secret_shapes import DETECTORS, SECRET_KINDS, Detector, SecretKind
 
 __all__ = [
     "SECRET_KINDS",
@@ -45,341 +38,31 @@ __all__ = [
     "redact_text",
 ]
 
-SecretKind = Literal[
-    "private_key",
-    "aws_access_key",
-    "aws_secret_key",
-    "azure_storage_key",
-    "github_token",
-    "gitlab_token",
-    "slack_token",
-    "slack_webhook",
-    "anthropic_key",
-    "openai_key",
-    "stripe_key",
-    "google_api_key",
-    "google_oauth_token",
-    "npm_token",
-    "pypi_token",
-    "huggingface_token",
-    "sendgrid_key",
-    "jwt",
-    "bearer_token",
-    "basic_auth",
-    "url_password",
-    "password",
-    "secret_value",
-]
-SECRET_KINDS: tuple[SecretKind, ...] = get_args(SecretKind)
-
-# Mixed case plus a digit: real provider keys are random, hyphenated English words are not.
-# Bounded: unbounded lookaheads rescan a long run of candidates at every start (quadratic:
-# 100k characters of "sk-sk-..." took 35 s); a real key shows all three within 200 chars.
-_RANDOM = (
-    r"(?=[A-Za-z0-9_\-]{0,200}[0-9])(?=[A-Za-z0-9_\-]{0,200}[A-Z])(?=[A-Za-z0-9_\-]{0,200}[a-z])"
-)
-# What may follow a key name before its value: a closing quote, then `:`, `=` or `=>`, then an
-# opening quote.
-_ASSIGN = r"[\"']?\s*(?:=>|:=|[:=])\s*"
-# A key naming a password, right before its value (`DB_PASSWORD=`, not `PASSWORD_FILE=`).
-# The lookbehind keeps a keyed marker (`[REDACTED:password:1a2b3c]`) from matching again.
-_PASSWORD_NAME = r"(?<!\[REDACTED:)(?i:password|passwd|passphrase|pwd)"
-# A key naming some other secret: `api_key`, `client_secret`, `SessionToken`, `auth_token`...
-# Bounded repeats: an unbounded one would make a long identifier run quadratic to scan.
-_SECRET_NAME = (
-    r"(?<!\[REDACTED:)(?i:secret|token|api[_\-]?key|apikey|access[_\-]?key|private[_\-]?key"
-    r"|auth[_\-]?key|credentials?|signature)[A-Za-z0-9_\-]{0,40}"
-)
-# JSON keys are split into words (snake, kebab, dot and camel case); these words name a secret.
-_SECRET_WORDS = frozenset(
-    {"password", "passwd", "passphrase", "pwd", "secret", "token", "credential", "credentials"}
-    | {"apikey", "signature"}
-)
-_SECRET_PAIRS = frozenset({("api", "key"), ("access", "key"), ("private", "key"), ("auth", "key")})
-# A key that only *describes* a secret (`token_type`, `password_policy`) holds none.
-_DESCRIPTIVE_WORDS = frozenset(
-    {"type", "count", "limit", "len", "length", "budget", "id", "name", "file", "path", "url"}
-    | {"uri", "expires", "expiry", "expiration", "ttl", "kind", "usage", "used", "policy"}
-    | {"rotation", "endpoint", "format", "hint", "prompt", "label", "field", "header", "env"}
-    | {"var", "ref", "arn", "hash", "min", "max", "rule", "rules", "required", "reset"}
-)
-_WORD = re.compile(r"[A-Z]+(?![a-z])|[A-Z]?[a-z]+|[0-9]+")
-# Values that are already placeholders, templates or masks: never redacted again.
-_PLACEHOLDER = re.compile(
-    r"^(?:\[REDACTED:[a-z_]+(?::[0-9a-f]{6})?\]|<[^>]*>|\$\{[^}]*\}|\{\{[^}]*\}\}|\*+|x+|X+|\.\.\.|"
-    r"null|none|None|true|false|changeme|redacted|REDACTED|\$[A-Z_][A-Z0-9_]*|%\([a-z_]+\)s)$"
-)
+# Every trigger once, grouped under a "gate": the punctuation it ends with, if any. A gate
+# absent from the text rules out its triggers with one scan (prose has no `_`).
+_TRIGGERS: tuple[str, ...] = tuple(sorted({t for d in DETECTORS for t in d.triggers}))
+_GATES: dict[str, tuple[str, ...]] = {}
+for _trigger in _TRIGGERS:
+    _gate = next((c for c in reversed(_trigger) if c in "_-.:~/="), "")
+    _GATES[_gate] = (*_GATES.get(_gate, ()), _trigger)
 
 
-def _entropy(value: str) -> float:
-    counts = Counter(value)
-    return -sum(n / len(value) * math.log2(n / len(value)) for n in counts.values())
+def _present(lowered: str) -> set[str]:
+    """The triggers found in `lowered`."""
+    found: set[str] = set()
+    for gate, triggers in _GATES.items():
+        if gate and gate not in lowered:
+            continue
+        found.update(t for t in triggers if t in lowered)
+    return found
 
 
-def _random_looking(secret: str) -> bool:
-    """A generic secret value: letters and digits mixed, and not a low-entropy word."""
-    has_digit = any(c.isdigit() for c in secret)
-    has_alpha = any(c.isalpha() for c in secret)
-    return has_digit and has_alpha and _entropy(secret) >= 3.0 and not _PLACEHOLDER.match(secret)
-
-
-# A value that refers to a secret held elsewhere: `<your password>`, `${DB_PASSWORD}`, `$PASS`.
-_REFERENCE = re.compile(r"^(?:<|\$\{|\{\{|\$[A-Za-z_]|%\(|os\.environ|process\.env|env\()")
-
-
-def _password_value(secret: str) -> bool:
-    return not _PLACEHOLDER.match(secret) and not _REFERENCE.match(secret)
-
-
-def _unquoted_password(secret: str) -> bool:
-    # `password: required` is prose; `password: hunter2` is not. A bare value after a colon
-    # must hold something besides letters.
-    return _password_value(secret) and not secret.isalpha()
-
-
-def _basic_credentials(secret: str) -> bool:
-    try:
-        decoded = base64.b64decode(secret + "=" * (-len(secret) % 4), validate=True)
-    except (binascii.Error, ValueError):
-        return False
-    text = decoded.decode("utf-8", errors="replace")
-    return ":" in text and text.isprintable() and "\ufffd" not in text
-
-
-def _not_a_port(secret: str) -> bool:
-    # `http://host:8080/a@b` is a port and a path, not a password.
-    return re.match(r"^\d{1,5}(?:/|$)", secret) is None
-
-
-@dataclass(frozen=True)
-class _Detector:
-    """A credential shape: its group "secret" (else the whole match) is replaced.
-
-    The pattern is compiled at its first use: most writes trigger a few detectors (see
-    _TRIGGERS), and compiling all of them cost every cold process that imports the gate
-    (a Claude Code hook, `memstrata stats`) ~10 ms.
-    """
-
-    kind: SecretKind
-    source: str
-    accept: Callable[[str], bool] | None = None
-
-    @cached_property
-    def pattern(self) -> re.Pattern[str]:
-        """The compiled pattern."""
-        return re.compile(self.source)
-
-
-# Order matters where shapes overlap: Anthropic keys start with `sk-` too, a JWT after `Bearer`
-# is reported as a JWT, and a provider token assigned to `api_key=` is reported by provider.
-_DETECTORS: tuple[_Detector, ...] = (
-    _Detector(
-        "private_key",
-        (
-            r"-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----"
-            r"(?:(?!-----BEGIN )[\s\S]){0,20000}?"
-            r"(?:-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----|\Z)"
-        ),
-    ),
-    _Detector(
-        "aws_access_key",
-        (
-            r"(?<![A-Za-z0-9])(?:AKIA|ASIA|AGPA|AIDA|AROA|AIPA|ANPA|ANVA|ABIA|ACCA)[A-Z0-9]{16}"
-            r"(?![A-Za-z0-9])"
-        ),
-    ),
-    _Detector(
-        "aws_secret_key",
-        # The shell/INI form and the JSON of `aws sts get-session-token` / `aws configure
-        # export-credentials` (SecretAccessKey, SessionToken).
-        (
-            r"(?i:aws_?secret_?(?:access_?)?key|secret_?access_?key|aws_?session_?token"
-            r"|session_?token)"
-            rf"{_ASSIGN}[\"']?"
-            r"(?P<secret>[A-Za-z0-9/+=]{40,1200})(?![A-Za-z0-9/+=])"
-        ),
-    ),
-    _Detector(
-        "azure_storage_key",
-        # Azure Storage connection strings: `AccountKey=` and 88 characters of base64.
-        r"(?i:accountkey)\s*=\s*(?P<secret>[A-Za-z0-9+/]{40,120}={0,2})(?![A-Za-z0-9+/=])",
-    ),
-    _Detector(
-        "github_token",
-        r"\b(?:gh[pousr]_[A-Za-z0-9]{36,255}|github_pat_[A-Za-z0-9_]{50,255})\b",
-    ),
-    _Detector("gitlab_token", r"\bgl(?:pat|dt|rt|cbt|ptt|soat)-[A-Za-z0-9_\-]{20,}"),
-    _Detector("slack_token", r"\bxox[abposre]-[A-Za-z0-9\-]{10,}"),
-    _Detector(
-        "slack_webhook",
-        r"https://hooks\.slack\.com/services/T[A-Z0-9]+/B[A-Z0-9]+/[A-Za-z0-9]{16,}",
-    ),
-    _Detector("anthropic_key", r"\bsk-ant-[a-z]{2,10}\d{2}-[A-Za-z0-9_\-]{20,}"),
-    _Detector("openai_key", rf"\bsk-(?:proj-|svcacct-|admin-)?{_RANDOM}[A-Za-z0-9_\-]{{20,}}"),
-    _Detector(
-        "stripe_key",
-        # API keys, and webhook signing secrets (`whsec_`).
-        r"\b(?:(?:sk|rk|pk)_(?:live|test)_[A-Za-z0-9]{16,}|whsec_[A-Za-z0-9+/]{24,}=*)",
-    ),
-    _Detector("google_api_key", r"\bAIza[0-9A-Za-z_\-]{35}(?![0-9A-Za-z_\-])"),
-    _Detector("google_oauth_token", r"\bya29\.[0-9A-Za-z_\-]{20,}"),
-    _Detector("npm_token", r"\bnpm_[A-Za-z0-9]{36}(?![A-Za-z0-9])"),
-    _Detector("pypi_token", r"\bpypi-AgEIcHlwaS5vcmc[A-Za-z0-9_\-]{50,}"),
-    _Detector("huggingface_token", rf"\bhf_{_RANDOM}[A-Za-z0-9]{{30,}}(?![A-Za-z0-9])"),
-    _Detector("sendgrid_key", r"\bSG\.[A-Za-z0-9_\-]{22}\.[A-Za-z0-9_\-]{43}(?![A-Za-z0-9])"),
-    _Detector(
-        "jwt",
-        r"\beyJ[A-Za-z0-9_\-]{8,}\.eyJ[A-Za-z0-9_\-]{8,}\.[A-Za-z0-9_\-]{8,}",
-    ),
-    _Detector(
-        "bearer_token",
-        r"(?i:\bbearer)\s+(?P<secret>(?=[A-Za-z0-9\-._~+/]*[0-9])[A-Za-z0-9\-._~+/]{20,}=*)",
-    ),
-    _Detector(
-        "bearer_token",
-        # `Authorization: Token 9944b0...` (Django REST framework, GitHub's old form) and
-        # `Authorization: ApiKey ...`: any scheme but Basic and Bearer, which have their own.
-        (
-            r"(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:token|api-?key|key|sso-key)\s+"
-            r"(?P<secret>(?=[A-Za-z0-9\-._~+/:]*[0-9])[A-Za-z0-9\-._~+/:]{16,}=*)"
-        ),
-    ),
-    _Detector(
-        "basic_auth",
-        # `Authorization: Basic dXNlcjpwYXNz`: only when the value decodes to `user:password`.
-        r"(?i:\bbasic)\s+(?P<secret>[A-Za-z0-9+/]{6,}={0,2})(?![A-Za-z0-9+/=])",
-        _basic_credentials,
-    ),
-    _Detector(
-        "basic_auth",
-        # `curl -u user:password`
-        r"(?:^|\s)(?:-u|--user)\s+[^\s:]{1,256}:(?P<secret>[^\s\"']{1,256})",
-        _password_value,
-    ),
-    _Detector(
-        "url_password",
-        # scheme://[user]:password@host: only the password goes, the rest stays readable. The
-        # password may hold `/` or `@` (the greedy match runs to the last `@` before the host).
-        (
-            r"(?<=[A-Za-z0-9])://[^\s:/@]{0,256}:(?P<secret>[^\s]{1,256})@"
-            r"(?=[A-Za-z0-9\[][^\s@]*(?:[\s\"'<>]|$))"
-        ),
-        _not_a_port,
-    ),
-    _Detector(
-        "password",
-        # password="...", 'password': '...', "password": "..." (quoted: anything up to the quote)
-        rf"{_PASSWORD_NAME}[\"']?\s*(?:=>|:=|[:=])\s*\"(?P<secret>[^\"\n]{{1,512}})\"",
-        _password_value,
-    ),
-    _Detector(
-        "password",
-        rf"{_PASSWORD_NAME}[\"']?\s*(?:=>|:=|[:=])\s*'(?P<secret>[^'\n]{{1,512}})'",
-        _password_value,
-    ),
-    _Detector(
-        "password",
-        # PASSWORD=hunter2, --password=hunter2 (shell and .env form: no spaces around `=`).
-        # Code is not a credential: `password = get_password()`, `self.password = password`
-        # (spaces), `password=request.form["password"]` (a call or subscript), and `PWD=/home`
-        # (the shell's working directory: bare `pwd` is left out of this form).
-        (
-            r"(?<!\[REDACTED:)(?i:password|passwd|passphrase)="
-            r"(?![A-Za-z_][\w.]*[(\[])(?P<secret>[^\s\"',;&]{1,512})"
-        ),
-        _password_value,
-    ),
-    _Detector(
-        "password",
-        # `mysql -u root -pS3cret`: the MySQL clients take the password glued to `-p` (a bare
-        # `-p` prompts for it, and `-P` is the port).
-        (
-            r"(?i:mysql|mysqldump|mysqladmin|mysqlimport|mariadb|mariadb-dump)(?![\w-])"
-            r"[^\n|;&]{0,200}?\s-p(?P<q>[\"']?)(?P<secret>[^\s\"']{1,256})(?P=q)(?=\s|$)"
-        ),
-        _password_value,
-    ),
-    _Detector(
-        "password",
-        # password: hunter2 (YAML or prose form: a value with something besides letters)
-        rf"{_PASSWORD_NAME}[\"']?\s*:\s*(?P<secret>[^\s\"',;&]{{1,512}})",
-        _unquoted_password,
-    ),
-    _Detector(
-        "secret_value",
-        # api_key = "...", client_secret: ..., "auth_token": "..." with a random-looking value.
-        (
-            rf"{_SECRET_NAME}{_ASSIGN}[\"']?"
-            r"(?P<secret>[A-Za-z0-9/+_\-.~=]{16,1024})(?![A-Za-z0-9/+_\-.~=])"
-        ),
-        _random_looking,
-    ),
-)
-
-
-# Lower-case text a detector's match must contain: a detector whose triggers are all absent
-# is skipped (one C-speed `in` instead of a regex walk over every position). For the kinds in
-# _ANCHORED every match *starts* at a trigger, so the pattern is tried at those offsets only:
-# a 5 MB document is scanned at its few "password"/"token" words, not at 5 million places.
-_TRIGGERS: dict[SecretKind, tuple[str, ...]] = {
-    "private_key": ("private key",),
-    "aws_access_key": (
-        "akia",
-        "asia",
-        "agpa",
-        "aida",
-        "aroa",
-        "aipa",
-        "anpa",
-        "anva",
-        "abia",
-        "acca",
-    ),
-    "aws_secret_key": ("aws", "secret", "session"),
-    "azure_storage_key": ("accountkey",),
-    "github_token": ("ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-    "gitlab_token": ("glpat-", "gldt-", "glrt-", "glcbt-", "glptt-", "glsoat-"),
-    "slack_token": ("xox",),
-    "slack_webhook": ("hooks.slack.com",),
-    "anthropic_key": ("sk-ant-",),
-    "openai_key": ("sk-",),
-    "stripe_key": ("_live_", "_test_", "whsec_"),
-    "google_api_key": ("aiza",),
-    "google_oauth_token": ("ya29.",),
-    "npm_token": ("npm_",),
-    "pypi_token": ("pypi-",),
-    "huggingface_token": ("hf_",),
-    "sendgrid_key": ("sg.",),
-    "jwt": ("eyj",),
-    "bearer_token": ("bearer", "authorization"),
-    "basic_auth": ("basic", "-u", "--user"),
-    "url_password": ("://",),
-    "password": ("pass", "pwd", "mysql", "mariadb"),
-    "secret_value": (
-        *("secret", "token", "api", "access", "private", "auth", "credential", "signature"),
-    ),
-}
-_ANCHORED: frozenset[SecretKind] = frozenset(
-    {
-        "aws_secret_key",
-        "azure_storage_key",
-        "bearer_token",
-        "password",
-        "secret_value",
-        "url_password",
-    }
-)
-
-
-_TRIGGER_KINDS: tuple[tuple[str, SecretKind], ...] = tuple(
-    (trigger, kind) for kind, triggers in _TRIGGERS.items() for trigger in triggers
-)
-
-
-def _starts(lowered: str, triggers: tuple[str, ...]) -> list[int]:
-    """Every offset where a trigger starts, in order."""
+def _starts(lowered: str, triggers: tuple[str, ...], present: set[str]) -> list[int]:
+    """Every offset where one of the present triggers starts, in order."""
     found: set[int] = set()
     for trigger in triggers:
+        if trigger not in present:
+            continue
         at = lowered.find(trigger)
         while at != -1:
             found.add(at)
@@ -387,25 +70,30 @@ def _starts(lowered: str, triggers: tuple[str, ...]) -> list[int]:
     return sorted(found)
 
 
-def _anchored_sub(
-    pattern: re.Pattern[str], text: str, starts: list[int], replace: Callable[[re.Match[str]], str]
-) -> str:
-    """`pattern.sub(replace, text)` for a pattern whose matches begin at one of `starts`."""
-    out: list[str] = []
+def _matches(
+    detector: Detector, text: str, lowered: str, present: set[str], aligned: bool
+) -> list[re.Match[str]]:
+    """Non-overlapping matches that hold a secret (tried at trigger offsets when anchored)."""
+    if not (detector.anchored and aligned):
+        return list(detector.pattern.finditer(text))
+    found: list[re.Match[str]] = []
     last = 0
-    for at in starts:
+    for at in _starts(lowered, detector.triggers, present):
         if at < last:
             continue  # inside the previous match
-        match = pattern.match(text, at)
-        if match is None:
-            continue
-        out.append(text[last : match.start()])
-        out.append(replace(match))
-        last = match.end()
-    if not out:
-        return text
-    out.append(text[last:])
-    return "".join(out)
+        match = detector.pattern.match(text, at)
+        if match is not None and detector.spans(match):
+            found.append(match)
+            last = match.end()
+    return found
+
+
+def _in_marker(text: str, start: int, secret: str) -> bool:
+    """Whether the span is, holds or sits inside a marker (`[REDACTED:password:1a2b3c]`)."""
+    if "[REDACTED:" in secret:
+        return True
+    opened = text.rfind("[REDACTED:", max(0, start - 40), start)
+    return opened != -1 and text.find("]", opened) >= start
 
 
 def _marker(kind: SecretKind, secret: str | None) -> str:
@@ -447,34 +135,24 @@ def _redact(text: str, policy: RedactionPolicy, report: Redaction, *, keyed: boo
     # Lower-casing keeps offsets unless a character lower-cases to several (a rare "İ"):
     # then every pattern is tried everywhere, as without anchors.
     aligned = len(lowered) == len(text)
-    present = {kind for trigger, kind in _TRIGGER_KINDS if trigger in lowered}
-    for detector in _DETECTORS:
-        kind = detector.kind
-        if kind not in present or kind not in policy.kinds:
+    present = _present(lowered)
+    for detector in DETECTORS:
+        if not any(t in present for t in detector.triggers):
             continue
-        triggers = _TRIGGERS[kind]
-
-        def replace(match: re.Match[str], detector: _Detector = detector) -> str:
-            has_group = "secret" in match.re.groupindex
-            secret = match.group("secret") if has_group else match.group(0)
-            if "[REDACTED:" in secret:  # an earlier detector took it out already
-                return match.group(0)
-            if detector.accept is not None and not detector.accept(secret):
-                return match.group(0)
-            report.counts[detector.kind] += 1
-            marker = _marker(detector.kind, secret if keyed else None)
-            if not has_group:
-                return marker
-            whole, offset = match.group(0), match.start()
-            start, end = match.span("secret")
-            return whole[: start - offset] + marker + whole[end - offset :]
-
-        if kind in _ANCHORED and aligned:
-            changed = _anchored_sub(detector.pattern, text, _starts(lowered, triggers), replace)
-        else:
-            changed = detector.pattern.sub(replace, text)
-        if changed != text:
-            text = changed
+        out: list[str] = []
+        last = 0
+        for match in _matches(detector, text, lowered, present, aligned):
+            for kind, start, end in detector.spans(match):
+                secret = text[start:end]
+                if start < last or kind not in policy.kinds or _in_marker(text, start, secret):
+                    continue  # overlapping, not asked for, or taken out already
+                report.counts[kind] += 1
+                out.append(text[last:start])
+                out.append(_marker(kind, secret if keyed else None))
+                last = end
+        if out:
+            out.append(text[last:])
+            text = "".join(out)
             lowered = text.lower()
             aligned = len(lowered) == len(text)
     return text
@@ -511,16 +189,6 @@ def redact_key(
     return _redact(key, policy, report, keyed=True), report
 
 
-def _names_a_secret(key: str) -> bool:
-    """`aws_secret_access_key`, `SecretAccessKey`, `apiKey`, `password`: yes; `token_type`: no."""
-    words = [w.lower() for w in _WORD.findall(key[:200])]
-    if not words or words[-1] in _DESCRIPTIVE_WORDS:
-        return False
-    return any(w in _SECRET_WORDS for w in words) or any(
-        pair in _SECRET_PAIRS for pair in itertools.pairwise(words)
-    )
-
-
 def redact_json(
     value: JsonValue, policy: RedactionPolicy | None = None, report: Redaction | None = None
 ) -> tuple[JsonValue, Redaction]:
@@ -537,34 +205,79 @@ def redact_json(
     return _redact_json(value, policy, report), report
 
 
-def _redact_json(value: JsonValue, policy: RedactionPolicy, report: Redaction) -> JsonValue:
+def _redact_json(
+    value: JsonValue,
+    policy: RedactionPolicy,
+    report: Redaction,
+    under: values.KeyStrength | None = None,
+) -> JsonValue:
+    """`value` redacted; `under` is the strength of the nearest secret-naming key above it."""
     if isinstance(value, str):
-        return _redact(value, policy, report, keyed=False)
+        redacted = _redact(value, policy, report, keyed=False)
+        if under is not None and redacted == value and values.token_like(value.strip()):
+            # `{"credentials": {"prod": "hunter2-Blue-42"}}`: a token under a secret's name.
+            return _count(_kind_for(under), value, policy, report)
+        return redacted
     if isinstance(value, list):
-        return [_redact_json(v, policy, report) for v in value]
+        return [_redact_json(v, policy, report, under) for v in value]
     if isinstance(value, dict):
         out: dict[str, JsonValue] = {}
         for k, v in value.items():
             key = _redact(k, policy, report, keyed=True)
-            out[key] = _secret_field(k, v, policy, report)
+            out[key] = _secret_field(k, v, policy, report, under)
         return out
     return value
 
 
-def _secret_field(
-    key: str, value: JsonValue, policy: RedactionPolicy, report: Redaction
+def _kind_for(strength: values.KeyStrength) -> SecretKind:
+    return "password" if strength == "password" else "secret_value"
+
+
+def _count(
+    kind: SecretKind, value: JsonValue, policy: RedactionPolicy, report: Redaction
 ) -> JsonValue:
-    if not (isinstance(value, str) and value.strip() and _names_a_secret(key)):
-        return _redact_json(value, policy, report)
-    redacted = _redact(value, policy, report, keyed=False)
-    if redacted != value or _PLACEHOLDER.match(value.strip()):
-        return redacted  # a detector already took the secret out (or there is none)
-    password = re.search(_PASSWORD_NAME, key) is not None
-    kind: SecretKind = "password" if password else "secret_value"
     if kind not in policy.kinds:
         return value
     report.counts[kind] += 1
     return _marker(kind, None)
+
+
+# `Bearer <token>`, `Basic <base64>`: the scheme stays, the credentials go.
+_SCHEME_VALUE = re.compile(r"^([A-Za-z][A-Za-z0-9_\-]{1,30})\s+(\S+)$")
+
+
+def _secret_field(
+    key: str,
+    value: JsonValue,
+    policy: RedactionPolicy,
+    report: Redaction,
+    under: values.KeyStrength | None,
+) -> JsonValue:
+    """A value under `key`: whole when the key names a secret (`pw`, `apiKey`, `auth`...)."""
+    strength = values.key_strength(key)
+    if strength is None:
+        return _redact_json(value, policy, report, under)
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        # `{"pin": 1234}` is a count elsewhere; `{"password": 123456}` is a password.
+        if strength == "password":
+            return _count("password", value, policy, report)
+        return value
+    if not isinstance(value, str):
+        return _redact_json(value, policy, report, strength)
+    stripped = value.strip()
+    redacted = _redact(value, policy, report, keyed=False)
+    if redacted != value or not values.password_value(stripped):
+        return redacted  # a detector already took the secret out (or there is none)
+    if strength == "weak":
+        scheme = _SCHEME_VALUE.match(stripped)
+        if scheme is not None and values.token_like(scheme.group(2)):
+            marker = _count("bearer_token", scheme.group(2), policy, report)
+            return value if marker == scheme.group(2) else f"{scheme.group(1)} {marker}"
+        if values.basic_credentials(stripped):
+            return _count("basic_auth", value, policy, report)  # Docker's `auth`
+        if not values.token_like(stripped):
+            return value
+    return _count(_kind_for(strength), value, policy, report)
 
 
 @dataclass(frozen=True)
