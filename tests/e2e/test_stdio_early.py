@@ -283,6 +283,10 @@ def test_a_handshake_client_gets_its_opening_early_and_its_first_call_from_the_s
     # The handshake was replayed into the SDK's session: it serves what needs one.
     server.send(plain(5, "tools/call", name="recall", arguments={"key": "k.early"}))
     assert server.receive()["result"]["structuredContent"]["value"] == "v"
+    server.send(plain(6, "tools/call", name="enable_toolset", arguments={"toolset": "bulk"}))
+    notified = by_id(server.answers(2))
+    assert notified["id:6"]["result"]["isError"] is False
+    assert "notifications/tools/list_changed:None" in notified
     assert server.close() == 0
     assert "Traceback" not in starts.stderr(2)
 
