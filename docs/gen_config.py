@@ -95,6 +95,7 @@ SECTIONS: list[tuple[str, list[str] | str, str]] = [
             "http_allowed_hosts",
             "http_allowed_origins",
             "http_max_body_bytes",
+            "http_trusted_proxies",
         ],
         "Without a token, `serve --http` refuses to listen beyond loopback unless given "
         "`--insecure`. A token file can limit each token to projects and to read-only tools; "

@@ -231,6 +231,13 @@ class SettingsFields(BaseModel):
     http_max_body_bytes: int = Field(
         1_048_576, ge=1024, description="Largest HTTP request body `serve --http` accepts."
     )
+    http_trusted_proxies: str = Field(
+        "",
+        description="Comma-separated addresses or networks (e.g. '127.0.0.1,10.0.0.0/8') of "
+        "reverse proxies whose X-Forwarded-For and X-Forwarded-Proto `serve --http` believes; "
+        "empty (the default): none, the connecting address is the client (sign-in throttle, "
+        "logs) and the scheme is the connection's.",
+    )
     conversation: ConversationPolicy = Field(default_factory=ConversationPolicy)
     knowledge: KnowledgePolicy = Field(default_factory=KnowledgePolicy)
     hooks: HookPolicy = Field(default_factory=HookPolicy)

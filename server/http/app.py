@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import socket
 from collections.abc import Callable
+from typing import Any
 
 import structlog
 from mcp.server.auth.settings import AuthSettings
@@ -17,6 +18,7 @@ from server.app import build_server
 from server.app_context import LiveContext
 from server.http.auth import AuthConfigError, TokenAuthority, is_loopback, load_authority
 from server.http.guard import HttpGuard
+from server.http.throttle import AuthThrottle
 from server.logging import configure_logging
 from server.settings import Settings
 
@@ -25,6 +27,7 @@ __all__ = [
     "HttpStartError",
     "build_http_app",
     "listen",
+    "proxy_options",
     "serve_http",
     "transport_security",
 ]
@@ -139,6 +142,9 @@ async def build_http_app(
     # task and its buffers, up to the SDK's 10,000) and lock every other client out; the
     # tools need no server-to-client requests, and progress still streams in the response.
     security = transport_security(settings, host)
+    # One count of failed tokens per client address for /mcp and the dashboard alike, so a
+    # client held back on one cannot go on guessing on the other.
+    throttle = AuthThrottle()
     app = mcp.streamable_http_app(
         stateless_http=True,
         host=host,
@@ -151,7 +157,7 @@ async def build_http_app(
         from server.http.dashboard.routes import Dashboard
 
         dashboard = Dashboard(
-            live, DashboardAccess(authority), security, settings.default_project()
+            live, DashboardAccess(authority), security, settings.default_project(), throttle
         )
         # After /mcp: the dashboard's routes never shadow the MCP endpoint.
         app.router.routes.extend(dashboard.routes())
@@ -167,7 +173,23 @@ async def build_http_app(
         read_only_tools=read_only,
         unscoped_tools=unscoped,
         max_body_bytes=settings.http_max_body_bytes,
+        throttle=throttle,
     )
+
+
+def proxy_options(settings: Settings) -> dict[str, Any]:
+    """Uvicorn's proxy-header options: X-Forwarded-* believed only from the listed proxies.
+
+    Trigger: uvicorn's defaults (proxy_headers on, FORWARDED_ALLOW_IPS or 127.0.0.1 and ::1
+    trusted). Why: then any local process, or anything a local proxy passes on unchanged,
+    chooses its own client address by sending X-Forwarded-For, and so walks out of the
+    failed-token throttle. Outcome: off unless MEMSTRATA_HTTP_TRUSTED_PROXIES lists proxies;
+    with them, the client is the address the nearest untrusted hop names (uvicorn's rule).
+    """
+    proxies = _split(settings.http_trusted_proxies)
+    if not proxies:
+        return {"proxy_headers": False}
+    return {"proxy_headers": True, "forwarded_allow_ips": proxies}
 
 
 async def serve_http(
@@ -192,7 +214,9 @@ async def serve_http(
 
     app = await build_http_app(settings, host, port, insecure=insecure, hook_listener=True)
     configure_logging(settings.log_level, settings.log_format)
-    config = uvicorn.Config(app, host=host, port=port, log_config=None, access_log=False)
+    config = uvicorn.Config(
+        app, host=host, port=port, log_config=None, access_log=False, **proxy_options(settings)
+    )
     sock = listen(host, port)
     url = f"http://{host}:{port}/mcp"
     log.info("server.starting", transport="http", url=url, db=settings.store_location)

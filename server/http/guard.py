@@ -1,10 +1,20 @@
-"""ASGI middleware in front of streamable HTTP: request body limit, then per-token grants.
+"""ASGI middleware in front of streamable HTTP: auth throttle, body limit, per-token grants.
 
 Why grants are checked here and not in the tools: a JSON-RPC message names the tool and its
 `project` argument, so the edge can refuse a call outside a token's grant with HTTP 403 before
 any MCP session, tool code or database sees it. Every tool (including ones added later) is
 covered by the same rule, read-only-ness comes from the tools' own annotations, and a refused
 call is logged once with the token's name (never the token).
+
+Before any of that, a request carrying a bearer token is checked against the throttle of its
+client address (server.http.throttle): a held-back address gets 429 whatever the token, and a
+token that matches no grant counts as a failure there, on /mcp and on the dashboard's pages
+alike. A read-only token's requests run with access recording off, so its reads leave no
+mark on the memories' use (access_count, last_accessed): reading is not using.
+
+Refusals are JSON-RPC error objects (`application/json`), which the SDK client and others
+turn into an error that shows the message; a bare status would show as "Server returned an
+error response", without the limit or the reason.
 """
 
 from __future__ import annotations
@@ -17,7 +27,9 @@ from urllib.parse import unquote
 import structlog
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from memory_core.services.access_recording import access_unrecorded
 from server.http.auth import Grant, TokenAuthority
+from server.http.throttle import AuthThrottle, peer
 
 __all__ = ["HttpGuard", "refusal"]
 
@@ -31,6 +43,8 @@ WRITES_WITH_ARGUMENT = {"playbook_find": "session_id"}
 RESOURCE_METHODS = frozenset({"resources/read", "resources/subscribe", "resources/unsubscribe"})
 RESOURCE_SCHEME = "memory://"
 FORBIDDEN_CODE = -32003  # JSON-RPC server-error range; the HTTP status (403) is what counts
+THROTTLED_CODE = -32029  # likewise, with 429
+INVALID_REQUEST_CODE = -32600  # JSON-RPC's own: the request cannot be taken (too large)
 
 
 def _project_refusal(grant: Grant, project: object) -> str | None:
@@ -122,8 +136,16 @@ def _bearer(scope: Scope) -> str | None:
     return None
 
 
-async def _respond(send: Send, status: int, payload: dict[str, Any]) -> None:
+def _rpc_error(request_id: object, code: int, message: str) -> dict[str, Any]:
+    """A JSON-RPC error object (clients put their own request's id on a null one)."""
+    return {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+
+
+async def _respond(
+    send: Send, status: int, payload: dict[str, Any], headers: Mapping[str, str] | None = None
+) -> None:
     body = json.dumps(payload).encode()
+    extra = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in (headers or {}).items()]
     await send(
         {
             "type": "http.response.start",
@@ -131,14 +153,22 @@ async def _respond(send: Send, status: int, payload: dict[str, Any]) -> None:
             "headers": [
                 (b"content-type", b"application/json"),
                 (b"content-length", str(len(body)).encode()),
+                *extra,
             ],
         }
     )
     await send({"type": "http.response.body", "body": body})
 
 
+def _declared_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", []):
+        if name == b"content-length" and value.isdigit():
+            return int(value)
+    return None
+
+
 class HttpGuard:
-    """Refuse oversized bodies (413) and calls outside a token's grant (403)."""
+    """Hold back failed tokens (429); refuse oversized bodies (413), calls outside grants (403)."""
 
     def __init__(
         self,
@@ -149,8 +179,10 @@ class HttpGuard:
         read_only_tools: frozenset[str],
         max_body_bytes: int,
         unscoped_tools: frozenset[str] = frozenset(),
+        throttle: AuthThrottle | None = None,
     ) -> None:
         self.app = app
+        self.throttle = throttle or AuthThrottle()
         self.authority = authority
         self.default_project = default_project
         self.read_only_tools = read_only_tools
@@ -159,20 +191,47 @@ class HttpGuard:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         """Run one ASGI request through the checks, then the wrapped app."""
-        if scope["type"] != "http" or scope.get("method") != "POST":
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        token = _bearer(scope)
+        grant = None
+        if self.authority is not None and token is not None:
+            client = peer(scope)
+            wait_s = self.throttle.wait_s(client)
+            if wait_s:
+                # Not logged per request (the hold was logged when it began).
+                message = (
+                    f"Too many failed authentications from this address: try again in {wait_s} s."
+                )
+                await _respond(
+                    send,
+                    429,
+                    _rpc_error(None, THROTTLED_CODE, message),
+                    {"retry-after": str(wait_s)},
+                )
+                return
+            grant = self.authority.lookup(token)
+            if grant is None:
+                # The app answers it (401, the SDK's own shape on /mcp); counted here, once.
+                log.warning("auth.failed", client_address=client, path=scope.get("path"))
+                self.throttle.failed(client)
+        if grant is not None and grant.read_only:
+            with access_unrecorded():
+                await self._checked(scope, receive, send, grant)
+        else:
+            await self._checked(scope, receive, send, grant)
+
+    async def _checked(
+        self, scope: Scope, receive: Receive, send: Send, grant: Grant | None
+    ) -> None:
+        if scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
         body = await self._read_body(scope, receive)
         if body is None:
-            log.warning("http.body_too_large", limit=self.max_body_bytes)
-            await _respond(
-                send,
-                413,
-                {"error": f"request body larger than {self.max_body_bytes} bytes"},
-            )
+            await self._too_large(scope, send)
             return
-        token = _bearer(scope)
-        grant = self.authority.lookup(token) if self.authority and token is not None else None
         if grant is not None:
             for message in _messages(body):
                 reason = refusal(
@@ -189,9 +248,9 @@ class HttpGuard:
 
     async def _read_body(self, scope: Scope, receive: Receive) -> bytes | None:
         """The whole body, or None once it exceeds the limit (checked before buffering it)."""
-        for name, value in scope.get("headers", []):
-            if name == b"content-length" and value.isdigit() and int(value) > self.max_body_bytes:
-                return None
+        declared = _declared_length(scope)
+        if declared is not None and declared > self.max_body_bytes:
+            return None
         chunks: list[bytes] = []
         size = 0
         while True:
@@ -207,6 +266,18 @@ class HttpGuard:
                 break
         return b"".join(chunks)
 
+    async def _too_large(self, scope: Scope, send: Send) -> None:
+        """413 with a JSON-RPC error that names the limit and the setting that raises it."""
+        declared = _declared_length(scope)
+        size = f"of {declared:,} bytes " if declared is not None else ""
+        log.warning("http.body_too_large", limit=self.max_body_bytes, declared=declared)
+        message = (
+            f"Request too large: this server accepts HTTP request bodies up to "
+            f"{self.max_body_bytes:,} bytes (MEMSTRATA_HTTP_MAX_BODY_BYTES) and this request "
+            f"{size}is over it. Send less per call, e.g. a long document in parts."
+        )
+        await _respond(send, 413, _rpc_error(None, INVALID_REQUEST_CODE, message))
+
     async def _forbid(self, send: Send, grant: Grant, message: object, reason: str) -> None:
         details = message if isinstance(message, Mapping) else {}
         params = details.get("params")
@@ -219,13 +290,7 @@ class HttpGuard:
             reason=reason,
         )
         await _respond(
-            send,
-            403,
-            {
-                "jsonrpc": "2.0",
-                "id": details.get("id"),
-                "error": {"code": FORBIDDEN_CODE, "message": f"Forbidden: {reason}."},
-            },
+            send, 403, _rpc_error(details.get("id"), FORBIDDEN_CODE, f"Forbidden: {reason}.")
         )
 
 

@@ -9,7 +9,7 @@ from memory_core.domain.models import Tier
 from server.http.auth import Grant, TokenAuthority
 from server.http.dashboard.access import DashboardAccess, Visitor
 from server.http.dashboard.chart import age_bars, tier_bands, tier_of_day
-from server.http.dashboard.throttle import SignInThrottle
+from server.http.throttle import AuthThrottle
 
 ADMIN = Grant(name="admin", token="admin-token-0123456789abcdef")
 ALPHA = Grant(
@@ -110,8 +110,8 @@ def test_the_age_chart_colours_days_by_their_tier():
     assert tier_bands(dict.fromkeys(Tier, 0)) == []
 
 
-def test_sign_ins_are_throttled_per_client_and_forgotten_after_the_window(clock: Clock):
-    throttle = SignInThrottle(limit=3, window_s=60, max_clients=2, clock=clock)
+def test_failures_are_throttled_per_client_and_forgotten_after_the_window(clock: Clock):
+    throttle = AuthThrottle(limit=3, window_s=60, max_clients=2, clock=clock)
     for _ in range(3):
         assert throttle.wait_s("10.0.0.1") == 0
         throttle.failed("10.0.0.1")
@@ -120,12 +120,13 @@ def test_sign_ins_are_throttled_per_client_and_forgotten_after_the_window(clock:
     clock.t += 45
     assert throttle.wait_s("10.0.0.1") == 15
     clock.t += 15
-    assert throttle.wait_s("10.0.0.1") == 0  # the oldest failure left the window
+    assert throttle.wait_s("10.0.0.1") == 0  # the failures left the window
+    # Failures leave by age only: nothing else clears them (a success included).
+    throttle.failed("10.0.0.1")
+    clock.t += 30
     throttle.failed("10.0.0.1")
     throttle.failed("10.0.0.1")
-    throttle.succeeded("10.0.0.1")
-    throttle.failed("10.0.0.1")
-    assert throttle.wait_s("10.0.0.1") == 0  # a success cleared the earlier ones
+    assert throttle.wait_s("10.0.0.1") == 30  # until the first of these is 60 s old
     # Bounded: a flood of addresses drops the least recently failed.
     for n in range(3, 10):
         throttle.failed(f"10.0.0.{n}")

@@ -27,7 +27,7 @@ from memory_core.errors import InvalidInputError, MemoryNotFoundError
 from server.app_context import AppContext, LiveContext
 from server.http.dashboard import pages
 from server.http.dashboard.access import COOKIE, SESSION_SECONDS, DashboardAccess, Visitor
-from server.http.dashboard.throttle import SignInThrottle
+from server.http.throttle import AuthThrottle, peer
 
 __all__ = ["Dashboard"]
 
@@ -100,12 +100,15 @@ class Dashboard:
         access: DashboardAccess,
         security: TransportSecuritySettings,
         default_project: str,
+        throttle: AuthThrottle | None = None,
     ) -> None:
         self.live = live
         self.access = access
         self.security = security
         self.default_project = default_project
-        self.throttle = SignInThrottle()
+        # Shared with the HTTP guard (server.http.app): a sign-in form failure and a wrong
+        # bearer token on /mcp count against the same client address.
+        self.throttle = throttle or AuthThrottle()
         self.templates = Environment(
             loader=PackageLoader("server.http.dashboard", "templates"),
             autoescape=True,
@@ -152,14 +155,29 @@ class Dashboard:
         )
 
     def _visitor(self, request: Request) -> tuple[Visitor, bool]:
-        """The request's session, and whether it is new (and needs its cookie set)."""
+        """The request's session, and whether it is new (and needs its cookie set).
+
+        Raises:
+            _Refusal: A bearer token was sent and matches no grant (401; the HTTP guard has
+                counted the failure against the client's address).
+        """
         header = request.headers.get("authorization", "")
         existing = self.access.read(request.cookies.get(COOKIE))
-        if header[:7].lower() == "bearer ":
+        if header[:7].lower() == "bearer " and not self.access.open:
             bearer = self.access.from_bearer(header[7:], existing.csrf if existing else None)
-            if bearer is not None:
-                # No cookie for a script: a bearer header stands alone on each request.
-                return bearer, False
+            if bearer is None:
+                # A script with a wrong token learns so, rather than being sent to a form.
+                refused = self._render(
+                    request,
+                    self.access.new_session(),
+                    "error.html",
+                    401,
+                    message="That token is not valid.",
+                )
+                refused.headers["www-authenticate"] = "Bearer"
+                raise _Refusal(refused)
+            # No cookie for a script: a bearer header stands alone on each request.
+            return bearer, False
         if existing is not None:
             return existing, False
         return self.access.new_session(), True
@@ -175,7 +193,12 @@ class Dashboard:
             if not self._host_allowed(request):
                 log.warning("dashboard.host_refused", host=request.headers.get("host"))
                 return Response("Host not allowed", status_code=421, headers=_HEADERS)
-            visitor, fresh = self._visitor(request)
+            try:
+                visitor, fresh = self._visitor(request)
+            except _Refusal as refusal:
+                for name, value in _HEADERS.items():
+                    refusal.response.headers.setdefault(name, value)
+                return refusal.response
             try:
                 response = await self._checked(request, visitor, handler, write, anonymous)
             except _Refusal as refusal:
@@ -289,10 +312,10 @@ class Dashboard:
             return RedirectResponse(target, status_code=303)
         if request.method == "GET":
             return self._render(request, visitor, "login.html", next=target)
-        client = request.client.host if request.client is not None else "unknown"
+        client = peer(request.scope)
         wait_s = self.throttle.wait_s(client)
         if wait_s:
-            log.warning("dashboard.sign_in_throttled", retry_after_s=wait_s)
+            # Not logged per attempt (the hold was logged when it began).
             throttled = self._render(
                 request,
                 visitor,
@@ -307,12 +330,12 @@ class Dashboard:
         token = form.get("token")
         signed = self.access.sign_in(token) if isinstance(token, str) and token else None
         if signed is None:
+            log.warning("dashboard.sign_in_refused", client_address=client)
             self.throttle.failed(client)
-            log.warning("dashboard.sign_in_refused")
             return self._render(
                 request, visitor, "login.html", 401, next=target, error="That token is not valid."
             )
-        self.throttle.succeeded(client)
+        # A success clears no failure (server.http.throttle says why).
         log.info("dashboard.signed_in", client=signed.name)
         response = RedirectResponse(target, status_code=303)
         self._set_cookie(request, response, signed)
