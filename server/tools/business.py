@@ -43,6 +43,12 @@ Tenant = Annotated[
 def register(mcp: MemstrataServer, settings: Settings) -> None:
     """Register ingest, search, list and delete of documents, agent.md seed and export."""
     results = settings.knowledge.results
+    # The limits a long text meets: the service's, and over HTTP the request body's (a larger
+    # request is refused before any tool runs), so a model splits the text before sending it.
+    sizes = (
+        f"up to {settings.knowledge.max_document_chars:,} characters; over HTTP, "
+        f"{settings.http_max_body_bytes:,} bytes per request"
+    )
 
     @tool(mcp, toolset=Toolset.DOCUMENTS, title="Ingest a business document", annotations=_WRITE)
     async def ingest_document(
@@ -50,14 +56,17 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         source: Annotated[
             str, Field(description="The document's name (path, URL or title), unique per tenant.")
         ],
-        text: Annotated[str, Field(description="The whole document, plain text or markdown.")],
+        text: Annotated[
+            str, Field(description=f"The whole document, plain text or markdown ({sizes}).")
+        ],
         ctx: Context[AppContext],
     ) -> IngestOut:
         """Add a document to a tenant's business context, split into searchable chunks.
 
         Sending the same source with the same text again does nothing (status "unchanged");
         with new text it replaces the old version (status "replaced"). Large documents report
-        progress while they are embedded. Find chunks with `search_business_context`.
+        progress while they are embedded. Find chunks with `search_business_context`. Send a
+        text over the limits under `text` in parts (sources such as `handbook.md#2`).
         """
         app = container(ctx)
 
@@ -96,7 +105,9 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
     @tool(mcp, toolset=Toolset.DOCUMENTS, title="Seed a tenant from agent.md", annotations=_WRITE)
     async def seed_tenant_from_agent_md(
         tenant: Tenant,
-        text: Annotated[str, Field(description="The agent.md file's content (markdown).")],
+        text: Annotated[
+            str, Field(description=f"The agent.md file's content, markdown ({sizes}).")
+        ],
         ctx: Context[AppContext],
     ) -> SeedOut:
         """Give a new tenant its starting business context from an agent.md file.

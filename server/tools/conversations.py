@@ -301,7 +301,11 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
     @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Import a session", annotations=_WRITE)
     async def import_session(
         data: Annotated[
-            dict[str, JsonValue], Field(description="An object written by `export_session`.")
+            dict[str, JsonValue],
+            Field(
+                description="An object written by `export_session` (over HTTP, the request "
+                f"is at most {settings.http_max_body_bytes:,} bytes)."
+            ),
         ],
         ctx: Context[AppContext],
         session_id: Annotated[
