@@ -47,6 +47,11 @@ for _trigger in _TRIGGERS:
     _GATES[_gate] = (*_GATES.get(_gate, ()), _trigger)
 
 
+_DETECTOR_TRIGGERS: tuple[tuple[Detector, frozenset[str]], ...] = tuple(
+    (d, frozenset(d.triggers)) for d in DETECTORS
+)
+
+
 def _present(lowered: str) -> set[str]:
     """The triggers found in `lowered`."""
     found: set[str] = set()
@@ -136,8 +141,10 @@ def _redact(text: str, policy: RedactionPolicy, report: Redaction, *, keyed: boo
     # then every pattern is tried everywhere, as without anchors.
     aligned = len(lowered) == len(text)
     present = _present(lowered)
-    for detector in DETECTORS:
-        if not any(t in present for t in detector.triggers):
+    if not present:
+        return text
+    for detector, triggers in _DETECTOR_TRIGGERS:
+        if triggers.isdisjoint(present):
             continue
         out: list[str] = []
         last = 0

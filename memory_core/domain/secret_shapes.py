@@ -616,12 +616,24 @@ def _cli_flag(match: re.Match[str]) -> list[Span]:
     return [(_kind(strength), match.start("secret"), match.end("secret"))] if ok else []
 
 
+def _starts_line(text: str, at: int) -> bool:
+    """Only blanks between the line's start and `at` (looked at within 200 characters)."""
+    head = text[max(0, at - 200) : at]
+    line = head.rsplit("\n", 1)[-1]
+    return not line.strip() and ("\n" in head or at <= 200)
+
+
+def _ends_line(text: str, at: int) -> bool:
+    """Only blanks between `at` and the line's end (looked at within 200 characters)."""
+    tail = text[at : at + 200]
+    return not tail.split("\n", 1)[0].strip() and ("\n" in tail or at + 200 >= len(text))
+
+
 def _netrc(match: re.Match[str]) -> list[Span]:
     """A .netrc entry starts its line (`Set default password for...` is prose)."""
     text = match.string
-    line_start = text.rfind("\n", 0, match.start()) + 1
     secret = match.group("secret")
-    if text[line_start : match.start()].strip() or not values.password_value(secret.strip('"')):
+    if not _starts_line(text, match.start()) or not values.password_value(secret.strip('"')):
         return []
     return [("password", match.start("secret"), match.end("secret"))]
 
@@ -743,10 +755,7 @@ def _prose(match: re.Match[str]) -> list[Span]:
         if filler.strip():
             return []
         # No verb: `password X` alone on its line (.netrc), or a strong token after the word.
-        line_start = text.rfind("\n", 0, match.start()) + 1
-        alone = not text[line_start : match.start()].strip()
-        rest = text[match.end("secret") : text.find("\n", match.end("secret")) % (len(text) + 1)]
-        if password and alone and not rest.strip():
+        if password and _starts_line(text, match.start()) and _ends_line(text, match.end()):
             ok = values.unquoted_password(trimmed)
         elif password:
             ok = (
