@@ -9,12 +9,18 @@ import time
 import urllib.error
 import urllib.parse
 import urllib.request
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
 
+from memory_core.domain.models import Layer
+from memory_core.services.memories import AppendItem
+from server.container import open_container
+from server.settings import Settings
 from tests.e2e.conftest import free_port, memstrata_exe, server_env
 from tests.e2e.test_http import HttpServer, _wait_until_listening
+from tests.fakes import FrozenClock
 
 pytestmark = pytest.mark.e2e
 
@@ -148,3 +154,35 @@ def test_failed_sign_ins_are_throttled_and_cookies_are_httponly(tmp_path: Path):
         _, stderr = server.stop()
     assert stderr.count('"auth.throttled"') == 1
     assert TOKEN not in stderr
+
+
+async def _seed_expired(db: Path, count: int) -> None:
+    """`count` memories written 40 days ago (EXPIRED now), and one fresh one."""
+    written = datetime.now(UTC) - timedelta(days=40)
+    settings = Settings(db=db, embedding_model="none", project="e2e")
+    async with open_container(settings, FrozenClock(written)) as store:
+        items = [AppendItem(layer=Layer.EPISODIC, content=f"old note {n}") for n in range(count)]
+        await store.memories.append_many("e2e", items)
+    async with open_container(settings) as store:
+        await store.memories.append("e2e", Layer.EPISODIC, "a fresh note")
+
+
+async def test_the_forgetting_page_is_paged(tmp_path: Path):
+    await _seed_expired(tmp_path / "memory.db", 60)
+    server = _start(tmp_path, {"MEMSTRATA_AUTH_TOKENS": TOKEN}, ["serve", "--http"])
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        status, first = _get(server, "/p/e2e/forgetting", auth)
+        assert status == 200 and 'data-count="60"' in first
+        assert first.count("<tr data-id=") == 50 and "Delete all 60 expired memories" in first
+        more = re.search(r'href="(/p/e2e/forgetting\?[^"]+)" rel="next"', first)
+        assert more is not None
+        status, second = _get(server, more.group(1).replace("&amp;", "&"), auth)
+        assert status == 200 and second.count("<tr data-id=") == 10
+        assert 'rel="next"' not in second and "First page" in second
+        ids = re.findall(r'<tr data-id="(\d+)"', first + second)
+        assert len(set(ids)) == 60  # no row twice, and not the fresh one
+        status, body = _get(server, "/p/e2e/forgetting?after=5&at=yesterday", auth)
+        assert status == 400 and "at: must be an ISO 8601 time" in body
+    finally:
+        server.stop()

@@ -1,7 +1,8 @@
 """What each dashboard page shows, gathered through the same services as the MCP tools.
 
 No SQL and no second data path: the overview's counts are `get_memory_stats`'s report, the
-forgetting page's list is `prune_expired_contexts`'s dry run, and so on. Looking never marks a
+forgetting page's list is what `prune_expired_contexts` would delete (a page of it at a time,
+memory_core.services.prune_preview), and so on. Looking never marks a
 memory as used (search with `mark_used=False`, `peek`, `browse`), so a person browsing does
 not keep memories from ageing.
 """
@@ -25,6 +26,7 @@ from memory_core.domain.models import (
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
 from memory_core.services import maintenance
 from memory_core.services.memories import SearchRequest
+from memory_core.services.prune_preview import PrunePreview, prune_preview
 from server.app_context import AppContext
 from server.http.dashboard.chart import AgeBar, TierBand, age_bars, tier_bands
 
@@ -43,7 +45,8 @@ __all__ = [
 ]
 
 PAGE_SIZE = 50
-PRUNE_SHOWN = 200  # rows of the dry run shown with their text; the ids are all listed
+PRUNE_SHOWN = 50  # rows of the prune preview per page
+PRUNE_COUNTED = 10_000  # the preview counts this far (~10 ms), then says "more than"
 SESSIONS_SHOWN = 10  # each costs a stats read of its entries (~5-10 ms at 30 entries)
 
 
@@ -94,13 +97,7 @@ class DetailPage:
     neighbours: list[tuple[Memory, float]]
 
 
-@dataclass(frozen=True)
-class ForgettingPage:
-    """The prune dry run: its first ids and rows, and how many it lists in all."""
-
-    ids: list[int]
-    rows: list[Memory]
-    total: int
+ForgettingPage = PrunePreview
 
 
 @dataclass(frozen=True)
@@ -223,24 +220,25 @@ async def detail_page(app: AppContext, project: str, memory_id: int) -> DetailPa
     return DetailPage(memory=memory, tier=tier, neighbours=await c.memories.neighbours(memory))
 
 
-async def forgetting_page(app: AppContext, project: str) -> ForgettingPage:
-    """What `prune_expired_contexts(dry_run=true)` lists for `project` now: its first rows.
+async def forgetting_page(
+    app: AppContext, project: str, after: tuple[datetime, int] | None
+) -> ForgettingPage:
+    """A page (PRUNE_SHOWN rows after `after`) of what a prune of `project` would delete now.
 
-    Trigger: a large backlog (40k expired rows at 100k). Why: listing every id costs the
-    tool's full dry run (290 ms there) and a page nobody reads. Outcome: the dry run with
-    `limit` gives the first PRUNE_SHOWN in the same order, and the EXPIRED count of the stats
-    (the same condition on the reference time) gives how many the prune would delete.
+    Its cost does not grow with the store (memory_core.services.prune_preview): at 100k
+    memories, half of them expired, the former page (the dry run's first 200, the stats, and
+    200 lookups) cost 170 ms and grew with the expired rows.
     """
     c = app.container
-    outcome = await maintenance.prune_expired(
-        c.repo, c.clock, c.settings.tiers, project=project, dry_run=True, limit=PRUNE_SHOWN
+    return await prune_preview(
+        c.repo,
+        c.clock,
+        c.settings.tiers,
+        project,
+        after=after,
+        limit=PRUNE_SHOWN,
+        count_cap=PRUNE_COUNTED,
     )
-    total = len(outcome.ids)
-    if total == PRUNE_SHOWN:
-        report = await maintenance.memory_stats(c.repo, c.clock, c.settings.tiers, project)
-        total = max(total, report.stats.by_tier[Tier.EXPIRED])
-    rows = [await c.memories.peek(project, memory_id) for memory_id in outcome.ids]
-    return ForgettingPage(ids=outcome.ids, rows=rows, total=total)
 
 
 async def run_prune(app: AppContext, project: str) -> list[int]:

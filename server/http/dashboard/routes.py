@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fnmatch
 from collections.abc import Awaitable, Callable
+from datetime import UTC, datetime
 from importlib import resources
 from typing import Any
 from urllib.parse import quote, urlencode
@@ -77,6 +78,17 @@ def _int(value: str | None, field: str) -> int | None:
     if not value.isdigit() or len(value) > 19 or int(value) >= 2**63:
         raise InvalidInputError(field, "must be a whole number below 2^63")
     return int(value)
+
+
+def _mark(at: str | None, memory_id: int | None) -> tuple[datetime, int] | None:
+    """The keyset mark of a prune preview page: the previous page's last time and id."""
+    if memory_id is None:
+        return None
+    try:
+        when = datetime.fromisoformat(at or "")
+    except ValueError:
+        raise InvalidInputError("at", "must be an ISO 8601 time") from None
+    return when if when.tzinfo is not None else when.replace(tzinfo=UTC), memory_id
 
 
 def _done(code: str | None) -> str | None:
@@ -428,17 +440,25 @@ class Dashboard:
         return RedirectResponse(target, status_code=303)
 
     async def forgetting(self, request: Request, visitor: Visitor) -> Response:
-        """What pruning would delete now (the tool's dry run), with the button to run it."""
+        """What pruning would delete now, a page at a time, with the button to run it."""
         project = request.path_params["project"]
-        data = await pages.forgetting_page(self._app(), project)
+        q = request.query_params
+        after = _mark(q.get("at"), _int(q.get("after"), "after"))
+        data = await pages.forgetting_page(self._app(), project, after)
+        more = None
+        if data.next_after is not None:
+            at, memory_id = data.next_after
+            more = "?" + urlencode({"at": at.isoformat(), "after": memory_id})
         return self._render(
             request,
             visitor,
             "forgetting.html",
             project=project,
             page=data,
-            shown=pages.PRUNE_SHOWN,
-            done=_done(request.query_params.get("done")),
+            paged=after is not None,
+            more=more,
+            counted_up_to=pages.PRUNE_COUNTED,
+            done=_done(q.get("done")),
             section="forgetting",
         )
 
