@@ -43,6 +43,7 @@ TOOL_MODULES: tuple[tuple[str, frozenset[Toolset]], ...] = (
     ("scratchpad", frozenset({Toolset.SCRATCHPAD})),
     ("preferences", frozenset({Toolset.PREFERENCES})),
     ("business", frozenset({Toolset.DOCUMENTS})),
+    ("truth", frozenset({Toolset.CURATION})),
 )
 
 # Over stdio, the model preload and the scheduler start once the first `tools/list` has been

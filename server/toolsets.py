@@ -27,6 +27,7 @@ class Toolset(StrEnum):
     SCRATCHPAD = "scratchpad"
     PREFERENCES = "preferences"
     DOCUMENTS = "documents"
+    CURATION = "curation"
 
 
 # What each toolset is for, in the words `enable_toolset` and `memstrata tools` show.
@@ -38,6 +39,7 @@ TOOLSET_PURPOSE: dict[Toolset, str] = {
     Toolset.SCRATCHPAD: "short per-session notes, promotable to preferences or documents",
     Toolset.PREFERENCES: "per-user preferences and playbooks (proven step sequences)",
     Toolset.DOCUMENTS: "a tenant's business documents and agent.md",
+    Toolset.CURATION: "update, pin, list and forget memories by filter, with their history",
 }
 
 DEFAULT_TOOLSETS: frozenset[Toolset] = frozenset({Toolset.CORE, Toolset.MAINTENANCE})

@@ -90,6 +90,12 @@ READ_ONLY_TOOLS = READ_ONLY_TOOLS | {
 }
 DESTRUCTIVE_TOOLS = DESTRUCTIVE_TOOLS | {"clear_session"} | KNOWLEDGE_DESTRUCTIVE_TOOLS
 
+# One truth per fact (issue 32): the curation toolset.
+CURATION_TOOLS = frozenset({"update", "history", "pin", "unpin", "list_memories", "forget_where"})
+TOOL_NAMES = TOOL_NAMES | CURATION_TOOLS
+READ_ONLY_TOOLS = READ_ONLY_TOOLS | {"history", "list_memories"}
+DESTRUCTIVE_TOOLS = DESTRUCTIVE_TOOLS | {"forget_where"}
+
 # Toolsets: run-time discovery of the groups above.
 TOOL_NAMES = TOOL_NAMES | {"enable_toolset"}
 READ_ONLY_TOOLS = READ_ONLY_TOOLS | {"enable_toolset"}

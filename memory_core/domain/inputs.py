@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime
 
 from pydantic import JsonValue
@@ -17,6 +18,7 @@ __all__ = [
     "MAX_AUTHOR_CHARS",
     "MAX_METADATA_DEPTH",
     "check_author",
+    "check_ids",
     "check_key",
     "check_limit",
     "check_metadata",
@@ -32,6 +34,30 @@ __all__ = [
 MAX_SESSION_CHARS = 128
 MAX_AUTHOR_CHARS = 100
 MAX_METADATA_DEPTH = 8
+
+
+# Memory ids are positive SQLite/PostgreSQL integers; ids one call may name.
+_MAX_MEMORY_ID = 2**63 - 1
+MAX_IDS = 1000
+
+
+def check_ids(field: str, ids: Iterable[int] | None) -> tuple[int, ...]:
+    """Memory ids a client names (`supersedes`, `pin`, `forget`): positive, each once.
+
+    Raises:
+        InvalidInputError: Not a list of positive integers, or more than MAX_IDS of them.
+    """
+    if ids is None:
+        return ()
+    out: list[int] = []
+    for n, value in enumerate(ids):
+        if isinstance(value, bool) or not isinstance(value, int) or not 0 < value <= _MAX_MEMORY_ID:
+            raise InvalidInputError(f"{field}[{n}]", f"must be a memory id (got {value!r})")
+        if value not in out:
+            out.append(value)
+    if len(out) > MAX_IDS:
+        raise InvalidInputError(field, f"must hold at most {MAX_IDS} ids (got {len(out)})")
+    return tuple(out)
 
 
 def check_project(project: str) -> str:

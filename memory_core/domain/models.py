@@ -80,6 +80,10 @@ class MemoryDraft(_Frozen):
     dates: str | None = Field(
         None, description="The dates the content mentions, resolved (domain.dates.format_spans)."
     )
+    tags: tuple[str, ...] = Field((), description="Labels to filter by (domain.tags).")
+    supersedes: tuple[int, ...] = Field(
+        (), description="Ids of older memories of the project this one replaces."
+    )
 
 
 class Memory(_Frozen):
@@ -108,6 +112,11 @@ class Memory(_Frozen):
         description="The dates its text mentions, resolved against its own time: ISO days and "
         "`start..end` ranges, space separated, earliest first.",
     )
+    pinned: bool = Field(False, description="Never expires or gets pruned.")
+    superseded_by: int | None = Field(
+        None, description="The newer memory that replaced this one (then it is history)."
+    )
+    tags: tuple[str, ...] = Field((), description="Labels to filter by.")
 
     @property
     def happened_at(self) -> datetime:
@@ -168,10 +177,18 @@ class TextQuery(_Frozen):
     since: datetime | None = None
     until: datetime | None = None
     limit: int = 50
+    tags: tuple[str, ...] = Field((), description="Only rows holding every one of these tags.")
+    include_superseded: bool = Field(
+        False, description="Rows a newer memory replaced too (history, hidden by default)."
+    )
 
 
 class BrowseQuery(_Frozen):
-    """A page of a project's memories, newest first, narrowed by layer, live tier or session."""
+    """A page of a project's memories, newest first, narrowed by layer, tier, tags, ...
+
+    Paging is by id (`before_id`: the last id of the previous page), so rows written while
+    a client pages (new ids, above the first page) never shift or repeat a later page.
+    """
 
     project: str
     layer: Layer | None = None
@@ -179,6 +196,15 @@ class BrowseQuery(_Frozen):
     session_id: str | None = None
     before_id: int | None = Field(None, description="Only rows with a smaller id (next page).")
     limit: int = 50
+    tags: tuple[str, ...] = Field((), description="Only rows holding every one of these tags.")
+    author: str | None = None
+    since: datetime | None = Field(None, description="Created at or after this instant.")
+    until: datetime | None = Field(None, description="Created before this instant.")
+    pinned: bool | None = Field(None, description="Only pinned (True) or unpinned (False) rows.")
+    superseded: bool | None = Field(
+        None, description="Only superseded (True) or current (False) rows; None: both."
+    )
+    ids: tuple[int, ...] = Field((), description="Only these ids (a forget by id).")
 
 
 class TextMatch(_Frozen):
@@ -257,6 +283,10 @@ class StoreStats(_Frozen):
     stale_tiers: int
     # Rows never handed out by a search, recall or load (access_count 0).
     never_accessed: int
+    # Pinned rows (never expire or get pruned), and rows a newer memory superseded (history:
+    # counted in `total` and the tiers, left out of search and listings unless asked).
+    pinned: int = 0
+    superseded: int = 0
 
 
 class PruneOutcome(_Frozen):

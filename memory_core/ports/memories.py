@@ -20,6 +20,7 @@ from memory_core.domain.models import (
     TierCutoffs,
     VectorMatch,
 )
+from memory_core.domain.versions import ForgetReceipt, MemoryChange, MemoryVersion, UpdateOutcome
 
 __all__ = [
     "Clock",
@@ -105,8 +106,15 @@ class MemoryRepository(Protocol):
         """Rows of a layer whose key matches `fts`, best first."""
         ...
 
-    async def list_recent(self, project: str, layer: Layer | None, *, limit: int) -> list[Memory]:
-        """Rows most recently used (or created) first."""
+    async def list_recent(
+        self,
+        project: str,
+        layer: Layer | None,
+        *,
+        limit: int,
+        include_superseded: bool = False,
+    ) -> list[Memory]:
+        """Rows most recently used (or created) first; superseded rows only when asked."""
         ...
 
     async def browse(self, query: BrowseQuery, cutoffs: TierCutoffs) -> list[Memory]:
@@ -169,6 +177,44 @@ class MemoryRepository(Protocol):
         The live condition (last access, else creation, at or before `archived_after`) is
         checked in the DELETE itself, so a row used since it was listed is kept. Any project;
         returns the ids deleted, ascending.
+        """
+        ...
+
+    async def restate(
+        self, project: str, memory_id: int, draft: MemoryDraft, now: datetime
+    ) -> Memory | None:
+        """`draft` restates (near-duplicates) a stored row: refresh that row as a duplicate.
+
+        Its reference time moves (not counted as a read), the draft's metadata keys and tags
+        are merged in, and the rows `draft.supersedes` are marked; no row is added. None when
+        the row is not in the project.
+        """
+        ...
+
+    async def update(
+        self, project: str, memory_id: int, change: MemoryChange, now: datetime
+    ) -> UpdateOutcome:
+        """Apply `change` to a row in one transaction, its previous version kept as history.
+
+        Returns the row before and after (both the same when nothing changed), nothing when
+        the row is not in the project, or `duplicate_of` (and changes nothing) when another
+        unkeyed row of the same identity already holds the new text.
+        """
+        ...
+
+    async def versions(self, project: str, memory_id: int) -> list[MemoryVersion]:
+        """Earlier versions of a row, oldest first."""
+        ...
+
+    async def set_pinned(self, project: str, ids: Sequence[int], pinned: bool) -> list[Memory]:
+        """Pin (never expire or prune) or unpin rows; returns those of the project, as now."""
+        ...
+
+    async def forget(self, query: BrowseQuery, *, dry_run: bool, sample: int) -> ForgetReceipt:
+        """Delete every row `query` selects (ignoring its paging), or count them when `dry_run`.
+
+        The receipt counts what the rows had in every place (row, vector, keyword index,
+        versions, tags) and, after a delete, what is left of them there.
         """
         ...
 

@@ -88,6 +88,31 @@ _MEMORY = TableSpec(
         ("author", "text"),
         ("occurred_at", "time"),
         ("dates", "text"),
+        # Since migration 0013. norm_hash is derived from the content (recomputed on import).
+        ("norm_hash", "text"),
+        ("pinned", "bool"),
+        ("superseded_by", "int"),
+        ("tags", "json"),
+    ),
+    key=("id",),
+    renumbered=True,
+    scoped=True,
+)
+# Earlier versions of memories (migration 0013); `memory_id` follows its memory's new id.
+_MEMORY_VERSION = TableSpec(
+    "memory_version",
+    (
+        ("id", "int"),
+        ("memory_id", "int"),
+        ("project", "text"),
+        ("key", "text"),
+        ("content", "text"),
+        ("metadata", "json"),
+        ("tags", "json"),
+        ("content_hash", "text"),
+        ("valid_from", "time"),
+        ("valid_until", "time"),
+        ("change", "text"),
     ),
     key=("id",),
     renumbered=True,
@@ -98,6 +123,7 @@ _SESSION_KEY = ("project", "session_id")
 # Parents before children: an import writes the kinds in this order.
 TABLES: tuple[TableSpec, ...] = (
     _MEMORY,
+    _MEMORY_VERSION,
     TableSpec(
         "conversation_session",
         (

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeVar
 
 import anyio
 import structlog
@@ -53,6 +53,36 @@ def _shutting_down() -> EmbeddingUnavailableError:
 
 
 _Pending = tuple[Memory, "asyncio.Future[npt.NDArray[np.float32]]"]
+_PendingText = tuple[str, "asyncio.Future[npt.NDArray[np.float32]]"]
+_Item = TypeVar("_Item")
+
+
+async def _drain(
+    queue: list[tuple[_Item, asyncio.Future[npt.NDArray[np.float32]]]],
+    batch_size: int,
+    embed: Callable[[list[_Item]], Awaitable[Sequence[npt.NDArray[np.float32]]]],
+) -> None:
+    """Embed a queue's items in batches until it is empty, answering each item's future.
+
+    Items that arrive while a batch is embedded join the next one.
+    """
+    while queue:
+        batch = queue[:batch_size]
+        del queue[:batch_size]
+        try:
+            vectors = await embed([item for item, _ in batch])
+        except BaseException as exc:
+            # Cancelled (shutdown) or failed: every waiter of this batch must hear of it.
+            failure = exc if isinstance(exc, Exception) else _shutting_down()
+            for _, future in batch:
+                if not future.done():
+                    future.set_exception(failure)
+            if not isinstance(exc, Exception):
+                raise
+            continue
+        for (_, future), vector in zip(batch, vectors, strict=True):
+            if not future.done():
+                future.set_result(vector)
 
 
 @dataclass
@@ -73,6 +103,9 @@ class Indexer:
     model_wait: float = 0.0
     _pending: list[_Pending] = field(default_factory=list, init=False, repr=False)
     _drainer: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    # Texts of writes not stored yet, embedded before their duplicate check (`embed_new`).
+    _texts: list[_PendingText] = field(default_factory=list, init=False, repr=False)
+    _text_drainer: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _backfiller: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _closed: bool = field(default=False, init=False, repr=False)
     # A backfill one search has already waited for in vain: later searches do not wait again.
@@ -145,6 +178,37 @@ class Indexer:
         """Store vectors already computed for rows (the embedding of their `embedding_text`)."""
         await self.vectors.put_vectors([(m, content_hash(embedding_text(m)), v) for m, v in items])
 
+    async def embed_new(self, texts: Sequence[str]) -> list[npt.NDArray[np.float32]] | None:
+        """Vectors of texts about to be written; None when the model is not ready in time.
+
+        A text some stored row was already embedded as reuses that vector; the others join
+        the next model call, shared with every write embedding at the same time (as
+        `index_new` batches committed rows).
+        """
+        embedder = await self.embedder_within(self.model_wait)
+        if embedder is None or self._closed or not texts:
+            return None
+        hashes = [content_hash(t) for t in texts]
+        known = await self.vectors.vectors_by_hash(hashes)
+        loop = asyncio.get_running_loop()
+        waiting: dict[str, asyncio.Future[npt.NDArray[np.float32]]] = {}
+        for digest, text in zip(hashes, texts, strict=True):
+            if digest not in known and digest not in waiting:
+                waiting[digest] = loop.create_future()
+                self._texts.append((text, waiting[digest]))
+        if waiting and (self._text_drainer is None or self._text_drainer.done()):
+            self._text_drainer = asyncio.create_task(self._drain_texts(embedder))
+        for digest, future in waiting.items():
+            known[digest] = await future
+        return [known[h] for h in hashes]
+
+    async def _drain_texts(self, embedder: Embedder) -> None:
+        async def embed(texts: list[str]) -> Sequence[npt.NDArray[np.float32]]:
+            vectors = await anyio.to_thread.run_sync(embedder.embed, texts)
+            return [vectors[n] for n in range(len(texts))]
+
+        await _drain(self._texts, self.batch_size, embed)
+
     async def index_batch(self, memories: Sequence[Memory]) -> bool:
         """Embed and store vectors of freshly written rows, in one model call.
 
@@ -187,23 +251,10 @@ class Indexer:
         return None
 
     async def _drain(self, embedder: Embedder) -> None:
-        while self._pending:
-            batch = self._pending[: self.batch_size]
-            del self._pending[: self.batch_size]
-            try:
-                vectors = await self.index([m for m, _ in batch], embedder)
-            except BaseException as exc:
-                # Cancelled (shutdown) or failed: every waiter of this batch must hear of it.
-                failure = exc if isinstance(exc, Exception) else _shutting_down()
-                for _, future in batch:
-                    if not future.done():
-                        future.set_exception(failure)
-                if not isinstance(exc, Exception):
-                    raise
-                continue
-            for (_, future), vector in zip(batch, vectors, strict=True):
-                if not future.done():
-                    future.set_result(vector)
+        async def embed(memories: list[Memory]) -> Sequence[npt.NDArray[np.float32]]:
+            return await self.index(memories, embedder)
+
+        await _drain(self._pending, self.batch_size, embed)
 
     def schedule_backfill(self) -> None:
         """Embed, in the background, every row still without a vector (if the model is ready).
@@ -240,15 +291,16 @@ class Indexer:
         After this, appends are no longer indexed and no backfill starts.
         """
         self._closed = True
-        for task in (self._backfiller, self._drainer):
+        for task in (self._backfiller, self._drainer, self._text_drainer):
             if task is not None and not task.done():
                 task.cancel()
                 with contextlib.suppress(asyncio.CancelledError):
                     await task
-        for _, future in self._pending:
+        for _, future in [*self._pending, *self._texts]:
             if not future.done():
                 future.set_exception(_shutting_down())
         self._pending.clear()
+        self._texts.clear()
 
     async def _backfill_quietly(self, embedder: Embedder) -> None:
         try:

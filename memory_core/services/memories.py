@@ -7,7 +7,7 @@ import contextlib
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 import structlog
 from pydantic import ConfigDict, Field, JsonValue
@@ -16,10 +16,12 @@ from memory_core.config import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.compaction import chunk_entries, summarize_entries
 from memory_core.domain.dates import dates_of, normalise_dates, query_time
+from memory_core.domain.duplicates import DuplicateThresholds, fold_newest
 from memory_core.domain.frozen import Frozen as _Frozen
 from memory_core.domain.fts_query import search_words, to_fts5_query
 from memory_core.domain.inputs import (
     check_author,
+    check_ids,
     check_key,
     check_limit,
     check_metadata,
@@ -47,6 +49,7 @@ from memory_core.domain.models import (
 from memory_core.domain.ranking import Candidate, fuse_phrasings, name_words, rank_candidates
 from memory_core.domain.redaction import Redaction, RedactionPolicy, Redactor, redact_key
 from memory_core.domain.rules import rule_applies
+from memory_core.domain.tags import check_tags
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
 from memory_core.domain.tokens import count_tokens
 from memory_core.errors import (
@@ -58,6 +61,16 @@ from memory_core.errors import (
 )
 from memory_core.ports import Clock, KeywordSearch, MemoryRepository
 from memory_core.services.indexing import Indexer, NearDuplicate, embedding_text
+from memory_core.services.resemblance import (
+    Likeness,
+    Resemblances,
+    batch_twins,
+    embed_texts,
+    resemblances,
+)
+
+if TYPE_CHECKING:
+    from memory_core.ports.embeddings import Vector
 
 __all__ = [
     "APPEND_BATCH_MAX",
@@ -96,6 +109,10 @@ class AppendResult(_Frozen):
     outcome: AddOutcome
     trimmed: int = 0
     near_duplicate: NearDuplicate | None = None
+    # Stored memories this one closely resembles but differs from (the band just below a
+    # duplicate, or a near copy differing in a number, date, name or negation): ones it
+    # may supersede, for the client to confirm (`supersedes`). Nothing is superseded on a guess.
+    candidates: list[Likeness] = Field(default_factory=list)
     redacted: dict[str, int] = Field(default_factory=dict)
     # The project held no memory before this write: a mistyped name creates a new project
     # silently, so the answer says so.
@@ -126,6 +143,8 @@ class SearchResult(_Frozen):
     notes: list[str] = Field(default_factory=list)
     # Candidates left out because they matched below the request's `min_match`.
     dropped: int = 0
+    # Older versions of a hit's fact folded away behind it: {kept memory id: how many}.
+    folded: dict[int, int] = Field(default_factory=dict)
 
 
 class ContextResult(_Frozen):
@@ -173,6 +192,8 @@ class AppendItem(_Frozen):
     session_id: str | None = None
     author: str | None = None
     occurred_at: datetime | None = None
+    tags: tuple[str, ...] = ()
+    supersedes: tuple[int, ...] = ()
 
 
 class SearchRequest(_Frozen):
@@ -194,6 +215,10 @@ class SearchRequest(_Frozen):
     mark_used: bool = True
     # Leave out hits whose absolute match strength is below this (domain.match).
     min_match: Match | None = None
+    # Only memories holding every one of these tags.
+    tags: tuple[str, ...] = ()
+    # Superseded memories (history) too; hidden by default.
+    include_superseded: bool = False
 
 
 @dataclass(frozen=True)
@@ -210,6 +235,7 @@ class MemoryService:
     # The same rows through a second connection (SQLite; see server.backends): hybrid search
     # runs its keyword half there while the vector half runs on `repo`'s, in parallel.
     keyword_reader: KeywordSearch | None = None
+    duplicates: DuplicateThresholds = field(default_factory=DuplicateThresholds)
 
     def _draft(
         self,
@@ -262,6 +288,8 @@ class MemoryService:
         session_id: str | None = None,
         author: str | None = None,
         occurred_at: datetime | None = None,
+        tags: Sequence[str] | None = None,
+        supersedes: Sequence[int] | None = None,
     ) -> AppendResult:
         """Store a memory in a layer.
 
@@ -276,6 +304,14 @@ class MemoryService:
         `occurred_at` is when it happened or was said, if not now (a past conversation's
         session date): relative dates in the text ("yesterday") count from it.
 
+        One truth per fact: an unkeyed text that normalises like a stored one of the same
+        project, layer (and session, for working) is that memory (`duplicate`); so is a near
+        duplicate by meaning and words whose numbers, dates, names and negation agree
+        (domain.duplicates). Either way no row is added and the stored one is restated. A close
+        memory that differs is named in `candidates`. `supersedes` marks older memories of the
+        project as replaced by this one (hidden from search and listings from then on);
+        `tags` label it.
+
         Raises:
             InvalidInputError: A field is missing, empty, too long or malformed.
         """
@@ -288,12 +324,28 @@ class MemoryService:
             session_id=session_id,
             author=author,
             occurred_at=occurred_at,
+            tags=tags,
+            supersedes=supersedes,
         )
         new_project = not await self.repo.has_project(draft.project)
-        outcome = await self.repo.add(draft, self.clock.now())
+        now = self.clock.now()
+        found = await self._resemblances([draft])
+        seen = found[0]
         near: NearDuplicate | None = None
+        if seen.duplicate is not None:
+            twin = seen.duplicate
+            restated = await self.repo.restate(draft.project, twin.memory.id, draft, now)
+            near = NearDuplicate(
+                id=twin.memory.id, similarity=round(twin.resemblance.similarity, 4)
+            )
+            outcome = AddOutcome(memory=restated or twin.memory, status="duplicate")
+        else:
+            outcome = await self.repo.add(draft, now)
         if self.indexer is not None and outcome.status in ("created", "updated"):
-            near = await self._index_committed(outcome.memory)
+            if seen.vector is not None and outcome.memory.key is None:
+                await self._store_vectors([(outcome.memory, seen.vector)])
+            else:
+                near = await self._index_committed(outcome.memory)
         trimmed = 0
         if layer is Layer.WORKING and outcome.status == "created":
             trimmed = await self.repo.trim_session(
@@ -311,9 +363,43 @@ class MemoryService:
             outcome=outcome,
             trimmed=trimmed,
             near_duplicate=near,
+            candidates=[c for c in seen.candidates if c.memory.id != outcome.memory.id],
             redacted=redaction.as_dict(),
             new_project=new_project,
         )
+
+    async def _resemblances(self, drafts: Sequence[MemoryDraft]) -> list[Resemblances]:
+        """What each unkeyed draft resembles among stored memories (one model call for all).
+
+        Trigger: no model, or it is not ready within `model_wait`, or the embedding fails.
+        Why: a write must not wait long nor fail for a duplicate check. Outcome: no near
+        duplicate is looked for (normalised duplicates are still found by the store).
+        """
+        found = [Resemblances() for _ in drafts]
+        wanted = [i for i, d in enumerate(drafts) if d.key is None]
+        if self.indexer is None or not wanted:
+            return found
+        try:
+            vectors = await embed_texts(self.indexer, [drafts[i].content for i in wanted])
+            if vectors is None:
+                return found
+            for i, vector in zip(wanted, vectors, strict=True):
+                found[i] = await resemblances(
+                    self.repo, self.indexer, drafts[i], vector, self.duplicates
+                )
+        except Exception:
+            log.exception("duplicates.check_failed", drafts=len(drafts))
+            return [Resemblances() for _ in drafts]
+        return found
+
+    async def _store_vectors(self, items: list[tuple[Memory, Vector]]) -> None:
+        """Store vectors computed before the write; a failure leaves the rows to the backfill."""
+        assert self.indexer is not None
+        try:
+            await self.indexer.store(items)
+        except Exception:
+            log.exception("vectors.index_failed", rows=len(items))
+            self.indexer.schedule_backfill()
 
     def _prepare(
         self,
@@ -326,8 +412,12 @@ class MemoryService:
         session_id: str | None,
         author: str | None = None,
         occurred_at: datetime | None = None,
+        tags: Sequence[str] | None = None,
+        supersedes: Sequence[int] | None = None,
     ) -> tuple[MemoryDraft, Redaction]:
         """Validate and redact one append into the draft to store (nothing is written)."""
+        checked_tags = check_tags(tags)
+        older = check_ids("supersedes", supersedes)
         if layer is Layer.SEMANTIC and key is None and metadata and "key" in metadata:
             meta_key = metadata["key"]
             if not isinstance(meta_key, str):
@@ -354,15 +444,16 @@ class MemoryService:
             author=author,
             occurred_at=occurred_at,
         )
-        return draft, redaction
+        return draft.model_copy(update={"tags": checked_tags, "supersedes": older}), redaction
 
     async def append_many(self, project: str, items: Sequence[AppendItem]) -> list[AppendResult]:
         """Store several memories in one transaction: all of them, or (on bad input) none.
 
         Each item is validated, redacted and stored exactly as `append` would store it, and
-        the results are in the order of `items`. Differences, for bulk writes: the vectors of
-        the batch are embedded in one model call, and no near-duplicate check is made (it is
-        one vector search per item; exact duplicates are still found by content hash).
+        the results are in the order of `items`. The vectors of the batch are embedded in one
+        model call, before the write: an item that normalises like, or near-duplicates, a
+        stored memory or an earlier item of the batch adds no row (`duplicate`), as in
+        `append`. Items restating stored memories are restated after the batch's transaction.
 
         Raises:
             InvalidInputError: An item is malformed (`field` names it, e.g. `items[3].content`),
@@ -385,15 +476,42 @@ class MemoryService:
                         session_id=item.session_id,
                         author=item.author,
                         occurred_at=item.occurred_at,
+                        tags=item.tags,
+                        supersedes=item.supersedes,
                     )
                 )
             except InvalidInputError as exc:
                 raise InvalidInputError(f"items[{n}].{exc.field}", exc.reason) from exc
         new_project = not await self.repo.has_project(check_project(project))
-        outcomes = await self.repo.add_many([d for d, _ in prepared], self.clock.now())
-        written = [o.memory for o in outcomes if o.status in ("created", "updated")]
+        drafts = [d for d, _ in prepared]
+        now = self.clock.now()
+        found = await self._resemblances(drafts)
+        twins = batch_twins(drafts, found, self.duplicates)
+        fresh = [i for i, f in enumerate(found) if f.duplicate is None and i not in twins]
+        by_index = dict(
+            zip(fresh, await self.repo.add_many([drafts[i] for i in fresh], now), strict=True)
+        )
+        # Near duplicates of stored memories restate them (after the batch's transaction).
+        for i, seen in enumerate(found):
+            if seen.duplicate is not None:
+                twin = seen.duplicate.memory
+                restated = await self.repo.restate(twin.project, twin.id, drafts[i], now)
+                by_index[i] = AddOutcome(memory=restated or twin, status="duplicate")
+        for later, first in twins.items():
+            by_index[later] = AddOutcome(memory=by_index[first].memory, status="duplicate")
+        outcomes = [by_index[i] for i in range(len(drafts))]
+        written = [
+            (o.memory, found[i].vector)
+            for i, o in enumerate(outcomes)
+            if o.status in ("created", "updated")
+        ]
         if written and self.indexer is not None:
-            await self._index_batch(written)
+            embedded = [(m, v) for m, v in written if v is not None and m.key is None]
+            if embedded:
+                await self._store_vectors(embedded)
+            rest = [m for m, v in written if v is None or m.key is not None]
+            if rest:
+                await self._index_batch(rest)
         # The working cap is applied once per session the batch added to, as after an append.
         sessions = dict.fromkeys(
             o.memory.session_id
@@ -526,6 +644,8 @@ class MemoryService:
             since=since,
             until=until,
             limit=pool,
+            tags=check_tags(request.tags),
+            include_superseded=request.include_superseded,
         )
         now = self.clock.now()
         if len(phrasings) == 1:
@@ -553,6 +673,7 @@ class MemoryService:
             ]
             dropped = len(fused) - len(kept)
             ranked = kept[:limit]
+        ranked, folded = await self._fold_versions(ranked)
         ranked, omitted = TokenAllowance(token_budget).prefix(ranked, lambda h: h.memory.content)
         if request.mark_used:
             ids = [h.memory.id for h in ranked]
@@ -564,7 +685,51 @@ class MemoryService:
             for h in ranked
             if h.memory.id in handed
         ]
-        return SearchResult(hits=hits, mode=mode, omitted=omitted, notes=notes, dropped=dropped)
+        return SearchResult(
+            hits=hits,
+            mode=mode,
+            omitted=omitted,
+            notes=notes,
+            dropped=dropped,
+            folded={i: n for i, n in folded.items() if i in handed},
+        )
+
+    async def _fold_versions(
+        self, ranked: list[SearchHit]
+    ) -> tuple[list[SearchHit], dict[int, int]]:
+        """Several versions of one fact among the hits: the newest stands for them all.
+
+        Trigger: hits that restate one another (domain.duplicates.restates: close by their
+        stored vectors and their words, numbers and names allowed to differ). Why: a
+        correction written without `supersedes` must still win over what it corrects.
+        Outcome: the newest takes the best-ranked one's place; the others are folded away
+        and counted. Without a model (no stored vectors) nothing is folded.
+        """
+        if self.indexer is None or len(ranked) < 2:
+            return ranked, {}
+        hashes = [content_hash(embedding_text(h.memory)) for h in ranked]
+        try:
+            stored = await self.indexer.vectors.vectors_by_hash(hashes)
+        except Exception:
+            log.exception("search.fold_failed")
+            return ranked, {}
+        vectors = [stored.get(h) for h in hashes]
+
+        def similarity(i: int, j: int) -> float | None:
+            a, b = vectors[i], vectors[j]
+            if a is None or b is None or ranked[i].memory.layer is not ranked[j].memory.layer:
+                return None
+            import numpy as np  # loaded with the vectors
+
+            return float(np.dot(a, b))
+
+        kept, folded = fold_newest(
+            [h.memory.content for h in ranked],
+            [(h.memory.created_at, h.memory.id) for h in ranked],
+            similarity,
+            self.duplicates,
+        )
+        return [ranked[i] for i in kept], {ranked[i].memory.id: n for i, n in folded.items()}
 
     def _phrasings(self, request: SearchRequest) -> list[tuple[str, str]]:
         """(field, text) of each distinct phrasing: `query` first, then `queries` in order."""
@@ -768,8 +933,11 @@ class MemoryService:
         layer: Layer | None = None,
         limit: int = 10,
         token_budget: int | None = None,
+        include_superseded: bool = False,
     ) -> ContextResult:
         """The most recently used memories: ACTIVE first, then RECENT, ARCHIVED, EXPIRED.
+
+        Superseded memories (history) only when `include_superseded`.
 
         Ordering by reference time newest first is the same as ordering by live tier and then
         by last access, because tiers are bands of that same time.
@@ -779,7 +947,9 @@ class MemoryService:
         now = self.clock.now()
         cutoffs = tier_cutoffs(now, self.tiers)
         token_budget = check_token_budget(token_budget)
-        rows = await self.repo.list_recent(project, layer, limit=limit)
+        rows = await self.repo.list_recent(
+            project, layer, limit=limit, include_superseded=include_superseded
+        )
         rows, omitted = TokenAllowance(token_budget).prefix(rows, lambda m: m.content)
         before = {m.id: classify_tier(m.reference_time, cutoffs) for m in rows}
         handed = await self.repo.hand_out(project, [m.id for m in rows], now)

@@ -29,6 +29,7 @@ from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
 from memory_core.config import ConversationPolicy, Limits
 from memory_core.domain.dates import dates_of, normalise_dates
+from memory_core.domain.duplicates import normalised_hash as normalised_text_hash
 from memory_core.domain.inputs import (
     check_author,
     check_metadata,
@@ -42,6 +43,7 @@ from memory_core.domain.memory_redaction import redact_memory
 from memory_core.domain.models import Layer, Memory, Tier
 from memory_core.domain.redaction import RedactionPolicy, Redactor
 from memory_core.domain.similarity import normalised_hash
+from memory_core.domain.tags import check_tags
 from memory_core.errors import InvalidInputError
 from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports import Clock
@@ -119,6 +121,12 @@ class _Record(BaseModel):
     # resolved from its content on import, so a store upgraded by export and import has them.
     occurred_at: datetime | None = None
     dates: str | None = None
+    # Since migration 0013, likewise (absent: not pinned, current, untagged).
+    pinned: bool = False
+    superseded_by: int | None = None
+    tags: tuple[str, ...] = ()
+    # Derived from the content (memory_row computes it); never read from a file.
+    norm_hash: str | None = None
 
     @classmethod
     def of(cls, m: Memory) -> _Record:
@@ -140,6 +148,9 @@ class _Record(BaseModel):
             author=m.author,
             occurred_at=m.occurred_at,
             dates=m.dates,
+            pinned=m.pinned,
+            superseded_by=m.superseded_by,
+            tags=m.tags,
         )
 
     def to_memory(self) -> Memory:
@@ -165,21 +176,34 @@ class _Record(BaseModel):
             dates=normalise_dates(self.dates)
             if self.dates is not None
             else dates_of(self.content, self.occurred_at or self.created_at),
+            pinned=self.pinned,
+            superseded_by=self.superseded_by,
+            tags=check_tags(self.tags),
         )
 
 
 def memory_row(memory: Memory) -> Row:
-    """A memory as its context_snapshots row (the record's fields, enums as their values)."""
-    return {
+    """A memory as its context_snapshots row (the record's fields, enums as their values).
+
+    `norm_hash`, the identity of unkeyed text, is derived here like content_hash, never read
+    from a file.
+    """
+    row = {
         name: value.value if isinstance(value, StrEnum) else value
         for name, value in _Record.of(memory).model_dump().items()
     }
+    row["tags"] = list(memory.tags)
+    row["norm_hash"] = normalised_text_hash(memory.content) if memory.key is None else None
+    return row
 
 
 def _memory_line(row: Row) -> str:
-    # A memory without an author or dates is written as before those existed.
+    # A memory without an author, dates, pin, supersession or tags is written as before those
+    # existed.
     memory = _Record.model_validate(row)
     unset = {f for f in ("author", "occurred_at", "dates") if getattr(memory, f) is None}
+    unset |= {f for f in ("pinned", "superseded_by", "tags") if not getattr(memory, f)}
+    unset.add("norm_hash")
     record = memory.model_dump(mode="json", exclude=unset or None)
     return json.dumps({"kind": "memory", **record}, ensure_ascii=False, separators=(",", ":"))
 
@@ -548,9 +572,12 @@ class _Parents:
     def __init__(self) -> None:
         self.skipped_sessions: set[Any] = set()
         self.documents: dict[Any, Any] = {}  # id in the file -> id stored, or None: skipped
+        self.memories: dict[Any, Any] = {}  # likewise
 
     def learn(self, kind: str, outcome: dict[Any, Any]) -> None:
-        if kind == "conversation_session":
+        if kind == "memory":
+            self.memories = outcome
+        elif kind == "conversation_session":
             self.skipped_sessions = {key for key, got in outcome.items() if got is None}
         elif kind == "document":
             self.documents = outcome
@@ -559,6 +586,12 @@ class _Parents:
         """The rows still to write: a skipped parent's are dropped, chunks follow new ids."""
         if kind in _SESSION_CHILDREN:
             return [r for r in rows if (r["project"], r["session_id"]) not in self.skipped_sessions]
+        if kind == "memory_version":
+            return [
+                {**r, "memory_id": self.memories[r["memory_id"]]}
+                for r in rows
+                if self.memories.get(r["memory_id"]) is not None
+            ]
         if kind == "document_chunk":
             return [
                 {**r, "document_id": self.documents[r["document_id"]]}
@@ -572,6 +605,7 @@ class _Parents:
 # hold a credential), as the tools' write paths redact them; keys are redacted as keys.
 # Ids, names of projects, sessions and tenants, and hashes are left as written.
 _FREE_TEXT: dict[str, tuple[str, ...]] = {
+    "memory_version": ("content",),
     "conversation_session": ("qa_summary", "pending_summary"),
     "conversation_summary": ("text",),
     "conversation_entry": ("content", "tool_name", "arguments", "source"),
@@ -583,7 +617,7 @@ _FREE_TEXT: dict[str, tuple[str, ...]] = {
     "document": ("body",),
     "document_chunk": ("text",),
 }
-_KEYS: dict[str, tuple[str, ...]] = {"preference": ("key",)}
+_KEYS: dict[str, tuple[str, ...]] = {"preference": ("key",), "memory_version": ("key",)}
 
 
 def _redacted_row(kind: str, row: Row, gate: Redactor) -> Row:

@@ -29,6 +29,7 @@ from memory_core.domain.conversation import EntryType, Role
 from memory_core.domain.inputs import MAX_SESSION_CHARS, check_project, check_session, check_text
 from memory_core.domain.knowledge import DocumentOrigin, PromotionReason, PromotionTarget
 from memory_core.domain.knowledge_inputs import check_name, check_optional_name
+from memory_core.domain.tags import check_tags
 from memory_core.errors import InvalidInputError
 from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports.transfer import ColumnType, Row, TableSpec
@@ -56,6 +57,7 @@ _HASH = re.compile(r"[0-9a-f]{64}\Z")
 
 # Columns that may be null (every other one is NOT NULL in both schemas).
 _NULLABLE = {
+    "memory_version": {"key"},
     "conversation_session": {"qa_summary_from", "qa_summary_until", "pending_summary"},
     "conversation_entry": {"tool_name", "arguments", "source", "summary_no"},
     "scratchpad_snippet": {
@@ -158,6 +160,8 @@ _VALUES: dict[ColumnType, Callable[[str, Any, datetime], Any]] = {
     "bool": _bool,
     "time": _time,
     "bytes": _bytes,
+    # A decoded JSON value (memory versions' metadata and tags); their checks say its shape.
+    "json": lambda _name, value, _now: value,
 }
 
 
@@ -295,6 +299,16 @@ def _check_snippet(row: Row, bounds: RecordLimits) -> None:
         check_text("promoted_ref", row["promoted_ref"], max_chars=_MAX_SOURCE)
 
 
+def _check_version(row: Row, bounds: RecordLimits) -> None:
+    check_text("content", row["content"], max_chars=bounds.limits.max_content_chars)
+    if row["key"] is not None:
+        check_text("key", row["key"], max_chars=bounds.limits.max_key_chars)
+    if not isinstance(row["metadata"], dict):
+        raise InvalidInputError("metadata", "must be a JSON object")
+    row["tags"] = list(check_tags(row["tags"]))
+    _one_of("change", row["change"], ["update", "learn"])
+
+
 def _check_preference(row: Row, bounds: RecordLimits) -> None:
     check_name("user_id", row["user_id"])
     check_text("key", row["key"], max_chars=_MAX_PREFERENCE_KEY)
@@ -341,6 +355,7 @@ def _check_revision(row: Row, bounds: RecordLimits) -> None:
 
 
 _CHECKS = {
+    "memory_version": _check_version,
     "conversation_session": _check_session,
     "conversation_summary": _check_summary,
     "conversation_entry": _check_entry,

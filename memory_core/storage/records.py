@@ -30,6 +30,7 @@ from memory_core.domain.conversation import (
     Summary,
     canonical_json,
 )
+from memory_core.domain.duplicates import normalised_hash
 from memory_core.domain.hook_session import HookSession, TranscriptCursor
 from memory_core.domain.knowledge import (
     Chunk,
@@ -45,6 +46,7 @@ from memory_core.domain.knowledge import (
     SnippetDraft,
 )
 from memory_core.domain.models import Layer, Memory, StoreStats, Tier
+from memory_core.domain.versions import MemoryVersion
 from memory_core.errors import SchemaMismatchError
 from memory_core.storage.counts_fold import FoldedCounts
 
@@ -57,6 +59,7 @@ __all__ = [
     "ChunkMatrix",
     "RowReader",
     "RowWriter",
+    "identity_hash",
     "json_text",
     "next_number",
     "recorded_model",
@@ -66,12 +69,20 @@ __all__ = [
 ]
 
 
+def identity_hash(key: str | None, content: str) -> str | None:
+    """The norm_hash column: an unkeyed row's normalised text hash (keyed rows go by key)."""
+    return normalised_hash(content) if key is None else None
+
+
 def store_stats(
     project: str,
     counts: FoldedCounts,
     database_bytes: int,
     oldest: datetime | None,
     newest: datetime | None,
+    *,
+    pinned: int = 0,
+    superseded: int = 0,
 ) -> StoreStats:
     """A project's StoreStats from its folded counts; each backend decodes its own dates."""
     return StoreStats(
@@ -85,6 +96,8 @@ def store_stats(
         newest=newest,
         stale_tiers=counts.stale_tiers,
         never_accessed=counts.never_accessed,
+        pinned=pinned,
+        superseded=superseded,
     )
 
 
@@ -174,6 +187,13 @@ def _json_object(text: str) -> Any:
     return {} if text == "{}" else json.loads(text)
 
 
+def _tags(value: Any) -> tuple[str, ...]:
+    """Stored tags: JSON text (SQLite) or a decoded list (PostgreSQL's jsonb); mostly none."""
+    if not value or value == "[]":
+        return ()
+    return tuple(json.loads(value) if isinstance(value, str) else value)
+
+
 class RowReader:
     """Builds domain objects from rows (mappings by column name) of one backend.
 
@@ -241,6 +261,23 @@ class RowReader:
             author=row["author"],
             occurred_at=self._opt_time(row["occurred_at"]),
             dates=row["dates"],
+            pinned=bool(row["pinned"]),
+            superseded_by=row["superseded_by"],
+            tags=_tags(row["tags"]),
+        )
+
+    def version(self, row: Any) -> MemoryVersion:
+        """A memory_versions row."""
+        return MemoryVersion(
+            id=row["id"],
+            memory_id=row["memory_id"],
+            key=row["key"],
+            content=row["content"],
+            metadata=self._metadata(row["metadata"]),
+            tags=_tags(row["tags"]),
+            valid_from=self._time(row["valid_from"]),
+            valid_until=self._time(row["valid_until"]),
+            change=row["change"],
         )
 
     def session(self, row: Any) -> SessionInfo:
@@ -345,6 +382,7 @@ class RowReader:
             summary_id=None if row["summary_id"] is None else int(row["summary_id"]),
             updated_at=self._time(row["updated_at"]),
             stop_offset=int(row["stop_offset"]),
+            tool_rules=tuple(str(m) for m in json.loads(row["tool_rules"])),
         )
 
     def preference(self, row: Any) -> Preference:
@@ -432,7 +470,7 @@ class RowWriter:
 
         Columns: id, project, layer, key, content, metadata, session_id, created_at,
         updated_at, last_accessed, access_count, memory_tier, content_hash, token_count, author,
-        occurred_at, dates.
+        occurred_at, dates, norm_hash, pinned, superseded_by, tags.
         """
         return (
             m.id,
@@ -452,6 +490,10 @@ class RowWriter:
             m.author,
             self._opt_time(m.occurred_at),
             m.dates,
+            identity_hash(m.key, m.content),
+            self._flag(m.pinned),
+            m.superseded_by,
+            self._metadata(list(m.tags)),
         )
 
     def _opt_time(self, value: datetime | None) -> Any:

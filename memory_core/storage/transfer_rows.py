@@ -21,6 +21,7 @@ Mark = Callable[[int], str]  # the n-th (1-based) placeholder of a statement
 # The table behind each record kind (memory_core.ports.transfer.TABLES).
 TABLE = {
     "memory": "context_snapshots",
+    "memory_version": "memory_versions",
     "conversation_session": "conversation_sessions",
     "conversation_summary": "conversation_summaries",
     "conversation_entry": "conversation_entries",

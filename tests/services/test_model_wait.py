@@ -111,10 +111,12 @@ async def test_an_append_waits_for_the_model_and_reports_its_near_duplicate(
     vectors = await _vectors(storage, lazy)
     service = _service(repo, clock, vectors, lazy, wait=30)
     asyncio.get_running_loop().call_later(0.2, release.set)
-    first = await service.append("p", Layer.EPISODIC, "Alice likes green tea")
-    again = await service.append("p", Layer.EPISODIC, "alice likes GREEN tea!")
+    first = await service.append("p", Layer.EPISODIC, "Alice likes green tea in the morning")
+    again = await service.append("p", Layer.EPISODIC, "Alice likes the green tea in the morning")
+    # A near duplicate adds no row (issue 32): the first is restated and named.
+    assert again.status == "duplicate"
     assert again.near_duplicate is not None and again.near_duplicate.id == first.memory.id
-    assert await vectors.vector_stats() == (2, 0)  # both embedded, none left for a backfill
+    assert await vectors.vector_stats() == (1, 0)  # embedded, none left for a backfill
 
 
 class _SlowVectors:

@@ -43,6 +43,10 @@ async def _tables(db: aiosqlite.Connection) -> dict[str, str]:
         and not any(name.startswith(f"{v}_") for v in virtual)
         and not name.startswith("sqlite_")
         and name != "schema_migrations"
+        # The keyword index's bookkeeping (0011): the registry says which per-project tables
+        # exist (a made-up row would claim one never built) and the queue is consumed at
+        # open; neither holds data of its own.
+        and name not in ("context_snapshots_fts_projects", "context_snapshots_fts_queue")
     }
 
 

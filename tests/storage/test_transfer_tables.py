@@ -14,6 +14,7 @@ from memory_core.storage.transfer_rows import TABLE
 LEFT_OUT = {
     "context_embeddings": "memory vectors belong to a model; the importer embeds again",
     "memory_counts": "kept by triggers from the memories themselves",
+    "memory_tags": "kept by triggers from the memories' own tags column",
     "hook_sessions": "Claude Code hook bookkeeping, rebuilt by the next session",
     "meta": "the embedding model record and settings of this database",
     "schema_migrations": "the schema, not data",

@@ -73,7 +73,7 @@ class PostgresCopyEndpoint:
             await conn.executemany(
                 f"INSERT INTO context_snapshots ({COLUMNS})"
                 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16,"
-                " $17)",
+                " $17, $18, $19, $20, $21)",
                 [_WRITE.memory(m) for m, _, _ in rows],
             )
         await self._vectors.put_vectors([(m, h, v) for m, h, v in rows if h and v is not None])

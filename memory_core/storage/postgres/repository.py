@@ -26,11 +26,12 @@ from memory_core.domain.models import (
     Tier,
     TierCutoffs,
 )
+from memory_core.domain.versions import ForgetReceipt, MemoryChange, MemoryVersion, UpdateOutcome
 from memory_core.storage.counts_fold import fold_counts
-from memory_core.storage.postgres.rows import COLUMNS, aware, row_to_memory
+from memory_core.storage.postgres.rows import COLUMNS, aware, row_to_memory, row_to_version
 from memory_core.storage.postgres.session import PostgresSession, maintenance_lock, rowcount
 from memory_core.storage.postgres.tsquery import any_word_tsquery, to_tsquery_text
-from memory_core.storage.records import store_stats
+from memory_core.storage.records import identity_hash, store_stats
 
 __all__ = ["PostgresMemoryRepository"]
 
@@ -67,15 +68,43 @@ def _filters(query: TextQuery, args: list[Any]) -> str:
     if query.session_id is not None:
         args.append(query.session_id)
         where.append(f"s.session_id = ${len(args)}")
-    if query.author is not None:
-        args.append(query.author)
-        where.append(f"s.author = ${len(args)}")
-    if query.since is not None:
-        args.append(aware(query.since))
-        where.append(f"s.created_at >= ${len(args)}")
-    if query.until is not None:
-        args.append(aware(query.until))
-        where.append(f"s.created_at < ${len(args)}")
+    where += _who_when_tags(query, args, "s.")
+    if not query.include_superseded:
+        where.append("s.superseded_by IS NULL")
+    return "".join(f" AND {w}" for w in where)
+
+
+def _who_when_tags(query: TextQuery | BrowseQuery, args: list[Any], alias: str) -> list[str]:
+    """Conditions on author, creation time and tags (the GIN index on tags answers `@>`)."""
+    where = []
+    for condition, value in (
+        ("author =", query.author),
+        ("created_at >=", aware(query.since) if query.since else None),
+        ("created_at <", aware(query.until) if query.until else None),
+        ("tags @>", list(query.tags) or None),
+    ):
+        if value is not None:
+            args.append(value)
+            cast = "::jsonb" if condition == "tags @>" else ""
+            where.append(f"{alias}{condition} ${len(args)}{cast}")
+    return where
+
+
+def _browse_filters(query: BrowseQuery, args: list[Any]) -> str:
+    """The conditions of a listing but its tier and page (see BrowseQuery)."""
+    where = []
+    for column, value in (("layer", query.layer), ("session_id", query.session_id)):
+        if value is not None:
+            args.append(value)
+            where.append(f"{column} = ${len(args)}")
+    if query.superseded is not None:
+        where.append("superseded_by IS " + ("NOT NULL" if query.superseded else "NULL"))
+    if query.pinned is not None:
+        where.append("pinned" if query.pinned else "NOT pinned")
+    if query.ids:
+        args.append(list(query.ids))
+        where.append(f"id = ANY(${len(args)}::bigint[])")
+    where += _who_when_tags(query, args, "")
     return "".join(f" AND {w}" for w in where)
 
 
@@ -85,20 +114,28 @@ def _scope(draft: MemoryDraft) -> str:
 
 
 def _identity(draft: MemoryDraft) -> tuple[str, str, str, str]:
-    """An unkeyed draft's identity, as ux_snapshots_content sees it."""
-    return (draft.project, draft.layer.value, _scope(draft), draft.content_hash)
+    """An unkeyed draft's identity, as ux_snapshots_norm sees it (its normalised text)."""
+    return (draft.project, draft.layer.value, _scope(draft), _norm(draft))
+
+
+def _norm(draft: MemoryDraft) -> str:
+    norm = identity_hash(draft.key, draft.content)
+    assert norm is not None  # unkeyed
+    return norm
 
 
 def _stored_identity(memory: Memory) -> tuple[str, str, str, str]:
     scope = (memory.session_id or "") if memory.layer is Layer.WORKING else ""
-    return (memory.project, memory.layer.value, scope, memory.content_hash)
+    norm = identity_hash(memory.key, memory.content)
+    assert norm is not None
+    return (memory.project, memory.layer.value, scope, norm)
 
 
 def _lock_name(draft: MemoryDraft) -> str:
     """The advisory lock text of a draft's identity (key, else content hash)."""
     if draft.key is not None:
         return f"k\x1f{draft.project}\x1f{draft.layer.value}\x1f{draft.key}"
-    return f"c\x1f{draft.project}\x1f{draft.layer.value}\x1f{_scope(draft)}\x1f{draft.content_hash}"
+    return f"c\x1f{draft.project}\x1f{draft.layer.value}\x1f{_scope(draft)}\x1f{_norm(draft)}"
 
 
 async def _lock_identities(conn: Any, drafts: Sequence[MemoryDraft]) -> None:
@@ -138,6 +175,59 @@ _S_COLUMNS = ", ".join(f"s.{c.strip()}" for c in COLUMNS.split(","))
 # as the FTS5 table's bm25(1.0, 1.0, 0.5) (migrations/*/0007); normalisation 1 divides by
 # 1 + log(document length), so shorter matches rank first.
 _RANK = "ts_rank_cd('{1,0.5,1,1}', s.search_vector, q, 1)"
+
+
+# A row's current version, kept in memory_versions before an update or a keyed upsert changes
+# it ($1 the row, $2 the instant it stops being current, $3 why).
+_KEEP_VERSION = (
+    "INSERT INTO memory_versions (memory_id, project, key, content, metadata, tags,"
+    " content_hash, valid_from, valid_until, change)"
+    " SELECT id, project, key, content, metadata, tags, content_hash, updated_at, $2, $3"
+    " FROM context_snapshots WHERE id = $1"
+)
+
+
+async def _restate(conn: Any, existing: Memory, draft: MemoryDraft, stamp: datetime) -> Memory:
+    """A memory written again: refreshed (not counted as a read), new metadata and tags merged.
+
+    Restating a memory is evidence it still matters: its reference time moves so it is not
+    aged out (as in the SQLite backend).
+    """
+    refreshed = await PostgresSession.one(
+        conn,
+        "UPDATE context_snapshots SET last_accessed = $1, memory_tier = 'ACTIVE',"
+        f" metadata = $2, tags = $3 WHERE id = $4 RETURNING {COLUMNS}",
+        stamp,
+        {**existing.metadata, **draft.metadata},
+        list(dict.fromkeys([*existing.tags, *draft.tags])),
+        existing.id,
+    )
+    assert refreshed is not None
+    return refreshed
+
+
+async def _locked(conn: Any, project: str, memory_id: int) -> Memory | None:
+    """A row of the project by id, locked until the transaction ends."""
+    return await PostgresSession.one(
+        conn,
+        f"SELECT {COLUMNS} FROM context_snapshots WHERE project = $1 AND id = $2 FOR UPDATE",
+        project,
+        memory_id,
+    )
+
+
+async def _superseding(conn: Any, draft: MemoryDraft, outcome: AddOutcome) -> AddOutcome:
+    """Mark the rows `draft.supersedes` (of its project, other than itself) as replaced."""
+    older = [i for i in draft.supersedes if i != outcome.memory.id]
+    if older:
+        await conn.execute(
+            "UPDATE context_snapshots SET superseded_by = $1"
+            " WHERE project = $2 AND id = ANY($3::bigint[])",
+            outcome.memory.id,
+            draft.project,
+            PostgresSession.ids(older),
+        )
+    return outcome
 
 
 class PostgresMemoryRepository:
@@ -185,17 +275,25 @@ class PostgresMemoryRepository:
         if not first:
             return {}
         probe = list(first)
+        # Stored by normalised text, or by exact text (rows from before migration 0013).
         rows = await conn.fetch(
-            "SELECT u.i FROM unnest($1::text[], $2::text[], $3::text[], $4::text[])"
-            " WITH ORDINALITY AS u(project, layer, scope, hash, i) WHERE EXISTS ("
+            "SELECT u.i FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[])"
+            " WITH ORDINALITY AS u(project, layer, scope, norm, hash, i) WHERE EXISTS ("
+            " SELECT 1 FROM context_snapshots AS s WHERE s.project = u.project"
+            " AND s.layer = u.layer AND s.key IS NULL AND s.norm_hash = u.norm"
+            " AND (CASE WHEN s.layer = 'working' THEN coalesce(s.session_id, '') ELSE '' END)"
+            " = u.scope) OR EXISTS ("
             " SELECT 1 FROM context_snapshots AS s WHERE s.project = u.project"
             " AND s.layer = u.layer AND s.key IS NULL AND s.content_hash = u.hash"
             " AND (CASE WHEN s.layer = 'working' THEN coalesce(s.session_id, '') ELSE '' END)"
             " = u.scope)",
             *([ident[n] for ident in probe] for n in range(4)),
+            [drafts[i].content_hash for i in first.values()],
         )
         stored = {probe[int(r[0]) - 1] for r in rows}
-        fresh = [i for ident, i in first.items() if ident not in stored]
+        fresh = [
+            i for ident, i in first.items() if ident not in stored and not drafts[i].supersedes
+        ]
         if not fresh:
             return {}
         batch = [drafts[i] for i in fresh]
@@ -203,15 +301,15 @@ class PostgresMemoryRepository:
             conn,
             "INSERT INTO context_snapshots (project, layer, key, content, metadata, session_id,"
             " created_at, updated_at, last_accessed, access_count, memory_tier, content_hash,"
-            " token_count, author, occurred_at, dates)"
+            " token_count, author, occurred_at, dates, norm_hash, tags)"
             " SELECT u.project, u.layer, NULL, u.content, u.metadata::jsonb, u.session_id,"
             " u.created_at, $9, NULL, 0, 'ACTIVE', u.hash, u.tokens, u.author, u.occurred_at,"
-            " u.dates"
+            " u.dates, u.norm, u.tags::jsonb"
             " FROM unnest($1::text[], $2::text[], $3::text[], $4::text[], $5::text[],"
             " $6::timestamptz[], $7::text[], $8::int[], $10::text[], $11::timestamptz[],"
-            " $12::text[])"
+            " $12::text[], $13::text[], $14::text[])"
             " WITH ORDINALITY AS u(project, layer, content, metadata, session_id, created_at,"
-            " hash, tokens, author, occurred_at, dates, i)"
+            " hash, tokens, author, occurred_at, dates, norm, tags, i)"
             f" ORDER BY u.i RETURNING {COLUMNS}",
             [d.project for d in batch],
             [d.layer.value for d in batch],
@@ -225,6 +323,8 @@ class PostgresMemoryRepository:
             [d.author for d in batch],
             [aware(d.occurred_at) if d.occurred_at else None for d in batch],
             [d.dates for d in batch],
+            [_norm(d) for d in batch],
+            [json.dumps(list(d.tags), ensure_ascii=False) for d in batch],
         )
         # Each fresh identity is unique in the batch, so a returned row maps back by it
         # (RETURNING promises no order).
@@ -255,25 +355,31 @@ class PostgresMemoryRepository:
                 draft.key,
             )
         else:
-            # Mirrors ux_snapshots_content: working-layer rows are unique per session.
-            existing = await PostgresSession.one(
-                conn,
-                f"SELECT {COLUMNS} FROM context_snapshots WHERE project = $1 AND layer = $2"
-                " AND content_hash = $3 AND key IS NULL AND (layer <> 'working'"
-                " OR coalesce(session_id, '') = coalesce($4, '')) FOR UPDATE",
-                draft.project,
-                draft.layer.value,
-                draft.content_hash,
-                draft.session_id,
-            )
+            # Mirrors ux_snapshots_norm (then ux_snapshots_content, for rows from before
+            # migration 0013): working-layer rows are unique per session.
+            existing = None
+            for column, digest in (
+                ("norm_hash", _norm(draft)),
+                ("content_hash", draft.content_hash),
+            ):
+                existing = existing or await PostgresSession.one(
+                    conn,
+                    f"SELECT {COLUMNS} FROM context_snapshots WHERE project = $1 AND layer = $2"
+                    f" AND {column} = $3 AND key IS NULL AND (layer <> 'working'"
+                    " OR coalesce(session_id, '') = coalesce($4, '')) FOR UPDATE",
+                    draft.project,
+                    draft.layer.value,
+                    digest,
+                    draft.session_id,
+                )
         if existing is None:
             created = await PostgresSession.one(
                 conn,
                 "INSERT INTO context_snapshots (project, layer, key, content, metadata,"
                 " session_id, created_at, updated_at, last_accessed, access_count, memory_tier,"
-                " content_hash, token_count, author, occurred_at, dates)"
+                " content_hash, token_count, author, occurred_at, dates, norm_hash, tags)"
                 " VALUES ($1, $2, $3, $4, $5, $6, $7, $8, NULL, 0, 'ACTIVE', $9, $10, $11, $12,"
-                " $13)"
+                " $13, $14, $15)"
                 f" RETURNING {COLUMNS}",
                 draft.project,
                 draft.layer.value,
@@ -288,26 +394,19 @@ class PostgresMemoryRepository:
                 draft.author,
                 aware(draft.occurred_at) if draft.occurred_at else None,
                 draft.dates,
+                identity_hash(draft.key, draft.content),
+                list(draft.tags),
             )
             assert created is not None
-            return AddOutcome(memory=created, status="created")
-        unchanged = existing.content_hash == draft.content_hash and (
-            draft.key is None or existing.metadata == draft.metadata
+            return await _superseding(conn, draft, AddOutcome(memory=created, status="created"))
+        unchanged = draft.key is None or (
+            existing.content_hash == draft.content_hash and existing.metadata == draft.metadata
         )
         if unchanged:
-            # Restating a memory refreshes its reference time without counting a read; a
-            # duplicate's new metadata keys are merged in (as in the SQLite backend).
-            refreshed = await PostgresSession.one(
-                conn,
-                "UPDATE context_snapshots SET last_accessed = $1, memory_tier = 'ACTIVE',"
-                f" metadata = $2 WHERE id = $3 RETURNING {COLUMNS}",
-                stamp,
-                {**existing.metadata, **draft.metadata},
-                existing.id,
-            )
-            assert refreshed is not None
+            refreshed = await _restate(conn, existing, draft, stamp)
             status = "unchanged" if draft.key is not None else "duplicate"
-            return AddOutcome(memory=refreshed, status=status)
+            return await _superseding(conn, draft, AddOutcome(memory=refreshed, status=status))
+        await conn.execute(_KEEP_VERSION, existing.id, stamp, "learn")
         updated = await PostgresSession.one(
             conn,
             "UPDATE context_snapshots SET content = $1, metadata = $2, content_hash = $3,"
@@ -327,7 +426,8 @@ class PostgresMemoryRepository:
             draft.dates,
         )
         assert updated is not None
-        return AddOutcome(memory=updated, status="updated", previous_content=existing.content)
+        outcome = AddOutcome(memory=updated, status="updated", previous_content=existing.content)
+        return await _superseding(conn, draft, outcome)
 
     async def hand_out(self, project: str, ids: Sequence[int], at: datetime) -> list[Memory]:
         """Record an access on each row and return them as updated; see the port."""
@@ -409,6 +509,156 @@ class PostgresMemoryRepository:
                     PostgresSession.ids(ids),
                 )
             return [(await self._add_in_transaction(conn, d, now)).memory for d in drafts]
+
+    # -- one truth per fact (migration 0013) --------------------------------------------
+
+    async def restate(
+        self, project: str, memory_id: int, draft: MemoryDraft, now: datetime
+    ) -> Memory | None:
+        """A near duplicate of `memory_id` was written: refresh it; see the SQLite twin."""
+        async with self._session.write("restate") as conn:
+            await maintenance_lock(conn, shared=True)
+            existing = await _locked(conn, project, memory_id)
+            if existing is None:
+                return None
+            refreshed = await _restate(conn, existing, draft, aware(now))
+            outcome = AddOutcome(memory=refreshed, status="duplicate")
+            return (await _superseding(conn, draft, outcome)).memory
+
+    async def update(
+        self, project: str, memory_id: int, change: MemoryChange, now: datetime
+    ) -> UpdateOutcome:
+        """Replace content, metadata or tags, keeping the old version; see the SQLite twin."""
+        stamp = aware(now)
+        async with self._session.write("update") as conn:
+            await maintenance_lock(conn, shared=True)
+            old = await _locked(conn, project, memory_id)
+            if old is None:
+                return UpdateOutcome()
+            sets: dict[str, Any] = {}
+            if change.content is not None and change.content != old.content:
+                norm = identity_hash(old.key, change.content)
+                if old.key is None:
+                    twin = await self._twin(conn, old, norm, change.content_hash)
+                    if twin is not None:
+                        return UpdateOutcome(duplicate_of=twin)
+                sets.update(
+                    content=change.content,
+                    content_hash=change.content_hash,
+                    token_count=change.token_count,
+                    dates=change.dates,
+                    norm_hash=norm,
+                )
+            if change.metadata is not None and change.metadata != old.metadata:
+                sets["metadata"] = change.metadata
+            if change.tags is not None and change.tags != old.tags:
+                sets["tags"] = list(change.tags)
+            if not sets:
+                return UpdateOutcome(memory=old, previous=old)
+            await conn.execute(_KEEP_VERSION, old.id, stamp, "update")
+            names = list(sets)
+            assignments = ", ".join(f"{name} = ${n}" for n, name in enumerate(names, start=3))
+            updated = await PostgresSession.one(
+                conn,
+                f"UPDATE context_snapshots SET {assignments}, updated_at = $2"
+                f" WHERE id = $1 RETURNING {COLUMNS}",
+                old.id,
+                stamp,
+                *(sets[name] for name in names),
+            )
+        return UpdateOutcome(memory=updated, previous=old)
+
+    @staticmethod
+    async def _twin(conn: Any, old: Memory, norm: str | None, digest: str | None) -> Memory | None:
+        """Another unkeyed row of `old`'s identity already holding the new text."""
+        for column, value in (("norm_hash", norm), ("content_hash", digest)):
+            found = await PostgresSession.one(
+                conn,
+                f"SELECT {COLUMNS} FROM context_snapshots WHERE project = $1 AND layer = $2"
+                f" AND {column} = $3 AND key IS NULL AND id <> $5 AND (layer <> 'working'"
+                " OR coalesce(session_id, '') = coalesce($4, ''))",
+                old.project,
+                old.layer.value,
+                value,
+                old.session_id,
+                old.id,
+            )
+            if found is not None:
+                return found
+        return None
+
+    async def versions(self, project: str, memory_id: int) -> list[MemoryVersion]:
+        """A memory's earlier versions, oldest first."""
+        async with self._session.read("versions") as conn:
+            rows = await conn.fetch(
+                "SELECT * FROM memory_versions WHERE memory_id = $1 AND project = $2 ORDER BY id",
+                memory_id,
+                project,
+            )
+        return [row_to_version(r) for r in rows]
+
+    async def set_pinned(self, project: str, ids: Sequence[int], pinned: bool) -> list[Memory]:
+        """Pin or unpin rows; returns them as they are now (ids not in the project left out)."""
+        if not ids:
+            return []
+        async with self._session.write("pin") as conn:
+            rows = await PostgresSession.memories(
+                conn,
+                "UPDATE context_snapshots SET pinned = $1"
+                f" WHERE project = $2 AND id = ANY($3::bigint[]) RETURNING {COLUMNS}",
+                pinned,
+                project,
+                PostgresSession.ids(ids),
+            )
+        by_id = {m.id: m for m in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    async def forget(self, query: BrowseQuery, *, dry_run: bool, sample: int) -> ForgetReceipt:
+        """Delete every row `query` selects, or count them when `dry_run`; see the SQLite twin.
+
+        The keyword index is the rows' own generated tsvector column: it leaves with them.
+        """
+        args: list[Any] = [query.project]
+        where = "project = $1" + _browse_filters(query, args)
+        places = {
+            "vectors": "SELECT count(*) FROM context_embeddings WHERE id = ANY($1::bigint[])",
+            "versions": "SELECT count(*) FROM memory_versions WHERE memory_id = ANY($1::bigint[])",
+        }
+        async with self._session.write("forget") as conn:
+            await maintenance_lock(conn, shared=True)
+            rows = await PostgresSession.memories(
+                conn,
+                f"SELECT {COLUMNS} FROM context_snapshots WHERE {where} ORDER BY id DESC"
+                + ("" if dry_run else " FOR UPDATE"),
+                *args,
+            )
+            ids = [m.id for m in rows]
+            counts = {name: int(await conn.fetchval(sql, ids)) for name, sql in places.items()}
+            tags = sum(len(m.tags) for m in rows)
+            remaining: dict[str, int] = {}
+            if not dry_run and ids:
+                await conn.execute(
+                    "DELETE FROM context_snapshots WHERE id = ANY($1::bigint[])", ids
+                )
+                left = {
+                    "rows": "SELECT count(*) FROM context_snapshots WHERE id = ANY($1::bigint[])",
+                    **places,
+                }
+                remaining = {name: int(await conn.fetchval(sql, ids)) for name, sql in left.items()}
+                remaining["keyword_entries"] = remaining["rows"]
+                remaining["tags"] = remaining["rows"]
+            elif not dry_run:
+                remaining = {"rows": 0, **dict.fromkeys(places, 0), "keyword_entries": 0, "tags": 0}
+        return ForgetReceipt(
+            dry_run=dry_run,
+            ids=ids,
+            sample=rows[:sample],
+            rows=len(ids),
+            keyword_entries=len(ids),
+            tags=tags,
+            remaining=remaining,
+            **counts,
+        )
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -513,10 +763,17 @@ class PostgresMemoryRepository:
                 limit,
             )
 
-    async def list_recent(self, project: str, layer: Layer | None, *, limit: int) -> list[Memory]:
-        """Most recently used or created first."""
+    async def list_recent(
+        self,
+        project: str,
+        layer: Layer | None,
+        *,
+        limit: int,
+        include_superseded: bool = False,
+    ) -> list[Memory]:
+        """Most recently used or created first; superseded rows only when asked."""
         args: list[Any] = [project, limit]
-        where = "project = $1"
+        where = "project = $1" if include_superseded else "project = $1 AND superseded_by IS NULL"
         if layer is not None:
             args.append(layer.value)
             where += " AND layer = $3"
@@ -532,12 +789,6 @@ class PostgresMemoryRepository:
         """Newest id first; the live tier is a range of the reference time."""
         args: list[Any] = [query.project, query.limit]
         where = "project = $1"
-        if query.layer is not None:
-            args.append(query.layer.value)
-            where += f" AND layer = ${len(args)}"
-        if query.session_id is not None:
-            args.append(query.session_id)
-            where += f" AND session_id = ${len(args)}"
         if query.tier is not None:
             bounds = _cutoffs(cutoffs)
             newer = {Tier.ACTIVE: None, Tier.RECENT: 0, Tier.ARCHIVED: 1, Tier.EXPIRED: 2}
@@ -552,6 +803,7 @@ class PostgresMemoryRepository:
         if query.before_id is not None:
             args.append(query.before_id)
             where += f" AND id < ${len(args)}"
+        where += _browse_filters(query, args)
         async with self._session.read("browse") as conn:
             return await PostgresSession.memories(
                 conn,
@@ -606,7 +858,7 @@ class PostgresMemoryRepository:
         # The live condition guards the delete even if the stored tier were stale.
         candidates = (
             "SELECT id FROM context_snapshots"
-            f" WHERE {_REFERENCE} <= $1{scope}"
+            f" WHERE {_REFERENCE} <= $1 AND NOT pinned{scope}"
             f" ORDER BY access_count, {_REFERENCE}, id LIMIT $2"
         )
         if dry_run:
@@ -619,7 +871,7 @@ class PostgresMemoryRepository:
             # A row handed out after the recalculation above is re-checked by the DELETE
             # (READ COMMITTED re-evaluates memory_tier on the newest row version): it stays.
             rows = await conn.fetch(
-                "DELETE FROM context_snapshots WHERE memory_tier = 'EXPIRED'"
+                "DELETE FROM context_snapshots WHERE memory_tier = 'EXPIRED' AND NOT pinned"
                 f" AND id IN ({candidates}) RETURNING id",
                 *args,
             )
@@ -635,7 +887,7 @@ class PostgresMemoryRepository:
             # being handed out meanwhile: a row used since it was listed stays.
             rows = await conn.fetch(
                 "DELETE FROM context_snapshots WHERE id = ANY($1::bigint[])"
-                f" AND {_REFERENCE} <= $2 RETURNING id",
+                f" AND {_REFERENCE} <= $2 AND NOT pinned RETURNING id",
                 PostgresSession.ids(ids),
                 aware(cutoffs.archived_after),
             )
@@ -664,6 +916,12 @@ class PostgresMemoryRepository:
                 "SELECT pg_total_relation_size('context_snapshots')"
                 " + coalesce(pg_total_relation_size(to_regclass('context_embeddings')), 0)"
             )
+            marks = await conn.fetchrow(
+                "SELECT (SELECT count(*) FROM context_snapshots WHERE project = $1 AND pinned),"
+                " (SELECT count(*) FROM context_snapshots WHERE superseded_by IS NOT NULL"
+                " AND project = $1)",
+                project,
+            )
         oldest, newest = dates[0], dates[1]
         return store_stats(
             project,
@@ -671,6 +929,8 @@ class PostgresMemoryRepository:
             int(size),
             aware(oldest) if oldest else None,
             aware(newest) if newest else None,
+            pinned=int(marks[0]),
+            superseded=int(marks[1]),
         )
 
     async def has_project(self, project: str) -> bool:

@@ -6,15 +6,16 @@ from datetime import UTC, datetime
 from typing import Any
 
 from memory_core.domain.models import Memory
+from memory_core.domain.versions import MemoryVersion
 from memory_core.storage.records import RowReader
 
-__all__ = ["COLUMNS", "aware", "row_to_memory"]
+__all__ = ["COLUMNS", "aware", "row_to_memory", "row_to_version"]
 
 # Every column but the generated tsvector, which no caller needs and which is large.
 COLUMNS = (
     "id, project, layer, key, content, metadata, session_id, created_at, updated_at,"
     " last_accessed, access_count, memory_tier, content_hash, token_count, author,"
-    " occurred_at, dates"
+    " occurred_at, dates, norm_hash, pinned, superseded_by, tags"
 )
 
 
@@ -26,6 +27,11 @@ def aware(value: datetime) -> datetime:
 def row_to_memory(row: Any) -> Memory:
     """Build a Memory from a context_snapshots record (metadata arrives decoded from jsonb)."""
     return _ROWS.memory(row)
+
+
+def row_to_version(row: Any) -> MemoryVersion:
+    """Build a MemoryVersion from a memory_versions row."""
+    return _ROWS.version(row)
 
 
 _ROWS = RowReader(aware, metadata=lambda value: value)

@@ -72,8 +72,9 @@ class SqliteCopyEndpoint:
             await db.executemany(
                 "INSERT INTO context_snapshots (id, project, layer, key, content, metadata,"
                 " session_id, created_at, updated_at, last_accessed, access_count, memory_tier,"
-                " content_hash, token_count, author, occurred_at, dates)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                " content_hash, token_count, author, occurred_at, dates, norm_hash, pinned,"
+                " superseded_by, tags)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
                 [_WRITE.memory(m) for m, _, _ in rows],
             )
         await self._vectors.put_vectors([(m, h, v) for m, h, v in rows if h and v is not None])

@@ -34,8 +34,9 @@ from memory_core.domain.models import (
     Tier,
     TierCutoffs,
 )
+from memory_core.domain.versions import ForgetReceipt, MemoryChange, MemoryVersion, UpdateOutcome
 from memory_core.storage.counts_fold import fold_counts
-from memory_core.storage.records import store_stats
+from memory_core.storage.records import identity_hash, store_stats
 from memory_core.storage.sqlite.fts_match import (
     any_word,
     every_word,
@@ -53,7 +54,12 @@ from memory_core.storage.sqlite.kept_counts import (
 from memory_core.storage.sqlite.kept_counts import LIVE_TIER as _LIVE_TIER
 from memory_core.storage.sqlite.kept_counts import REFERENCE as _REFERENCE
 from memory_core.storage.sqlite.keyword_tables import indexed_write, keyword_table
-from memory_core.storage.sqlite.rows import decode_time, encode_time, row_to_memory
+from memory_core.storage.sqlite.rows import (
+    decode_time,
+    encode_time,
+    row_to_memory,
+    row_to_version,
+)
 from memory_core.storage.sqlite.session import SqliteSession
 
 __all__ = ["SqliteMemoryRepository"]
@@ -61,10 +67,19 @@ __all__ = ["SqliteMemoryRepository"]
 _INSERT = """
 INSERT INTO context_snapshots (project, layer, key, content, metadata, session_id, created_at,
                                updated_at, last_accessed, access_count, memory_tier,
-                               content_hash, token_count, author, occurred_at, dates)
+                               content_hash, token_count, author, occurred_at, dates, norm_hash,
+                               tags)
 VALUES (:project, :layer, :key, :content, :metadata, :session_id, :created, :now, NULL, 0,
-        'ACTIVE', :content_hash, :token_count, :author, :occurred_at, :dates)
+        'ACTIVE', :content_hash, :token_count, :author, :occurred_at, :dates, :norm_hash, :tags)
 RETURNING *"""
+
+# A row's current version, kept in memory_versions before an update or a keyed upsert changes
+# it (`:id` the row, `:until` the instant it stops being current, `:change` why).
+_KEEP_VERSION = """
+INSERT INTO memory_versions (memory_id, project, key, content, metadata, tags, content_hash,
+                             valid_from, valid_until, change)
+SELECT id, project, key, content, metadata, tags, content_hash, updated_at, :until, :change
+FROM context_snapshots WHERE id = :id"""
 
 
 # The live tier as a condition on the reference time (the strict '>' as in _LIVE_TIER). The
@@ -91,16 +106,32 @@ def _filters(query: TextQuery) -> tuple[str, dict[str, Any]]:
     if query.session_id is not None:
         where.append("s.session_id = :session_id")
         params["session_id"] = query.session_id
+    where += _who_when_tags(query, params, "s.")
+    if not query.include_superseded:
+        where.append("s.superseded_by IS NULL")
+    return "".join(f" AND {w}" for w in where), params
+
+
+def _who_when_tags(query: TextQuery | BrowseQuery, params: dict[str, Any], alias: str) -> list[str]:
+    """Conditions on author, creation time and tags (each tag one probe of memory_tags)."""
+    where = []
     if query.author is not None:
-        where.append("s.author = :author")
+        where.append(f"{alias}author = :author")
         params["author"] = query.author
     if query.since is not None:
-        where.append("s.created_at >= :since")
+        where.append(f"{alias}created_at >= :since")
         params["since"] = encode_time(query.since)
     if query.until is not None:
-        where.append("s.created_at < :until")
+        where.append(f"{alias}created_at < :until")
         params["until"] = encode_time(query.until)
-    return "".join(f" AND {w}" for w in where), params
+    params["tag_project"] = query.project
+    for n, tag in enumerate(query.tags):
+        params[f"tag{n}"] = tag
+        where.append(
+            f"{alias}id IN (SELECT memory_id FROM memory_tags"
+            f" WHERE project = :tag_project AND tag = :tag{n})"
+        )
+    return where
 
 
 # Keyword matches ranked per requested candidate before the row filters (layer, session,
@@ -119,6 +150,25 @@ _CANDIDATES_PER_HIT = 4
 # no longer matches it twice): LoCoMo dev R@10 -0.004 with the candidate limit as the bar,
 # -0.0013 with this one (docs/benchmarks.md); below it the prefix costs about a millisecond.
 _PREFIX_COMMON_MIN = 1000
+
+
+def _browse_filters(query: BrowseQuery, params: dict[str, Any]) -> str:
+    """The conditions of a listing but its tier and page (see BrowseQuery)."""
+    where = []
+    if query.layer is not None:
+        where.append("layer = :layer")
+        params["layer"] = query.layer.value
+    if query.session_id is not None:
+        where.append("session_id = :session_id")
+        params["session_id"] = query.session_id
+    if query.superseded is not None:
+        where.append("superseded_by IS " + ("NOT NULL" if query.superseded else "NULL"))
+    if query.pinned is not None:
+        where.append(f"pinned = {int(query.pinned)}")
+    if query.ids:
+        where.append(f"id IN ({', '.join(str(int(i)) for i in query.ids)})")
+    where += _who_when_tags(query, params, "")
+    return "".join(f" AND {w}" for w in where)
 
 
 def _capped_text_sql(where: str, fts: str) -> str:
@@ -163,7 +213,14 @@ def _scope(draft: MemoryDraft) -> str:
 
 
 def _identity(draft: MemoryDraft) -> tuple[str, str, str, str]:
-    return (draft.project, draft.layer.value, _scope(draft), draft.content_hash)
+    """An unkeyed draft's identity: its normalised text in its project, layer and scope."""
+    return (draft.project, draft.layer.value, _scope(draft), _norm(draft))
+
+
+def _norm(draft: MemoryDraft) -> str:
+    norm = identity_hash(draft.key, draft.content)
+    assert norm is not None  # unkeyed
+    return norm
 
 
 def _insert_params(draft: MemoryDraft, stamp: str) -> dict[str, Any]:
@@ -181,6 +238,8 @@ def _insert_params(draft: MemoryDraft, stamp: str) -> dict[str, Any]:
         "author": draft.author,
         "occurred_at": encode_time(draft.occurred_at) if draft.occurred_at else None,
         "dates": draft.dates,
+        "norm_hash": identity_hash(draft.key, draft.content),
+        "tags": json.dumps(list(draft.tags), ensure_ascii=False),
     }
 
 
@@ -220,7 +279,17 @@ class SqliteMemoryRepository:
             if draft.key is None:
                 first.setdefault(_identity(draft), i)
         stored = await self._stored_identities(list(first))
-        fresh = [i for ident, i in first.items() if ident not in stored]
+        stored |= await self._stored_identities(
+            [(*_identity(drafts[i])[:3], drafts[i].content_hash) for i in first.values()],
+            column="content_hash",
+        )
+        fresh = [
+            i
+            for ident, i in first.items()
+            if ident not in stored
+            and (*ident[:3], drafts[i].content_hash) not in stored
+            and not drafts[i].supersedes
+        ]
         outcomes: dict[int, AddOutcome] = {}
         if fresh:
             top = await self._session.fetch("SELECT coalesce(max(id), 0) FROM context_snapshots")
@@ -241,9 +310,13 @@ class SqliteMemoryRepository:
         return [outcomes[i] for i in range(len(drafts))]
 
     async def _stored_identities(
-        self, identities: Sequence[tuple[str, str, str, str]]
+        self, identities: Sequence[tuple[str, str, str, str]], *, column: str = "norm_hash"
     ) -> set[tuple[str, str, str, str]]:
-        """Which unkeyed identities are already stored (one index probe per hash)."""
+        """Which unkeyed identities are already stored (one index probe per hash).
+
+        By normalised text (`norm_hash`), or by exact text (`content_hash`: rows written
+        before migration 0013 have no norm_hash).
+        """
         groups: dict[tuple[str, str, str], list[str]] = {}
         for project, layer, scope, digest in identities:
             groups.setdefault((project, layer, scope), []).append(digest)
@@ -252,8 +325,8 @@ class SqliteMemoryRepository:
             for start in range(0, len(hashes), _HASH_CHUNK):
                 chunk = hashes[start : start + _HASH_CHUNK]
                 rows = await self._session.fetch(
-                    f"SELECT content_hash FROM context_snapshots WHERE {_IDENTITY}"
-                    " AND content_hash IN (" + ", ".join(f":h{n}" for n in range(len(chunk))) + ")",
+                    f"SELECT {column} FROM context_snapshots WHERE {_IDENTITY}"
+                    f" AND {column} IN (" + ", ".join(f":h{n}" for n in range(len(chunk))) + ")",
                     {
                         "project": project,
                         "layer": layer,
@@ -277,35 +350,26 @@ class SqliteMemoryRepository:
             # The identity expression spelled as ux_snapshots_content spells it, so the lookup
             # is one probe of that index; `(layer != 'working' OR ...)` only used its
             # (project, layer) prefix and scanned the whole layer (a 100k-row layer: ~30 ms).
+            ident = {"project": draft.project, "layer": draft.layer.value, "scope": _scope(draft)}
             existing = await self._session.one(
+                f"SELECT * FROM context_snapshots WHERE {_IDENTITY} AND norm_hash = :norm",
+                {**ident, "norm": _norm(draft)},
+            ) or await self._session.one(
                 f"SELECT * FROM context_snapshots WHERE {_IDENTITY} AND content_hash = :hash",
-                {
-                    "project": draft.project,
-                    "layer": draft.layer.value,
-                    "scope": _scope(draft),
-                    "hash": draft.content_hash,
-                },
+                {**ident, "hash": draft.content_hash},
             )
         if existing is None:
             created = await self._session.one(_INSERT, _insert_params(draft, stamp))
             assert created is not None
-            return AddOutcome(memory=created, status="created")
-        unchanged = existing.content_hash == draft.content_hash and (
-            draft.key is None or existing.metadata == draft.metadata
+            return await self._superseding(db, draft, AddOutcome(memory=created, status="created"))
+        unchanged = draft.key is None or (
+            existing.content_hash == draft.content_hash and existing.metadata == draft.metadata
         )
         if unchanged:
-            # Restating a memory is evidence it still matters: refresh its reference time so
-            # it is not aged out, without counting it as a read. A duplicate's new metadata
-            # keys are merged in rather than dropped.
-            merged = {**existing.metadata, **draft.metadata}
-            refreshed = await self._session.one(
-                "UPDATE context_snapshots SET last_accessed = ?, memory_tier = 'ACTIVE',"
-                " metadata = ? WHERE id = ? RETURNING *",
-                (stamp, json.dumps(merged, ensure_ascii=False), existing.id),
-            )
-            assert refreshed is not None
+            refreshed = await self._restate(existing, draft.metadata, draft.tags, stamp)
             status = "unchanged" if draft.key is not None else "duplicate"
-            return AddOutcome(memory=refreshed, status=status)
+            return await self._superseding(db, draft, AddOutcome(memory=refreshed, status=status))
+        await db.execute(_KEEP_VERSION, {"id": existing.id, "until": stamp, "change": "learn"})
         updated = await self._session.one(
             "UPDATE context_snapshots SET content = ?, metadata = ?, content_hash = ?,"
             " token_count = ?, session_id = coalesce(?, session_id), updated_at = ?,"
@@ -326,7 +390,44 @@ class SqliteMemoryRepository:
             ),
         )
         assert updated is not None
-        return AddOutcome(memory=updated, status="updated", previous_content=existing.content)
+        outcome = AddOutcome(memory=updated, status="updated", previous_content=existing.content)
+        return await self._superseding(db, draft, outcome)
+
+    async def _restate(
+        self, existing: Memory, metadata: dict[str, Any], tags: Sequence[str], stamp: str
+    ) -> Memory:
+        """A memory written again: refreshed, its new metadata keys and tags merged in.
+
+        Restating a memory is evidence it still matters: its reference time moves so it is
+        not aged out, without counting it as a read.
+        """
+        merged = {**existing.metadata, **metadata}
+        all_tags = list(dict.fromkeys([*existing.tags, *tags]))
+        refreshed = await self._session.one(
+            "UPDATE context_snapshots SET last_accessed = ?, memory_tier = 'ACTIVE',"
+            " metadata = ?, tags = ? WHERE id = ? RETURNING *",
+            (
+                stamp,
+                json.dumps(merged, ensure_ascii=False),
+                json.dumps(all_tags, ensure_ascii=False),
+                existing.id,
+            ),
+        )
+        assert refreshed is not None
+        return refreshed
+
+    async def _superseding(
+        self, db: aiosqlite.Connection, draft: MemoryDraft, outcome: AddOutcome
+    ) -> AddOutcome:
+        """Mark the rows `draft.supersedes` (of its project, other than itself) as replaced."""
+        older = [i for i in draft.supersedes if i != outcome.memory.id]
+        if older:
+            await db.execute(
+                "UPDATE context_snapshots SET superseded_by = ?"
+                f" WHERE +project = ? AND id IN ({_placeholders(older)})",
+                (outcome.memory.id, draft.project, *older),
+            )
+        return outcome
 
     async def hand_out(self, project: str, ids: Sequence[int], at: datetime) -> list[Memory]:
         """Record an access on each row and return them as updated; see the port."""
@@ -396,6 +497,176 @@ class SqliteMemoryRepository:
                     (project, *ids),
                 )
             return [(await self._add_in_transaction(db, d, now)).memory for d in drafts]
+
+    # -- one truth per fact (migration 0013) --------------------------------------------
+
+    async def restate(
+        self, project: str, memory_id: int, draft: MemoryDraft, now: datetime
+    ) -> Memory | None:
+        """A near duplicate of `memory_id` was written: refresh it as an exact one would be.
+
+        The draft's new metadata keys and tags are merged in, and the rows it supersedes are
+        marked; no row is added. None when the row is gone.
+        """
+        async with indexed_write(self._session, "restate") as db:
+            existing = await self._session.one(
+                "SELECT * FROM context_snapshots WHERE +project = ? AND id = ?",
+                (project, memory_id),
+            )
+            if existing is None:
+                return None
+            refreshed = await self._restate(existing, draft.metadata, draft.tags, encode_time(now))
+            outcome = AddOutcome(memory=refreshed, status="duplicate")
+            return (await self._superseding(db, draft, outcome)).memory
+
+    async def update(
+        self, project: str, memory_id: int, change: MemoryChange, now: datetime
+    ) -> UpdateOutcome:
+        """Replace a memory's content, metadata or tags, keeping the old version as history.
+
+        A new text that another memory of the same identity (project, layer, scope) already
+        holds changes nothing: that memory is returned as `duplicate_of`.
+        """
+        stamp = encode_time(now)
+        async with indexed_write(self._session, "update") as db:
+            old = await self._session.one(
+                "SELECT * FROM context_snapshots WHERE +project = ? AND id = ?",
+                (project, memory_id),
+            )
+            if old is None:
+                return UpdateOutcome()
+            sets: dict[str, Any] = {}
+            if change.content is not None and change.content != old.content:
+                if old.key is None:
+                    twin = await self._twin(old, change)
+                    if twin is not None:
+                        return UpdateOutcome(duplicate_of=twin)
+                sets.update(
+                    content=change.content,
+                    content_hash=change.content_hash,
+                    token_count=change.token_count,
+                    dates=change.dates,
+                    norm_hash=identity_hash(old.key, change.content),
+                )
+            if change.metadata is not None and change.metadata != old.metadata:
+                sets["metadata"] = json.dumps(change.metadata, ensure_ascii=False)
+            if change.tags is not None and change.tags != old.tags:
+                sets["tags"] = json.dumps(list(change.tags), ensure_ascii=False)
+            if not sets:
+                return UpdateOutcome(memory=old, previous=old)
+            await db.execute(_KEEP_VERSION, {"id": old.id, "until": stamp, "change": "update"})
+            assignments = ", ".join(f"{name} = :{name}" for name in sets)
+            updated = await self._session.one(
+                f"UPDATE context_snapshots SET {assignments}, updated_at = :now"
+                " WHERE id = :id RETURNING *",
+                {**sets, "now": stamp, "id": old.id},
+            )
+        return UpdateOutcome(memory=updated, previous=old)
+
+    async def _twin(self, old: Memory, change: MemoryChange) -> Memory | None:
+        """Another unkeyed row of `old`'s identity holding `change.content` already."""
+        assert change.content is not None
+        scope = (old.session_id or "") if old.layer is Layer.WORKING else ""
+        ident = {"project": old.project, "layer": old.layer.value, "scope": scope, "id": old.id}
+        norm = identity_hash(None, change.content)
+        return await self._session.one(
+            f"SELECT * FROM context_snapshots WHERE {_IDENTITY} AND norm_hash = :norm"
+            " AND id <> :id",
+            {**ident, "norm": norm},
+        ) or await self._session.one(
+            f"SELECT * FROM context_snapshots WHERE {_IDENTITY} AND content_hash = :hash"
+            " AND id <> :id",
+            {**ident, "hash": change.content_hash},
+        )
+
+    async def versions(self, project: str, memory_id: int) -> list[MemoryVersion]:
+        """A memory's earlier versions, oldest first."""
+        async with self._session.read("versions"):
+            rows = await self._session.fetch(
+                "SELECT * FROM memory_versions WHERE memory_id = ? AND project = ? ORDER BY id",
+                (memory_id, project),
+            )
+        return [row_to_version(r) for r in rows]
+
+    async def set_pinned(self, project: str, ids: Sequence[int], pinned: bool) -> list[Memory]:
+        """Pin or unpin rows; returns them as they are now (ids not in the project left out)."""
+        if not ids:
+            return []
+        rows = await self._session.write_memories(
+            "pin",
+            f"UPDATE context_snapshots SET pinned = ? WHERE +project = ?"
+            f" AND id IN ({_placeholders(ids)}) RETURNING *",
+            (int(pinned), project, *ids),
+        )
+        by_id = {m.id: m for m in rows}
+        return [by_id[i] for i in ids if i in by_id]
+
+    async def forget(self, query: BrowseQuery, *, dry_run: bool, sample: int) -> ForgetReceipt:
+        """Delete every row `query` selects (all pages), or count them when `dry_run`.
+
+        The receipt's counts are read in the same transaction as the delete: what each row
+        had in every place (vectors, keyword index, versions, tags), then what is left.
+        """
+        where, params = self._forget_filter(query)
+        places = {
+            "vectors": "SELECT count(*) FROM context_embeddings WHERE id IN ({ids})",
+            "versions": "SELECT count(*) FROM memory_versions WHERE memory_id IN ({ids})",
+            "tags": "SELECT count(*) FROM memory_tags WHERE memory_id IN ({ids})",
+        }
+        table = await keyword_table(self._session, query.project)
+        context = (
+            self._session.read("forget (dry run)")
+            if dry_run
+            else indexed_write(self._session, "forget")
+        )
+        async with context as db:
+            rows = await self._session.fetch_memories(
+                f"SELECT * FROM context_snapshots WHERE {where} ORDER BY id DESC", params
+            )
+            ids = [m.id for m in rows]
+            listed = ", ".join(str(i) for i in ids) or "NULL"
+            counts = {
+                name: int((await self._session.fetch(sql.format(ids=listed)))[0][0])
+                for name, sql in places.items()
+            }
+            keyword = await self._keyword_entries(table, listed)
+            if not dry_run and ids:
+                await db.execute(f"DELETE FROM context_snapshots WHERE id IN ({listed})")
+        remaining: dict[str, int] = {}
+        if not dry_run:
+            # Read after the commit: the keyword index is brought up to date just before it.
+            left = {
+                "rows": "SELECT count(*) FROM context_snapshots WHERE id IN ({ids})",
+                **places,
+            }
+            table = await keyword_table(self._session, query.project)
+            async with self._session.read("forget receipt"):
+                remaining = {
+                    name: int((await self._session.fetch(sql.format(ids=listed)))[0][0])
+                    for name, sql in left.items()
+                }
+                remaining["keyword_entries"] = await self._keyword_entries(table, listed)
+        return ForgetReceipt(
+            dry_run=dry_run,
+            ids=ids,
+            sample=rows[:sample],
+            rows=len(ids),
+            keyword_entries=keyword,
+            remaining=remaining,
+            **counts,
+        )
+
+    async def _keyword_entries(self, table: str | None, listed: str) -> int:
+        """Rows of `listed` ids in a project's keyword table (FTS5 rowids are memory ids)."""
+        if table is None:
+            return 0
+        rows = await self._session.fetch(f"SELECT count(*) FROM {table} WHERE rowid IN ({listed})")
+        return int(rows[0][0])
+
+    @staticmethod
+    def _forget_filter(query: BrowseQuery) -> tuple[str, dict[str, Any]]:
+        params: dict[str, Any] = {"project": query.project}
+        return "project = :project" + _browse_filters(query, params), params
 
     # -- reads ----------------------------------------------------------------------------
 
@@ -565,9 +836,18 @@ class SqliteMemoryRepository:
                 (f"key : ({fts})", project, layer.value, limit),
             )
 
-    async def list_recent(self, project: str, layer: Layer | None, *, limit: int) -> list[Memory]:
-        """Most recently used or created first."""
+    async def list_recent(
+        self,
+        project: str,
+        layer: Layer | None,
+        *,
+        limit: int,
+        include_superseded: bool = False,
+    ) -> list[Memory]:
+        """Most recently used or created first; superseded rows only when asked."""
         where = "project = ?"
+        if not include_superseded:
+            where += " AND superseded_by IS NULL"
         params: list[Any] = [project]
         if layer is not None:
             where += " AND layer = ?"
@@ -592,18 +872,13 @@ class SqliteMemoryRepository:
         narrow = query.tier in (Tier.ACTIVE, Tier.RECENT)
         where = "project = :project" if narrow else "+project = :project"
         params: dict[str, Any] = {"project": query.project, "limit": query.limit}
-        if query.layer is not None:
-            where += " AND layer = :layer"
-            params["layer"] = query.layer.value
-        if query.session_id is not None:
-            where += " AND session_id = :session_id"
-            params["session_id"] = query.session_id
         if query.tier is not None:
             where += f" AND {_TIER_RANGE[query.tier]}"
             params.update(_cutoff_params(cutoffs))
         if query.before_id is not None:
             where += " AND id < :before_id"
             params["before_id"] = query.before_id
+        where += _browse_filters(query, params)
         async with self._session.read("browse"):
             return await self._session.fetch_memories(
                 f"SELECT * FROM context_snapshots WHERE {where} ORDER BY id DESC LIMIT :limit",
@@ -673,7 +948,7 @@ class SqliteMemoryRepository:
         # The live condition guards the delete even if the stored tier were stale.
         candidates = (
             "SELECT id FROM context_snapshots"
-            f" WHERE {_REFERENCE} <= :archived_after{scope}"
+            f" WHERE {_REFERENCE} <= :archived_after AND pinned = 0{scope}"
             f" ORDER BY access_count, {_REFERENCE}, id LIMIT :limit"
         )
         if dry_run:
@@ -683,7 +958,7 @@ class SqliteMemoryRepository:
         async with indexed_write(self._session, "prune") as db:
             await self._recalculate(db, cutoffs, project)
             rows = await self._session.fetch(
-                "DELETE FROM context_snapshots WHERE memory_tier = 'EXPIRED'"
+                "DELETE FROM context_snapshots WHERE memory_tier = 'EXPIRED' AND pinned = 0"
                 f" AND id IN ({candidates}) RETURNING id",
                 params,
             )
@@ -706,7 +981,7 @@ class SqliteMemoryRepository:
                 int(r[0])
                 for r in await self._session.fetch(
                     f"SELECT id FROM context_snapshots WHERE id IN ({listed})"
-                    f" AND {_REFERENCE} <= ? ORDER BY id",
+                    f" AND {_REFERENCE} <= ? AND pinned = 0 ORDER BY id",
                     (encode_time(cutoffs.archived_after),),
                 )
             ]
@@ -737,6 +1012,12 @@ class SqliteMemoryRepository:
             moved = await self._session.fetch(MOVED, params)
             dates = await self._session.fetch(DATES, {"p": project})
             size = await self._session.fetch(SIZE)
+            marks = await self._session.fetch(
+                "SELECT (SELECT count(*) FROM context_snapshots WHERE project = :p AND pinned = 1),"
+                " (SELECT count(*) FROM context_snapshots WHERE superseded_by IS NOT NULL"
+                " AND project = :p)",
+                {"p": project},
+            )
         oldest, newest = dates[0][0], dates[0][1]
         return store_stats(
             project,
@@ -744,6 +1025,8 @@ class SqliteMemoryRepository:
             int(size[0][0]),
             decode_time(str(oldest)) if oldest else None,
             decode_time(str(newest)) if newest else None,
+            pinned=int(marks[0][0]),
+            superseded=int(marks[0][1]),
         )
 
     async def has_project(self, project: str) -> bool:

@@ -1,0 +1,61 @@
+"""The curation tools and the truth parameters of the core tools, over MCP (both backends)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from mcp import Client
+
+from server.settings import Settings
+from tests.mcp_client import call, error
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def settings(request: pytest.FixtureRequest, settings: Settings) -> Settings:
+    if request.param == "sqlite":
+        return settings
+    return settings.model_copy(update={"database_url": request.getfixturevalue("pg_url")})
+
+
+async def _text(client: Client, tool: str, **args: Any) -> str:
+    result = await client.call_tool(tool, args)
+    assert not result.is_error, result.content
+    text = result.content[0].text  # type: ignore[union-attr]
+    assert isinstance(text, str)
+    return text
+
+
+async def test_update_history_pin_list_and_forget_where(client: Client) -> None:
+    first = await call(client, "append", layer="episodic", content="Deploys go to Fly.io")
+    again = await call(client, "append", layer="episodic", content="deploys go to fly.io!")
+    assert (again["status"], again["id"]) == ("duplicate", first["id"])
+    mid = first["id"]
+
+    updated = await call(client, "update", id=mid, content="Deploys go to AWS", tags=["deploy"])
+    assert updated["status"] == "updated" and updated["changed"] == ["content", "tags"]
+    assert updated["previous_content"] == "Deploys go to Fly.io"
+    text = await _text(client, "history", id=mid)
+    assert "Deploys go to AWS" in text and "Deploys go to Fly.io" in text
+
+    pinned = await call(client, "pin", ids=[mid, 999_999])
+    assert pinned["ids"] == [mid] and pinned["missing"] == [999_999]
+    for n in range(3):
+        await call(client, "append", layer="episodic", content=f"release note {n}")
+    page = await call(client, "list_memories", limit=2)
+    assert len(page["memories"]) == 2 and "next_cursor" in page
+    rest = await call(client, "list_memories", limit=10, before_id=page["next_cursor"])
+    assert [m["id"] for m in rest["memories"]][-1] == mid
+    assert rest["memories"][-1]["pinned"] is True
+    tagged = await call(client, "list_memories", tags=["deploy"])
+    assert [m["id"] for m in tagged["memories"]] == [mid]
+
+    preview = await call(client, "forget_where", tags=["deploy"])
+    assert preview["dry_run"] is True and preview["count"] == 1
+    receipt = await call(client, "forget_where", tags=["deploy"], dry_run=False)
+    assert receipt["count"] == 1 and set(receipt["remaining"].values()) == {0}
+    assert receipt["removed"]["versions"] == 1
+    assert "required" in await error(client, "forget_where")
+    assert "forgot 1 memories" in await _text(
+        client, "forget_where", ids=[page["memories"][0]["id"]], dry_run=False
+    )
