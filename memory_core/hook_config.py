@@ -81,6 +81,17 @@ class HookPolicy(BaseModel):
         description="Seconds the prompt hook waits for the warm server's answer before it "
         "searches on its own (no server listening costs microseconds, not this wait).",
     )
+    pre_tool_use: bool = Field(
+        True,
+        description="PreToolUse shows the model the procedural rules whose condition a tool call "
+        "meets (e.g. 'when committing' at `git commit`), once per rule per session; it never "
+        "blocks a tool.",
+    )
+    subagents: bool = Field(
+        True,
+        description="SubagentStart gives a sub-agent the memories and rules that match its task; "
+        "SubagentStop keeps its result as an episodic memory authored by the agent type.",
+    )
     stop_ask: bool = Field(
         True,
         description="Stop asks the model, in one short sentence and at most once per flow of "

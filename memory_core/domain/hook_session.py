@@ -10,6 +10,7 @@ __all__ = [
     "PROMPT_SOURCE",
     "SESSION_SUMMARY_KIND",
     "START_SOURCE",
+    "TOOL_SOURCE",
     "HookSession",
     "TranscriptCursor",
 ]
@@ -18,6 +19,7 @@ __all__ = [
 # hook session, so a hook that only injects needs no transcript recorder to name them).
 START_SOURCE = "memstrata:session-start"
 PROMPT_SOURCE = "memstrata:prompt-recall"
+TOOL_SOURCE = "memstrata:tool-rules"
 # metadata["kind"] of the episodic memory that holds a recorded session's summary (here, in the
 # domain, because ranking demotes such digests below what was said).
 SESSION_SUMMARY_KIND = "session_summary"
@@ -49,6 +51,8 @@ class HookSession:
     updated_at: datetime
     # The transcript's byte offset where the Stop hook last asked, or saw a save (0: never).
     stop_offset: int = 0
+    # The procedural rules the PreToolUse hook showed ("id:version" marks, domain.tool_calls).
+    tool_rules: tuple[str, ...] = ()
 
     def not_injected(self, ids: Iterable[int]) -> list[int]:
         """`ids` not injected in this session yet, each once, in their order."""

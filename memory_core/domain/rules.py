@@ -23,6 +23,9 @@ def _stems(text: str) -> set[str]:
         for suffix in _SUFFIXES:
             if len(word) > len(suffix) + 2 and word.endswith(suffix):
                 word = word[: -len(suffix)]
+                # "committing" -> "committ" -> "commit", "running" -> "run".
+                if len(word) > 3 and word[-1] == word[-2] and word[-1] not in "lsz":
+                    word = word[:-1]
                 break
         # "change", "changed" and "changing" are one stem: a final silent e goes too.
         if len(word) > 4 and word.endswith("e"):

@@ -36,6 +36,7 @@ __all__ = [
     "SaidItem",
     "has_substance",
     "said_items",
+    "said_parts",
     "session_digest",
 ]
 
@@ -64,7 +65,8 @@ class SaidItem:
     reply_to: str | None = None
 
 
-def _parts(role: str, text: str, at: datetime | None, reply_to: str | None) -> list[SaidItem]:
+def said_parts(role: str, text: str, at: datetime | None, reply_to: str | None) -> list[SaidItem]:
+    """`text` said by `role`, in parts of at most SAID_PART_CHARS, each knowing what it answers."""
     context = _short(reply_to, _REPLY_CHARS) if reply_to else None
     if len(text) <= SAID_PART_CHARS:
         return [SaidItem(role, text, at, reply_to=context)]
@@ -86,7 +88,7 @@ def said_items(entries: Sequence[TranscriptEntry]) -> list[SaidItem]:
         nonlocal last_answer
         text = "\n\n".join(e.text for e in answer)
         if answer and by_person and not is_acknowledgement(text):
-            out.extend(_parts("assistant", text, answer[-1].at, prompt))
+            out.extend(said_parts("assistant", text, answer[-1].at, prompt))
             last_answer = text
         answer.clear()
 
@@ -96,7 +98,7 @@ def said_items(entries: Sequence[TranscriptEntry]) -> list[SaidItem]:
             by_person = True
             prompt = entry.text
             if not is_acknowledgement(entry.text):
-                out.extend(_parts("user", entry.text, entry.at, last_answer))
+                out.extend(said_parts("user", entry.text, entry.at, last_answer))
         elif entry.kind == "assistant":
             answer.append(entry)
         elif entry.kind == "tool_call":

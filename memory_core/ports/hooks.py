@@ -53,3 +53,9 @@ class HookSessionStore(Protocol):
     ) -> None:
         """Record where in the transcript the Stop hook last asked or saw a save."""
         ...
+
+    async def add_tool_rules(
+        self, project: str, session_id: str, marks: Sequence[str], now: datetime
+    ) -> list[str]:
+        """Record rules as shown at a tool call; returns those of `marks` not shown before."""
+        ...

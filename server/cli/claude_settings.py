@@ -63,6 +63,9 @@ class HookEvent:
     timeout: int
 
 
+# The tools whose calls a procedural rule can be about (memory_core.domain.tool_calls).
+TOOL_MATCHER = "Bash|Edit|MultiEdit|Write|NotebookEdit|Task|Agent|mcp__.*"
+
 # Timeouts in seconds: generous ceilings, the hook command keeps its own shorter budget. SessionEnd
 # hooks share a short exit budget in Claude Code that a per-hook timeout raises.
 HOOK_EVENTS: tuple[HookEvent, ...] = (
@@ -71,6 +74,10 @@ HOOK_EVENTS: tuple[HookEvent, ...] = (
     HookEvent("PreCompact", "pre-compact", None, 60),
     HookEvent("SessionEnd", "session-end", None, 30),
     HookEvent("Stop", "stop", None, 10),
+    # Only the tools that act: a rule is never about reading a file.
+    HookEvent("PreToolUse", "pre-tool-use", TOOL_MATCHER, 10),
+    HookEvent("SubagentStart", "subagent-start", None, 10),
+    HookEvent("SubagentStop", "subagent-stop", None, 30),
 )
 
 _ENV_WORD = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*=")

@@ -25,12 +25,14 @@ if TYPE_CHECKING:  # argparse costs ~15 ms of a hook's budget; only `--help` lis
 __all__ = ["add_parser", "run"]
 
 _USAGE = """\
-usage: memstrata hook {session-start,user-prompt-submit,pre-compact,session-end,stop}
+usage: memstrata hook {session-start,user-prompt-submit,pre-compact,session-end,stop,
+                      pre-tool-use,subagent-start,subagent-stop}
 
 Run by Claude Code as a `type: "command"` hook: reads the hook's JSON on stdin, prints
 {"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}} for SessionStart and
-UserPromptSubmit when there is something to inject, {"decision": "block", "reason": ...} for
-Stop when it asks the model to store what it learned, and always exits 0."""
+UserPromptSubmit (and PreToolUse, SubagentStart) when there is something to inject,
+{"decision": "block", "reason": ...} for Stop when it asks the model to store what it learned,
+and always exits 0."""
 
 
 def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -46,7 +48,16 @@ def add_parser(sub: argparse._SubParsersAction[argparse.ArgumentParser]) -> None
     )
     parser.add_argument(
         "event",
-        choices=("session-start", "user-prompt-submit", "pre-compact", "session-end", "stop"),
+        choices=(
+            "session-start",
+            "user-prompt-submit",
+            "pre-compact",
+            "session-end",
+            "stop",
+            "pre-tool-use",
+            "subagent-start",
+            "subagent-stop",
+        ),
     )
 
 
@@ -86,7 +97,7 @@ def _answer(command: str, raw: str) -> str | None:
 
     # Quiet unless asked: Claude Code shows a hook's stderr to the person in verbose mode.
     configure_logging("DEBUG" if settings.log_level == "DEBUG" else "ERROR", settings.log_format)
-    from server.hooks import events
+    from server.hooks import events, subagents
     from server.hooks.services import open_hook_services
 
     handlers: dict[str, Callable[[Any, Any], Awaitable[str | None]]] = {
@@ -95,8 +106,12 @@ def _answer(command: str, raw: str) -> str | None:
         "PreCompact": events.pre_compact,
         "SessionEnd": events.session_end,
         "Stop": events.stop,
+        "PreToolUse": events.pre_tool_use,
+        "SubagentStart": subagents.subagent_start,
+        "SubagentStop": subagents.subagent_stop,
     }
-    recording = payload.event in ("PreCompact", "SessionEnd")
+    # They write what they read (the transcript, a sub-agent's result): the longer budget.
+    recording = payload.event in ("PreCompact", "SessionEnd", "SubagentStop")
     semantic = payload.event == "UserPromptSubmit" and settings.hooks.prompt_semantic_wait > 0
 
     async def work() -> str | None:
@@ -113,7 +128,9 @@ def _answer(command: str, raw: str) -> str | None:
 
 # _warm's answer when no warm server answered: the hook then runs in this process.
 _NO_WARM = object()
-_RECORDING = ("pre-compact", "session-end")
+_RECORDING = ("pre-compact", "session-end", "subagent-stop")
+# The hooks a warm server answers (server.hooks.listener OPS): those that search.
+_WARM = ("user-prompt-submit", "pre-tool-use", "subagent-start")
 _INDEX_WAIT = 0.2  # seconds: the server answers `index` at once, the embedding runs after
 
 
@@ -126,7 +143,7 @@ def _warm(command: str, raw: str) -> str | object | None:
     error), after which the hook runs its own keyword search as before. Imports nothing
     but the standard library, so a warm hook never loads pydantic or structlog.
     """
-    if command != "user-prompt-submit":
+    if command not in _WARM:
         return _NO_WARM
     from server.hooks.warm import WarmUnavailable, ask
 
@@ -161,7 +178,12 @@ def _output(command: str, context: str | None) -> str | None:
     """What the hook prints for Claude Code: the context to inject, a Stop's request, or None."""
     if not context:
         return None
-    event = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit"}.get(command)
+    event = {
+        "session-start": "SessionStart",
+        "user-prompt-submit": "UserPromptSubmit",
+        "pre-tool-use": "PreToolUse",
+        "subagent-start": "SubagentStart",
+    }.get(command)
     if event is not None:
         answer: dict[str, object] = {
             "hookSpecificOutput": {"hookEventName": event, "additionalContext": context}

@@ -13,17 +13,32 @@ import structlog
 from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.conversation import EntryType
 from memory_core.domain.fence import fence_intro, fenced, flat
-from memory_core.domain.hook_session import PROMPT_SOURCE, SESSION_SUMMARY_KIND, START_SOURCE
+from memory_core.domain.hook_session import (
+    PROMPT_SOURCE,
+    SESSION_SUMMARY_KIND,
+    START_SOURCE,
+    TOOL_SOURCE,
+)
 from memory_core.domain.match import Match
 from memory_core.domain.models import Layer, Memory, SearchHit, SearchMode
 from memory_core.domain.rules import condition_phrase, rule_applies
+from memory_core.domain.tool_calls import TOOL_RULE_OVERLAP, rule_mark, tool_situation
 from memory_core.errors import EmbeddingUnavailableError, InvalidQueryError, StorageError
 from memory_core.hook_config import HookPolicy
 from server.hooks.payload import HookInputError, HookPayload
 from server.hooks.screen import screen_context
 from server.hooks.services import HookServices
 
-__all__ = ["STOP_ASK", "pre_compact", "session_end", "session_start", "stop", "user_prompt_submit"]
+__all__ = [
+    "STOP_ASK",
+    "pre_compact",
+    "pre_tool_use",
+    "recall_lines",
+    "session_end",
+    "session_start",
+    "stop",
+    "user_prompt_submit",
+]
 
 log = structlog.get_logger(__name__)
 
@@ -164,6 +179,40 @@ def _select(
     return chosen, lines
 
 
+async def _recall(
+    svc: HookServices, project: str, query: str, seen: set[int], session_id: str
+) -> tuple[list[int], list[str]]:
+    """The memories matching `query` as `_select` keeps them (ids and lines); marks nothing."""
+    from memory_core.services.memories import SearchRequest  # only the recalling hooks search
+
+    policy = svc.settings.hooks
+    if svc.embedder is not None and policy.prompt_semantic_wait > 0:
+        # Not ready in time: keyword search this time.
+        with contextlib.suppress(EmbeddingUnavailableError):
+            await svc.embedder.wait(policy.prompt_semantic_wait)
+    mode = (
+        SearchMode.HYBRID if svc.embedder is not None and svc.embedder.ready else SearchMode.KEYWORD
+    )
+    try:
+        result = await svc.memories.search(
+            SearchRequest(
+                project=project,
+                query=query[:_MAX_QUERY_CHARS],
+                mode=mode,
+                limit=min(50, policy.prompt_max_hits * 4),
+                mark_used=False,
+            )
+        )
+    except InvalidQueryError:
+        return [], []  # no searchable word in it
+    return _select(result.hits, seen, session_id, query, policy)
+
+
+async def recall_lines(svc: HookServices, project: str, query: str) -> list[str]:
+    """The lines `_select` keeps for `query`, for a context that starts with nothing shown."""
+    return (await _recall(svc, project, query, set(), ""))[1]
+
+
 async def user_prompt_submit(svc: HookServices, payload: HookPayload) -> str | None:
     """Memories that match the prompt strongly, never twice in a session (see `_select`).
 
@@ -174,31 +223,10 @@ async def user_prompt_submit(svc: HookServices, payload: HookPayload) -> str | N
     prompt = (payload.prompt or "").strip()
     if not policy.user_prompt_submit or len(prompt) < policy.prompt_min_chars:
         return None
-    from memory_core.services.memories import SearchRequest  # only this hook searches
-
     project = svc.settings.default_project(payload.cwd)
-    if svc.embedder is not None and policy.prompt_semantic_wait > 0:
-        # Not ready in time: keyword search this time.
-        with contextlib.suppress(EmbeddingUnavailableError):
-            await svc.embedder.wait(policy.prompt_semantic_wait)
     state = await svc.hook_sessions.get(project, payload.session_id)
     seen = set(state.injected) if state is not None else set()
-    mode = (
-        SearchMode.HYBRID if svc.embedder is not None and svc.embedder.ready else SearchMode.KEYWORD
-    )
-    try:
-        result = await svc.memories.search(
-            SearchRequest(
-                project=project,
-                query=prompt[:_MAX_QUERY_CHARS],
-                mode=mode,
-                limit=min(50, policy.prompt_max_hits * 4),
-                mark_used=False,
-            )
-        )
-    except InvalidQueryError:
-        return None  # no searchable word in the prompt
-    chosen, lines = _select(result.hits, seen, payload.session_id, prompt, policy)
+    chosen, lines = await _recall(svc, project, prompt, seen, payload.session_id)
     if not chosen:
         return None
     fresh = set(
@@ -209,6 +237,49 @@ async def user_prompt_submit(svc: HookServices, payload: HookPayload) -> str | N
         return None
     text = fenced(fence_intro(project, "Memories that match this prompt"), lines)
     await _note(svc, project, payload.session_id, text, PROMPT_SOURCE)
+    return text
+
+
+_RULES_SCAN = 200
+_TOOL_RULES_MAX = 3
+
+
+async def pre_tool_use(svc: HookServices, payload: HookPayload) -> str | None:
+    """The procedural rules whose condition this tool call meets, once per rule per session.
+
+    "when committing: run make lint" reaches the model as it runs `git commit`, not only in
+    the session-start context hours before. Matched by words (domain.rules.rule_applies on
+    domain.tool_calls.tool_situation); a rule shown at a call is shown again only when it
+    changed. Never blocks the tool: the rule is context for the model, which decides.
+    """
+    policy = svc.settings.hooks
+    situation = tool_situation(payload.tool_name or "", payload.tool_input)
+    if not policy.pre_tool_use or situation is None:
+        return None
+    project = svc.settings.default_project(payload.cwd)
+    rules = await svc.memories.repo.list_recent(project, Layer.PROCEDURAL, limit=_RULES_SCAN)
+    matched = [
+        rule
+        for rule in rules
+        if rule_applies(rule.key or "", situation, min_overlap=TOOL_RULE_OVERLAP)
+    ][:_TOOL_RULES_MAX]
+    if not matched:
+        return None
+    marks = {rule_mark(r.id, r.content_hash, r.key): r for r in matched}
+    fresh = await svc.hook_sessions.add_tool_rules(
+        project, payload.session_id, list(marks), svc.clock.now()
+    )
+    shown = [marks[m] for m in fresh]
+    if not shown:
+        return None
+    await svc.hook_sessions.add_injected(
+        project, payload.session_id, [r.id for r in shown], svc.clock.now()
+    )
+    intro = fence_intro(
+        project, f"Rules that apply to this {flat(payload.tool_name or '', 60)} call"
+    )
+    text = fenced(intro, [_hit_line(rule) for rule in shown])
+    await _note(svc, project, payload.session_id, text, TOOL_SOURCE)
     return text
 
 

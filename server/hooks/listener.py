@@ -172,22 +172,32 @@ def hook_settings(parts: ListenerParts, env: Mapping[str, str]) -> Settings:
     return _settings_of(tuple(sorted(env.items())), own.database_url, own.db)
 
 
-async def _user_prompt_submit(parts: ListenerParts, request: dict[str, Any]) -> dict[str, Any]:
-    from server.hooks import events
-    from server.hooks.payload import parse_payload
-    from server.hooks.services import HookServices
+def _hook_op(command: str) -> Op:
+    """An op that runs hook `command` (a CLI event name) as the hook's own process would."""
 
-    payload = parse_payload(json.dumps(request.get("payload")), "user-prompt-submit")
-    settings = hook_settings(parts, request["env"])
-    svc = HookServices(
-        settings,
-        parts.backend,
-        embedder=parts.embedder,
-        indexer=parts.hook_indexer,
-        recording=False,
-    )
-    context = await events.user_prompt_submit(svc, payload)
-    return {"ok": True, "context": context}
+    async def answer(parts: ListenerParts, request: dict[str, Any]) -> dict[str, Any]:
+        from server.hooks import events, subagents
+        from server.hooks.payload import EVENTS, parse_payload
+        from server.hooks.services import HookServices
+
+        handlers = {
+            "UserPromptSubmit": events.user_prompt_submit,
+            "PreToolUse": events.pre_tool_use,
+            "SubagentStart": subagents.subagent_start,
+        }
+        payload = parse_payload(json.dumps(request.get("payload")), command)
+        settings = hook_settings(parts, request["env"])
+        svc = HookServices(
+            settings,
+            parts.backend,
+            embedder=parts.embedder,
+            indexer=parts.hook_indexer,
+            recording=False,
+        )
+        context = await handlers[EVENTS[command]](svc, payload)
+        return {"ok": True, "context": context}
+
+    return answer
 
 
 async def _index(parts: ListenerParts, request: dict[str, Any]) -> dict[str, Any]:
@@ -202,7 +212,12 @@ async def _index(parts: ListenerParts, request: dict[str, Any]) -> dict[str, Any
 
 
 # op -> what answers it; another hook event is served by adding its coroutine here.
-OPS: dict[str, Op] = {"user-prompt-submit": _user_prompt_submit, "index": _index}
+OPS: dict[str, Op] = {
+    "user-prompt-submit": _hook_op("user-prompt-submit"),
+    "pre-tool-use": _hook_op("pre-tool-use"),
+    "subagent-start": _hook_op("subagent-start"),
+    "index": _index,
+}
 
 
 def _wait_of(request: dict[str, Any]) -> float:

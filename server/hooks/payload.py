@@ -16,6 +16,9 @@ EVENTS = {
     "pre-compact": "PreCompact",
     "session-end": "SessionEnd",
     "stop": "Stop",
+    "pre-tool-use": "PreToolUse",
+    "subagent-start": "SubagentStart",
+    "subagent-stop": "SubagentStop",
 }
 _MAX_STDIN = 4_000_000
 
@@ -37,6 +40,11 @@ class HookPayload:
     trigger: str | None = None  # PreCompact: manual | auto
     reason: str | None = None  # SessionEnd
     stop_hook_active: bool = False  # Stop: Claude Code is already continuing because of a Stop hook
+    tool_name: str | None = None  # PreToolUse
+    tool_input: dict[str, Any] | None = None  # PreToolUse
+    agent_type: str | None = None  # SubagentStart, SubagentStop ("" for Claude Code's own)
+    agent_transcript_path: Path | None = None  # SubagentStop
+    last_assistant_message: str | None = None  # SubagentStop
 
 
 def _text(data: dict[str, Any], name: str) -> str | None:
@@ -46,6 +54,20 @@ def _text(data: dict[str, Any], name: str) -> str | None:
     if not isinstance(value, str):
         raise HookInputError(f"{name} must be a string")
     return value
+
+
+def _object(data: dict[str, Any], name: str) -> dict[str, Any] | None:
+    value = data.get(name)
+    if value is None:
+        return None
+    if not isinstance(value, dict):
+        raise HookInputError(f"{name} must be an object")
+    return value
+
+
+def _path(data: dict[str, Any], name: str) -> Path | None:
+    value = _text(data, name)
+    return Path(value).expanduser() if value else None
 
 
 def parse_payload(raw: str, command: str) -> HookPayload:
@@ -85,4 +107,9 @@ def parse_payload(raw: str, command: str) -> HookPayload:
         trigger=_text(data, "trigger"),
         reason=_text(data, "reason"),
         stop_hook_active=data.get("stop_hook_active") is True,
+        tool_name=_text(data, "tool_name"),
+        tool_input=_object(data, "tool_input"),
+        agent_type=_text(data, "agent_type"),
+        agent_transcript_path=_path(data, "agent_transcript_path"),
+        last_assistant_message=_text(data, "last_assistant_message"),
     )

@@ -23,6 +23,7 @@ import pytest
 
 from server.cli.claude_settings import (
     HOOK_EVENTS,
+    TOOL_MATCHER,
     SettingsShapeError,
     command_executable,
     hook_groups,
@@ -126,6 +127,8 @@ def test_merge_hooks_adds_one_group_per_event_and_keeps_the_others() -> None:
         "PreCompact",
         "SessionEnd",
         "Stop",
+        "SubagentStart",
+        "SubagentStop",
     ]
     assert hooks["SessionStart"][0] == USER_SETTINGS["hooks"]["SessionStart"][0]
     ours = hooks["SessionStart"][1]
@@ -137,7 +140,9 @@ def test_merge_hooks_adds_one_group_per_event_and_keeps_the_others() -> None:
             "timeout": 10,
         }
     ]
-    assert hooks["PreToolUse"] == USER_SETTINGS["hooks"]["PreToolUse"]
+    # The user's own PreToolUse group is kept, memstrata's added after it.
+    assert hooks["PreToolUse"][:-1] == USER_SETTINGS["hooks"]["PreToolUse"]
+    assert hooks["PreToolUse"][-1]["matcher"] == TOOL_MATCHER
     assert "matcher" not in hooks["UserPromptSubmit"][0]
     assert USER_SETTINGS["hooks"]["SessionStart"] == [
         {"matcher": "startup", "hooks": [{"type": "command", "command": "echo hello"}]}
@@ -290,6 +295,9 @@ def test_the_registered_hook_commands_run_the_registered_memstrata(
         "PreCompact": "ran hook pre-compact scope=git",
         "SessionEnd": "ran hook session-end scope=git",
         "Stop": "ran hook stop scope=git",
+        "PreToolUse": "ran hook pre-tool-use scope=git",
+        "SubagentStart": "ran hook subagent-start scope=git",
+        "SubagentStop": "ran hook subagent-stop scope=git",
     }
 
 
@@ -304,7 +312,7 @@ def test_dry_run_prints_a_diff_and_writes_nothing(
     assert f"--- /dev/null\n+++ {home / '.claude.json'}" in out  # a file that would be created
     assert f"--- {settings}\n+++ {settings}" in out
     added = [line for line in out.splitlines() if line.startswith("+ ")]
-    assert sum('"command": "MEMSTRATA_PROJECT_SCOPE=git ' in line for line in added) == 5
+    assert sum('"command": "MEMSTRATA_PROJECT_SCOPE=git ' in line for line in added) == 8
     assert not [line for line in out.splitlines() if line.startswith("- ")], "nothing removed"
     assert settings.read_text() == before
     assert not (home / ".claude.json").exists()
@@ -442,7 +450,7 @@ def test_doctor_reports_registration_without_failing_the_install(
     assert checks["claude code (user)"] == {
         "name": "claude code (user)",
         "status": "ok",
-        "detail": f"server and 5 hooks registered: {fake_memstrata}",
+        "detail": f"server and 8 hooks registered: {fake_memstrata}",
         "fix": None,
     }
 

@@ -229,11 +229,24 @@ def test_marketplace_follows_the_documented_schema() -> None:
     assert validate_marketplace(ROOT) == []
 
 
-def test_plugin_registers_the_five_events_and_the_server_with_git_scope() -> None:
+def test_plugin_registers_the_eight_events_and_the_server_with_git_scope() -> None:
     hooks = load(ROOT / "hooks" / "hooks.json")["hooks"]
-    # Not SubagentStop: Claude Code runs /compact as a sub-agent, and a Stop hook there would
-    # ask in the middle of a compaction.
-    assert set(hooks) == {"SessionStart", "UserPromptSubmit", "PreCompact", "SessionEnd", "Stop"}
+    # SubagentStop runs `hook subagent-stop` (keep the result), never `hook stop`: Claude Code
+    # runs /compact as a sub-agent, and the Stop hook there would ask mid-compaction.
+    assert set(hooks) == {
+        "SessionStart",
+        "UserPromptSubmit",
+        "PreCompact",
+        "SessionEnd",
+        "Stop",
+        "PreToolUse",
+        "SubagentStart",
+        "SubagentStop",
+    }
+    assert (
+        hooks["PreToolUse"][0]["matcher"]
+        == "Bash|Edit|MultiEdit|Write|NotebookEdit|Task|Agent|mcp__.*"
+    )
     assert hooks["SessionStart"][0]["matcher"] == "startup|resume|clear|compact"
     events = {
         "SessionStart": "session-start",
@@ -241,6 +254,9 @@ def test_plugin_registers_the_five_events_and_the_server_with_git_scope() -> Non
         "PreCompact": "pre-compact",
         "SessionEnd": "session-end",
         "Stop": "stop",
+        "PreToolUse": "pre-tool-use",
+        "SubagentStart": "subagent-start",
+        "SubagentStop": "subagent-stop",
     }
     for event, argument in events.items():
         (command,) = [h["command"] for g in hooks[event] for h in g["hooks"]]
@@ -396,4 +412,7 @@ def test_hook_commands_run_as_claude_code_runs_them(plugin_copy: Path, tmp_path:
         "path hook pre-compact scope=git",
         "path hook session-end scope=git",
         "path hook stop scope=git",
+        "path hook pre-tool-use scope=git",
+        "path hook subagent-start scope=git",
+        "path hook subagent-stop scope=git",
     ]

@@ -127,3 +127,23 @@ class PostgresHookSessionStore:
                 project,
                 session_id,
             )
+
+    async def add_tool_rules(
+        self, project: str, session_id: str, marks: Sequence[str], now: datetime
+    ) -> list[str]:
+        """Record rules as shown at a tool call; the new marks are returned."""
+        stamp = aware(now)
+        async with self._session.write("recording rules shown at a tool call") as conn:
+            await conn.execute(_ENSURE, project, session_id, stamp)
+            shown = _ROWS.hook_session(await conn.fetchrow(_LOCKED, project, session_id)).tool_rules
+            new = [m for m in dict.fromkeys(marks) if m not in shown]
+            if new:
+                await conn.execute(
+                    "UPDATE hook_sessions SET tool_rules = $1, updated_at = $2"
+                    " WHERE project = $3 AND session_id = $4",
+                    json.dumps([*shown, *new]),
+                    stamp,
+                    project,
+                    session_id,
+                )
+        return new

@@ -107,3 +107,21 @@ class SqliteHookSessionStore:
                 " WHERE project = ? AND session_id = ?",
                 (offset, stamp, project, session_id),
             )
+
+    async def add_tool_rules(
+        self, project: str, session_id: str, marks: Sequence[str], now: datetime
+    ) -> list[str]:
+        """Record rules as shown at a tool call; the new marks are returned."""
+        stamp = encode_time(now)
+        async with self._session.write("recording rules shown at a tool call"):
+            await self._session.fetch(_ENSURE, (project, session_id, stamp, stamp))
+            rows = await self._session.fetch(_SELECT, (project, session_id))
+            shown = _ROWS.hook_session(rows[0]).tool_rules
+            new = [m for m in dict.fromkeys(marks) if m not in shown]
+            if new:
+                await self._session.fetch(
+                    "UPDATE hook_sessions SET tool_rules = ?, updated_at = ?"
+                    " WHERE project = ? AND session_id = ?",
+                    (json.dumps([*shown, *new]), stamp, project, session_id),
+                )
+        return new
