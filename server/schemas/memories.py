@@ -22,11 +22,13 @@ if TYPE_CHECKING:
     # What the `of` constructors take: annotations only, so the server does not load the
     # memory service and its search modules with the schemas.
     from memory_core.services.memories import ContextResult, RecallResult, SearchResult
+    from memory_core.services.resemblance import Likeness
 
 __all__ = [
     "AppendItemIn",
     "AppendManyOut",
     "AppendOut",
+    "CandidateOut",
     "ClearOut",
     "CompactOut",
     "ContextItemOut",
@@ -153,6 +155,23 @@ class MemoryOut(BaseModel):
         )
 
 
+class CandidateOut(BaseModel):
+    """A close memory that differs."""
+
+    id: int
+    content: str
+    similarity: float
+
+    @classmethod
+    def of(cls, likeness: Likeness) -> CandidateOut:
+        """From the service's judgement."""
+        return cls(
+            id=likeness.memory.id,
+            content=likeness.memory.content,
+            similarity=round(likeness.resemblance.similarity, 3),
+        )
+
+
 class AppendOut(Sparse):
     """Result of `append`."""
 
@@ -176,10 +195,17 @@ class AppendOut(Sparse):
         description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
     )
     new_project: bool = Field(False, description=_NEW_PROJECT_DESCRIPTION)
+    candidates: list[CandidateOut] = Field(
+        default_factory=list,
+        description="Close memories it may replace: confirm by appending it again with "
+        "supersedes=[ids].",
+    )
 
     def as_text(self) -> str:
         """`#12 episodic created`, with what the model should know about it."""
         line = f"#{self.id} {_memory_label(self.layer, self.key)} {self.status}"
+        for c in self.candidates:
+            line += f"; may supersede #{c.id}: {_text(c.content)}"
         if self.previous_content is not None:
             line += f"; was: {_text(self.previous_content)}"
         if self.similar_to is not None:
@@ -329,10 +355,35 @@ class MemoryLine(BaseModel):
     author: str | None = None
     session_id: str | None = None
     metadata: dict[str, JsonValue] = Field(default_factory=dict)
+    tags: list[str] = Field(default_factory=list)
+    pinned: bool = False
+    superseded_by: int | None = None
+    folded: int = Field(0, description="Older versions folded away behind it.")
 
     def meta(self) -> str:
-        """Its author, dates, session and metadata, as its text line shows them."""
-        return _meta(self.metadata, self.session_id, self.author, self.dates)
+        """Its author, dates, session, metadata and standing, as its text line shows them."""
+        line = _meta(self.metadata, self.session_id, self.author, self.dates)
+        if self.tags:
+            line += f" tags={','.join(self.tags)}"
+        if self.pinned:
+            line += " pinned"
+        if self.superseded_by is not None:
+            line += f" (superseded by #{self.superseded_by})"
+        if self.folded:
+            line += f" (newest of {self.folded + 1} versions)"
+        return line
+
+
+def _standing(m: Memory) -> dict[str, object]:
+    """A memory's tags, pin and supersession, for a MemoryLine (only those it has)."""
+    out: dict[str, object] = {}
+    if m.tags:
+        out["tags"] = list(m.tags)
+    if m.pinned:
+        out["pinned"] = True
+    if m.superseded_by is not None:
+        out["superseded_by"] = m.superseded_by
+    return out
 
 
 class SearchHitOut(MemoryLine):
@@ -397,6 +448,8 @@ class SearchOut(Sparse):
                     author=h.memory.author,
                     session_id=h.memory.session_id,
                     metadata=h.memory.metadata,
+                    folded=result.folded.get(h.memory.id, 0),
+                    **_standing(h.memory),
                     **(_explained(h.memory, h.signals) if explain else {}),
                 )
                 for h in result.hits
@@ -507,6 +560,7 @@ class ContextOut(Sparse):
                     author=i.memory.author,
                     session_id=i.memory.session_id,
                     metadata=i.memory.metadata,
+                    **_standing(i.memory),
                 )
                 for i in result.items
             ],

@@ -17,6 +17,7 @@ from server.schemas.memories import (
     AppendItemIn,
     AppendManyOut,
     AppendOut,
+    CandidateOut,
     ClearOut,
     CompactOut,
     ContextOut,
@@ -95,6 +96,11 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         session_id: Annotated[str | None, Field(description="Conversation/session scope.")] = None,
         author: Author = None,
         project: Project = None,
+        supersedes: Annotated[
+            list[int] | None,
+            Field(max_length=100, description="Ids of memories this one replaces (then hidden)."),
+        ] = None,
+        tags: Annotated[list[str] | None, Field(max_length=20, description="Labels.")] = None,
     ) -> AppendOut:
         """Store a memory. Appending identical text again returns the existing id.
 
@@ -115,6 +121,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
             metadata=metadata,
             session_id=session_id,
             author=author,
+            supersedes=supersedes,
+            tags=tags,
         )
         m = result.outcome.memory
         near = result.near_duplicate
@@ -130,6 +138,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
             trimmed=result.trimmed,
             redacted=result.redacted,
             new_project=result.new_project and project is not None,
+            candidates=[CandidateOut.of(c) for c in result.candidates],
         )
 
     @tool(mcp, toolset=Toolset.BULK, title="Append several memories", annotations=_WRITE)
@@ -232,6 +241,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
             bool, Field(description="Also show why each hit ranked (ranks, boosts, scores).")
         ] = False,
         project: Project = None,
+        tags: Annotated[list[str] | None, Field(max_length=20, description="All of these.")] = None,
+        include_superseded: Annotated[bool, Field(description="Also replaced memories.")] = False,
     ) -> SearchOut:
         """Find memories by meaning and by words, best first. Search before answering from memory.
 
@@ -264,6 +275,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
                 limit=limit,
                 token_budget=token_budget,
                 min_match=Match(min_match) if min_match else None,
+                tags=tuple(tags or ()),
+                include_superseded=include_superseded,
             )
         )
         shown = " | ".join(([query] if query is not None else []) + (queries or []))
@@ -311,6 +324,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         layer: Annotated[LayerName | None, Field(description="Only this layer.")] = None,
         token_budget: TokenBudget = None,
         project: Project = None,
+        include_superseded: Annotated[bool, Field(description="Also replaced memories.")] = False,
     ) -> ContextOut:
         """Start of a task: the project's briefing (its rules, recent memories, last session).
 
@@ -329,7 +343,11 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         name = app.project(project)
         briefing = None
         result = await app.memories.load_context(
-            name, layer=Layer(layer) if layer else None, limit=limit, token_budget=token_budget
+            name,
+            layer=Layer(layer) if layer else None,
+            limit=limit,
+            token_budget=token_budget,
+            include_superseded=include_superseded,
         )
         if layer is None:
             start = await app.start.build(

@@ -59,3 +59,31 @@ async def test_update_history_pin_list_and_forget_where(client: Client) -> None:
     assert "forgot 1 memories" in await _text(
         client, "forget_where", ids=[page["memories"][0]["id"]], dry_run=False
     )
+
+
+async def test_append_supersedes_and_search_hides_history_unless_asked(client: Client) -> None:
+    old = await call(client, "append", layer="episodic", content="The deploy target is Fly.io")
+    new = await call(
+        client,
+        "append",
+        layer="episodic",
+        content="The deploy target moved to AWS",
+        supersedes=[old["id"]],
+        tags=["deploy"],
+    )
+    hits = await call(client, "search", query="deploy target", mode="keyword")
+    assert [h["id"] for h in hits["hits"]] == [new["id"]]
+    assert hits["hits"][0]["tags"] == ["deploy"]
+    every = await call(
+        client, "search", query="deploy target", mode="keyword", include_superseded=True
+    )
+    old_hit = next(h for h in every["hits"] if h["id"] == old["id"])
+    assert old_hit["superseded_by"] == new["id"]
+    text = await _text(
+        client, "search", query="deploy target", mode="keyword", include_superseded=True
+    )
+    assert f"(superseded by #{new['id']})" in text
+    tagged = await call(client, "search", query="deploy", mode="keyword", tags=["deploy"])
+    assert [h["id"] for h in tagged["hits"]] == [new["id"]]
+    loaded = await call(client, "load_context", layer="episodic")
+    assert [i["id"] for i in loaded["items"]] == [new["id"]]
