@@ -230,6 +230,25 @@ class MemoryRepository(Protocol):
         """Whether a project holds at least one memory (one index lookup)."""
         ...
 
+    async def expired_page(
+        self,
+        project: str,
+        cutoffs: TierCutoffs,
+        *,
+        after: tuple[datetime, int] | None,
+        limit: int,
+    ) -> list[Memory]:
+        """A page of what an unlimited prune would delete, oldest reference time then id first.
+
+        `after`: the (reference time, id) of the previous page's last row. Reads only the
+        page, whatever the store's size (storage/*/expired_pages.py).
+        """
+        ...
+
+    async def count_expired(self, project: str, cutoffs: TierCutoffs, *, cap: int) -> int:
+        """How many rows an unlimited prune would delete, counted to `cap + 1` at most."""
+        ...
+
 
 class VectorIndex(Protocol):
     """Vectors of memories, scoped by project; kept apart from rows so backends can differ."""

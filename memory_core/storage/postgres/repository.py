@@ -28,6 +28,7 @@ from memory_core.domain.models import (
 )
 from memory_core.domain.versions import ForgetReceipt, MemoryChange, MemoryVersion, UpdateOutcome
 from memory_core.storage.counts_fold import fold_counts
+from memory_core.storage.postgres import expired_pages
 from memory_core.storage.postgres.rows import COLUMNS, aware, row_to_memory, row_to_version
 from memory_core.storage.postgres.session import PostgresSession, maintenance_lock, rowcount
 from memory_core.storage.postgres.tsquery import any_word_tsquery, to_tsquery_text
@@ -948,3 +949,22 @@ class PostgresMemoryRepository:
                 'SELECT DISTINCT project COLLATE "C" AS project FROM context_snapshots ORDER BY 1'
             )
         return [str(r[0]) for r in rows]
+
+    async def expired_page(
+        self,
+        project: str,
+        cutoffs: TierCutoffs,
+        *,
+        after: tuple[datetime, int] | None,
+        limit: int,
+    ) -> list[Memory]:
+        """A page of what an unlimited prune would delete; see the port."""
+        return await expired_pages.expired_page(
+            self._session, project, cutoffs.archived_after, after=after, limit=limit
+        )
+
+    async def count_expired(self, project: str, cutoffs: TierCutoffs, *, cap: int) -> int:
+        """How many rows an unlimited prune would delete, up to `cap + 1`; see the port."""
+        return await expired_pages.count_expired(
+            self._session, project, cutoffs.archived_after, cap=cap
+        )

@@ -37,6 +37,7 @@ from memory_core.domain.models import (
 from memory_core.domain.versions import ForgetReceipt, MemoryChange, MemoryVersion, UpdateOutcome
 from memory_core.storage.counts_fold import fold_counts
 from memory_core.storage.records import identity_hash, store_stats
+from memory_core.storage.sqlite import expired_pages
 from memory_core.storage.sqlite.fts_match import (
     any_word,
     every_word,
@@ -1044,3 +1045,22 @@ class SqliteMemoryRepository:
                 "SELECT DISTINCT project FROM context_snapshots ORDER BY 1"
             )
         return [str(r[0]) for r in rows]
+
+    async def expired_page(
+        self,
+        project: str,
+        cutoffs: TierCutoffs,
+        *,
+        after: tuple[datetime, int] | None,
+        limit: int,
+    ) -> list[Memory]:
+        """A page of what an unlimited prune would delete; see the port."""
+        return await expired_pages.expired_page(
+            self._session, project, cutoffs.archived_after, after=after, limit=limit
+        )
+
+    async def count_expired(self, project: str, cutoffs: TierCutoffs, *, cap: int) -> int:
+        """How many rows an unlimited prune would delete, up to `cap + 1`; see the port."""
+        return await expired_pages.count_expired(
+            self._session, project, cutoffs.archived_after, cap=cap
+        )
