@@ -587,7 +587,7 @@ class MemoryService:
         value = await self.repo.get_by_key(project, Layer.SEMANTIC, key)
         rules: list[Memory] = []
         exact_rule = await self.repo.get_by_key(project, Layer.PROCEDURAL, key)
-        if exact_rule is not None:
+        if exact_rule is not None and exact_rule.superseded_by is None:  # else history
             rules.append(exact_rule)
         # Function words are left out as in `search` (unless nothing else is left): in an OR
         # query over keys each one matches most rows, and FTS5 walks all their postings

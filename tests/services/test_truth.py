@@ -284,3 +284,19 @@ async def test_history_pins_tags_and_supersession_survive_export_and_import(
     # Imported twice: nothing new (identities and ids are stored).
     again = await transfer.import_records(store, parsed)
     assert again.imported == 0
+
+
+async def test_a_superseded_rule_no_longer_applies(service: MemoryService) -> None:
+    old = await service.append(
+        "p", Layer.PROCEDURAL, "run make deploy-fly", key="deploying the backend"
+    )
+    new = await service.append(
+        "p",
+        Layer.PROCEDURAL,
+        "run make deploy-aws",
+        key="deploying the backend to production",
+        supersedes=[old.memory.id],
+    )
+    for key in ("deploying the backend", "deploying the backend to production"):
+        rules = (await service.recall("p", key)).rules
+        assert [r.id for r in rules] == [new.memory.id], key

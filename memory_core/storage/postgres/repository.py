@@ -757,7 +757,8 @@ class PostgresMemoryRepository:
                 f"SELECT {_S_COLUMNS} FROM context_snapshots AS s,"
                 " to_tsquery('memstrata', $1) AS q"
                 " WHERE s.search_vector @@ q AND s.project = $2 AND s.layer = $3"
-                f" AND s.key IS NOT NULL ORDER BY {_RANK} DESC, s.id DESC LIMIT $4",
+                " AND s.key IS NOT NULL AND s.superseded_by IS NULL"
+                f" ORDER BY {_RANK} DESC, s.id DESC LIMIT $4",
                 tsquery,
                 project,
                 layer.value,

@@ -833,7 +833,8 @@ class SqliteMemoryRepository:
             return await self._session.fetch_memories(
                 f"SELECT s.* FROM {table} JOIN context_snapshots AS s ON s.id = {table}.rowid"
                 f" WHERE {table} MATCH ? AND s.project = ? AND s.layer = ?"
-                f" AND s.key IS NOT NULL ORDER BY bm25({table}), s.id DESC LIMIT ?",
+                " AND s.key IS NOT NULL AND s.superseded_by IS NULL"
+                f" ORDER BY bm25({table}), s.id DESC LIMIT ?",
                 (f"key : ({fts})", project, layer.value, limit),
             )
 
