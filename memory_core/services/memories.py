@@ -60,6 +60,7 @@ from memory_core.errors import (
     MemoryNotFoundError,
 )
 from memory_core.ports import Clock, KeywordSearch, MemoryRepository
+from memory_core.services.access_recording import hand_out
 from memory_core.services.indexing import Indexer, NearDuplicate, embedding_text
 from memory_core.services.resemblance import (
     Likeness,
@@ -605,7 +606,7 @@ class MemoryService:
             close = await self.repo.search_keys(project, Layer.SEMANTIC, fts, limit=5)
             suggestions = [m.key for m in close if m.key is not None]
         ids = ([value.id] if value else []) + [r.id for r in rules]
-        handed = {m.id: m for m in await self.repo.hand_out(project, ids, self.clock.now())}
+        handed = {m.id: m for m in await hand_out(self.repo, project, ids, self.clock.now())}
         return RecallResult(
             key=key,
             value=handed.get(value.id) if value else None,
@@ -677,7 +678,7 @@ class MemoryService:
         ranked, omitted = TokenAllowance(token_budget).prefix(ranked, lambda h: h.memory.content)
         if request.mark_used:
             ids = [h.memory.id for h in ranked]
-            handed = {m.id: m for m in await self.repo.hand_out(project, ids, now)}
+            handed = {m.id: m for m in await hand_out(self.repo, project, ids, now)}
         else:
             handed = {h.memory.id: h.memory for h in ranked}
         hits = [
@@ -952,7 +953,7 @@ class MemoryService:
         )
         rows, omitted = TokenAllowance(token_budget).prefix(rows, lambda m: m.content)
         before = {m.id: classify_tier(m.reference_time, cutoffs) for m in rows}
-        handed = await self.repo.hand_out(project, [m.id for m in rows], now)
+        handed = await hand_out(self.repo, project, [m.id for m in rows], now)
         items = [ContextItem(memory=m, tier_before=before[m.id]) for m in handed]
         return ContextResult(items=items, omitted=omitted)
 
@@ -965,7 +966,7 @@ class MemoryService:
         project = check_project(project)
         found = []
         if 0 < memory_id < _MAX_ID:  # larger numbers cannot be ids (SQLite integers)
-            found = await self.repo.hand_out(project, [memory_id], self.clock.now())
+            found = await hand_out(self.repo, project, [memory_id], self.clock.now())
         if not found:
             raise MemoryNotFoundError(memory_id, project)
         return found[0]

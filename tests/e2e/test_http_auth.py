@@ -219,11 +219,6 @@ async def _uses(server: HttpServer) -> dict[str, tuple[int, str | None]]:
     return {str(content): (int(count), last) for content, count, last in rows}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="needs MemoryService to hand memories out through "
-    "memory_core.services.access_recording.hand_out (asked of the lead)",
-)
 async def test_a_read_only_token_leaves_no_mark_of_use(auth_server: HttpServer):
     async with _client(auth_server, ADMIN) as admin:
         ok(await admin.call_tool("append", {"layer": "episodic", "content": "alpha release notes"}))
