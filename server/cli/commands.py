@@ -314,6 +314,7 @@ _PARSER_MODULES: tuple[tuple[str, frozenset[str]], ...] = (
     ("server.cli.setup", frozenset({"setup"})),
     ("server.cli.tools", frozenset({"tools"})),
     ("server.cli.ui", frozenset({"ui"})),
+    ("server.cli.pins", frozenset({"pin", "unpin"})),
     ("server.hooks.entry", frozenset({"hook"})),
 )
 # The commands defined above in `_parser` itself.
@@ -451,6 +452,8 @@ _RUNNERS = {
     "setup": ("setup", "run_command"),
     "tools": ("tools", "run_command"),
     "ui": ("ui", "run_ui"),
+    "pin": ("pins", "run_command"),
+    "unpin": ("pins", "run_command"),
     "maintain": ("memory", "run_maintain"),
     "reindex": ("memory", "run_reindex"),
     "stats": ("memory", "run_stats"),
@@ -464,6 +467,7 @@ _RUNNERS = {
 }
 _ASYNC_COMMANDS = frozenset(
     {"maintain", "reindex", "stats", "search", "recall", "ingest", "compact-file"}
+    | {"pin", "unpin"}
 )
 
 
