@@ -24,7 +24,10 @@ one message. Each turn is written as "<Speaker>: <text>" (--no-names: the text a
 because the names are part of what was said and the questions name them ("When did Caroline
 go to ..."); a shared photo's caption is appended as LoCoMo's own RAG did, "[shares
 <caption>]" (bench.locomo.render, its default). Some sessions open with the second speaker,
-so their transcript opens with an assistant line; the lines are kept in LoCoMo's order.
+so their transcript opens with an assistant line; the lines are kept in LoCoMo's order. The
+capture hooks run with MEMSTRATA_HOOKS__USER_NAME and __ASSISTANT_NAME set to the two names
+(--no-authors: the roles' defaults, "user" and "assistant"), as a person who set their name
+would run them, so a memory's author is who said it, as in bench.locomo's store.
 
 What is measured, per LoCoMo category and overall:
 - injection recall: the share of questions for which an evidence turn reached the context the
@@ -445,7 +448,9 @@ class Hooks:
     exe: Path
     env: dict[str, str]
 
-    def run(self, event: str, payload: dict[str, Any], cwd: Path) -> HookRun:
+    def run(
+        self, event: str, payload: dict[str, Any], cwd: Path, env: dict[str, str] | None = None
+    ) -> HookRun:
         """Run one hook and wait for it; the context is "" when it printed nothing."""
         tick = time.perf_counter()
         done = subprocess.run(
@@ -453,7 +458,7 @@ class Hooks:
             input=json.dumps(payload),
             capture_output=True,
             text=True,
-            env=self.env,
+            env={**self.env, **(env or {})},
             cwd=cwd,
             check=False,
         )
@@ -626,6 +631,14 @@ def replay(conv: Conversation, layout: Layout, hooks: Hooks, args: argparse.Name
     speakers = conv.speakers()
     user = speakers[0] if args.user_speaker == "first" or len(speakers) < 2 else speakers[1]
     errors: list[str] = []
+    # The two speakers' names as the authors of what each role said, as a person who set
+    # MEMSTRATA_HOOKS__USER_NAME (and ASSISTANT_NAME) would have them: questions name them.
+    other = next((name for name in speakers if name != user), "assistant")
+    authors = (
+        {"MEMSTRATA_HOOKS__USER_NAME": user, "MEMSTRATA_HOOKS__ASSISTANT_NAME": other}
+        if args.authors
+        else {}
+    )
     for turns in conv.sessions():
         sid = str(uuid.uuid5(_IDS, f"{conv.id}:S{turns[0]['session']}"))
         path = layout.transcript(conv.id, sid)
@@ -641,11 +654,12 @@ def replay(conv: Conversation, layout: Layout, hooks: Hooks, args: argparse.Name
             half = len(lines) // 2
             path.write_text("".join(lines[:half]), encoding="utf-8")
             extra = {"trigger": "auto", "custom_instructions": ""}
-            run = hooks.run("pre-compact", payload("PreCompact", sid, path, cwd, **extra), cwd)
+            compact = payload("PreCompact", sid, path, cwd, **extra)
+            run = hooks.run("pre-compact", compact, cwd, authors)
             _note(errors, "pre-compact", run)
         path.write_text("".join(lines), encoding="utf-8")
         end = payload("SessionEnd", sid, path, cwd, reason="prompt_input_exit")
-        _note(errors, "session-end", hooks.run("session-end", end, cwd))
+        _note(errors, "session-end", hooks.run("session-end", end, cwd, authors))
     return errors
 
 
@@ -849,6 +863,11 @@ def parser() -> argparse.ArgumentParser:
     for flag, text in (
         ("--names", 'write each turn as "<Speaker>: <text>"'),
         ("--caption", 'append a shared photo\'s caption, "[shares <caption>]"'),
+        (
+            "--authors",
+            "capture with the speakers' names as the roles' authors "
+            "(MEMSTRATA_HOOKS__USER_NAME / ASSISTANT_NAME)",
+        ),
         ("--search", "also measure `search` R@10 over the captured store"),
     ):
         p.add_argument(flag, action=argparse.BooleanOptionalAction, default=True, help=text)

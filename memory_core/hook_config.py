@@ -108,6 +108,18 @@ class HookPolicy(BaseModel):
         ge=0,
         description="Tool calls since the last save (or the last ask) before Stop asks.",
     )
+    user_name: str | None = Field(
+        None,
+        max_length=100,
+        description="The author of the person's captured prompts (unset: 'user'). Set it to "
+        "your name, and a search or a question that names you lifts what you said; on a store "
+        "several people share, it says who asked.",
+    )
+    assistant_name: str | None = Field(
+        None,
+        max_length=100,
+        description="The author of the model's captured answers (unset: 'assistant').",
+    )
     user_id: str | None = Field(
         None,
         description="Whose stored preferences (`update_preference`) the session-start context "

@@ -4,9 +4,10 @@ Each recording reads the transcript's new lines (domain.transcript) and does fou
 
 1. **What was said becomes memory.** The person's prompts and the model's final answers
    (domain.turns) are stored as episodic memories of the project, authored by role ("user",
-   "assistant"), dated at their turn (`occurred_at`), with metadata kind "said", through
-   `MemoryService.append_many`: redacted like every write, and an identical text in the project
-   is the same memory, so a transcript read again adds nothing twice. They are written
+   "assistant", or the names the hook settings give each role), dated at their turn
+   (`occurred_at`), with metadata kind "said", through `MemoryService.append_many`: redacted
+   like every write, and an identical text in the project is the same memory, so a transcript
+   read again adds nothing twice. They are written
    without vectors here (a hook cannot load the model in time); the server that holds the
    model embeds them (its backfill), so they are found by meaning as well as by words.
 2. **The conversation.** Every entry (messages, tool calls, tool results, compaction
@@ -24,7 +25,7 @@ Each recording reads the transcript's new lines (domain.transcript) and does fou
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -140,11 +141,14 @@ class TranscriptRecorder:
         memories: MemoryService,
         hook_sessions: HookSessionStore,
         clock: Clock,
+        authors: Mapping[str, str] | None = None,
     ) -> None:
+        """`authors`: who captured turns are authored by, per role (default: the role)."""
         self._conversations = conversations
         self._memories = memories
         self._hooks = hook_sessions
         self._clock = clock
+        self._authors = dict(authors or {})
 
     async def record(
         self, project: str, session_id: str, lines: Sequence[str], *, summarize: bool = True
@@ -222,7 +226,7 @@ class TranscriptRecorder:
                 | ({"part": f"{item.part}/{item.parts}"} if item.parts > 1 else {})
                 | ({"reply_to": item.reply_to} if item.reply_to else {}),
                 session_id=session_id,
-                author=item.role,
+                author=self._authors.get(item.role) or item.role,
                 occurred_at=self._turn_time(item.at),
             )
             for item in said_items(entries)

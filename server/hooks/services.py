@@ -122,6 +122,10 @@ class HookServices:
             memories=self.memories,
             hook_sessions=self._backend.hook_sessions,
             clock=self.clock,
+            authors={
+                "user": self.settings.hooks.user_name or "user",
+                "assistant": self.settings.hooks.assistant_name or "assistant",
+            },
         )
 
 

@@ -329,3 +329,21 @@ async def test_a_turn_the_store_refuses_is_skipped_and_the_rest_kept(
     # The answer's metadata holds its long prompt (reply_to): refused; the prompt is kept.
     assert [m.content for m in await said(storage)] == [long_prompt.strip()]
     assert result.entries_added == 2
+
+
+async def test_captured_turns_are_authored_by_the_names_given_to_the_roles(
+    storage: StorageUnderTest, clock: FrozenClock, service: MemoryService
+) -> None:
+    rec, _ = recorder(storage, clock, service)
+    named = TranscriptRecorder(
+        conversations=rec._conversations,
+        memories=service,
+        hook_sessions=storage.hook_sessions(),
+        clock=clock,
+        authors={"user": "Priya", "assistant": "Claude"},
+    )
+    await named.record(P, SESSION, first_part())
+    assert [(m.author, m.metadata["role"]) for m in await said(storage)] == [
+        ("Priya", "user"),
+        ("Claude", "assistant"),
+    ]
