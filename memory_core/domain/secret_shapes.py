@@ -45,7 +45,7 @@ from typing import Literal, get_args
 
 from memory_core.domain import secret_values as values
 
-__all__ = ["DETECTORS", "SECRET_KINDS", "Detector", "SecretKind", "Span"]
+__all__ = ["DETECTORS", "SECRET_KINDS", "Detector", "SecretKind", "SecretSpan"]
 
 SecretKind = Literal[
     "private_key",
@@ -77,8 +77,8 @@ SecretKind = Literal[
 SECRET_KINDS: tuple[SecretKind, ...] = get_args(SecretKind)
 
 # (kind, start, end) of one secret, in the scanned text.
-Span = tuple[SecretKind, int, int]
-Judge = Callable[[re.Match[str]], list[Span]]
+SecretSpan = tuple[SecretKind, int, int]
+Judge = Callable[[re.Match[str]], list[SecretSpan]]
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class Detector:
         """The compiled pattern."""
         return re.compile(self.source)
 
-    def spans(self, match: re.Match[str]) -> list[Span]:
+    def spans(self, match: re.Match[str]) -> list[SecretSpan]:
         """The secrets in `match`."""
         if self.judge is not None:
             return self.judge(match)
@@ -366,7 +366,7 @@ _PRIVATE_KEYS: tuple[Detector, ...] = (
 )
 
 
-def _aws_pair(match: re.Match[str]) -> list[Span]:
+def _aws_pair(match: re.Match[str]) -> list[SecretSpan]:
     """A 40-character secret access key near an access key id, whatever words separate them."""
     for candidate in re.finditer(
         r"(?<![A-Za-z0-9/+])[A-Za-z0-9/+]{40}(?![A-Za-z0-9/+=])", match.group("window")
@@ -415,7 +415,7 @@ _AWS: tuple[Detector, ...] = (
 _TOKEN68 = r"[A-Za-z0-9\-._~+/]+=*"
 
 
-def _authorization(match: re.Match[str]) -> list[Span]:
+def _authorization(match: re.Match[str]) -> list[SecretSpan]:
     """`Authorization: <scheme> <credentials>` (RFC 7235): Basic is checked by decoding."""
     scheme = match.group("scheme").lower()
     secret = match.group("secret")
@@ -437,9 +437,9 @@ _ATTRIBUTES = frozenset(
 _SESSION_NAMES = re.compile(r"(?i)sess|sid|auth|token|jwt|remember|login|csrf|xsrf|key|secret")
 
 
-def _cookies(match: re.Match[str]) -> list[Span]:
+def _cookies(match: re.Match[str]) -> list[SecretSpan]:
     """Each cookie value of a `Cookie:`/`Set-Cookie:` line that is a session or a token."""
-    spans: list[Span] = []
+    spans: list[SecretSpan] = []
     base = match.start("secret")
     for pair in re.finditer(r"([^=;\s]{1,128})=([^;\s]{1,4096})", match.group("secret")):
         name, value = pair.group(1), pair.group(2).strip("\"'")
@@ -546,7 +546,7 @@ def _bare_value(value: str, query: bool) -> str:
     return value
 
 
-def _assignment(match: re.Match[str]) -> list[Span]:
+def _assignment(match: re.Match[str]) -> list[SecretSpan]:
     """`<key naming a secret> <separator> <value>` in any config grammar or literal."""
     text = match.string
     name, begin = _key_name(text, match.start(), match.end("name"))
@@ -589,7 +589,7 @@ def _assignment(match: re.Match[str]) -> list[Span]:
     return [(_weak_kind(strength, value), start, start + len(value))] if ok and value else []
 
 
-def _xml_element(match: re.Match[str]) -> list[Span]:
+def _xml_element(match: re.Match[str]) -> list[SecretSpan]:
     """`<password>hunter2</password>`, `<apiKey>...</apiKey>` (Maven settings.xml, .NET)."""
     text = match.string
     name, begin = _key_name(text, match.start(), match.end("name"))
@@ -603,7 +603,7 @@ def _xml_element(match: re.Match[str]) -> list[Span]:
     return [(_kind(strength), match.start("secret"), match.end("secret"))] if ok else []
 
 
-def _cli_flag(match: re.Match[str]) -> list[Span]:
+def _cli_flag(match: re.Match[str]) -> list[SecretSpan]:
     """`--password hunter2`, `--api-key sk...`, `--token=...` on a command line."""
     strength = values.key_strength(match.group("flag"))
     value = match.group("secret")
@@ -629,7 +629,7 @@ def _ends_line(text: str, at: int) -> bool:
     return not tail.split("\n", 1)[0].strip() and ("\n" in tail or at + 200 >= len(text))
 
 
-def _netrc(match: re.Match[str]) -> list[Span]:
+def _netrc(match: re.Match[str]) -> list[SecretSpan]:
     """A .netrc entry starts its line (`Set default password for...` is prose)."""
     text = match.string
     secret = match.group("secret")
@@ -736,7 +736,7 @@ _KEY_WORDS = frozenset(
 )
 
 
-def _prose(match: re.Match[str]) -> list[Span]:
+def _prose(match: re.Match[str]) -> list[SecretSpan]:
     """`The staging DB password is hunter2-Blue-42`, `the token: 9f8e...`, `secret wJalr...`."""
     text = match.string
     keyword = match.group("kw").lower()
