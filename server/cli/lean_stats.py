@@ -154,6 +154,8 @@ def _report(stats: KeptStats) -> dict[str, Any]:
         "newest": _json_time(stats.newest),
         "stale_tiers": stats.stale_tiers,
         "never_accessed": stats.never_accessed,
+        "pinned": stats.pinned,
+        "superseded": stats.superseded,
         "health": [{"code": code, "message": message} for code, message in notes],
     }
 

@@ -37,6 +37,10 @@ class StatsOut(BaseModel):
         description="Rows no search, recall or context load has returned yet"
         " (pruning deletes these first among expired rows)."
     )
+    pinned: int = Field(0, description="Rows pinned: they never expire or get pruned.")
+    superseded: int = Field(
+        0, description="Rows a newer memory replaced (history, in `total`; hidden from search)."
+    )
     health: list[HealthNote]
 
     @classmethod
@@ -52,6 +56,8 @@ class StatsOut(BaseModel):
         if self.oldest and self.newest:
             span = f"; written {self.oldest.date().isoformat()} to {self.newest.date().isoformat()}"
         unread = f", {self.never_accessed} never read" if self.never_accessed else ""
+        unread += f", {self.pinned} pinned" if self.pinned else ""
+        unread += f", {self.superseded} superseded" if self.superseded else ""
         lines = [
             f"project {self.project}: {self.total} memories{unread}",
             f"tiers: {tiers}" if tiers else "tiers: none",

@@ -87,3 +87,14 @@ async def test_append_supersedes_and_search_hides_history_unless_asked(client: C
     assert [h["id"] for h in tagged["hits"]] == [new["id"]]
     loaded = await call(client, "load_context", layer="episodic")
     assert [i["id"] for i in loaded["items"]] == [new["id"]]
+
+
+async def test_stats_count_pins_and_superseded_memories(client: Client) -> None:
+    old = await call(client, "append", layer="episodic", content="the build uses make")
+    new = await call(
+        client, "append", layer="episodic", content="the build uses just", supersedes=[old["id"]]
+    )
+    await call(client, "pin", ids=[new["id"]])
+    stats = await call(client, "get_memory_stats")
+    assert (stats["total"], stats["pinned"], stats["superseded"]) == (2, 1, 1)
+    assert "1 pinned, 1 superseded" in await _text(client, "get_memory_stats")

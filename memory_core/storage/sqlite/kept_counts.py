@@ -31,6 +31,7 @@ __all__ = [
     "KEPT",
     "LAYERS",
     "LIVE_TIER",
+    "MARKS",
     "MOVED",
     "REFERENCE",
     "SIZE",
@@ -79,6 +80,11 @@ DATES = (
     " (SELECT max(created_at) FROM context_snapshots WHERE project = :p)"
 )
 SIZE = "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
+# Pinned and superseded rows (migration 0013): partial indexes hold only those rows.
+MARKS = (
+    "SELECT (SELECT count(*) FROM context_snapshots WHERE project = :p AND pinned = 1),"
+    " (SELECT count(*) FROM context_snapshots WHERE superseded_by IS NOT NULL AND project = :p)"
+)
 _PROJECTS = "SELECT DISTINCT project FROM context_snapshots ORDER BY 1"
 
 # Work the full open does before it answers (keyword_tables.build_pending_keyword_tables).
@@ -112,6 +118,8 @@ class KeptStats:
     newest: str | None
     stale_tiers: int
     never_accessed: int
+    pinned: int = 0
+    superseded: int = 0
 
 
 def cutoff_params(
@@ -131,8 +139,9 @@ def fold_stats(
     moved: Iterable[Sequence[Any]],
     dates: Sequence[Any],
     database_bytes: int,
+    marks: Sequence[Any] = (0, 0),
 ) -> KeptStats:
-    """A project's stats from the rows of KEPT, MOVED (see counts_fold), DATES (one row), SIZE."""
+    """A project's stats from the rows of KEPT, MOVED (see counts_fold), DATES, MARKS, SIZE."""
     counts = fold_counts(kept, moved)
     oldest, newest = dates[0], dates[1]
     return KeptStats(
@@ -146,6 +155,8 @@ def fold_stats(
         newest=str(newest) if newest else None,
         stale_tiers=counts.stale_tiers,
         never_accessed=counts.never_accessed,
+        pinned=int(marks[0]),
+        superseded=int(marks[1]),
     )
 
 
@@ -227,6 +238,7 @@ def read_kept_stats(
                 conn.execute(MOVED, {**params, "project": project}).fetchall(),
                 conn.execute(DATES, {"p": project}).fetchone(),
                 size,
+                conn.execute(MARKS, {"p": project}).fetchone(),
             )
             for project in projects
         ]

@@ -48,6 +48,7 @@ from memory_core.storage.sqlite.fts_match import (
 from memory_core.storage.sqlite.kept_counts import (
     DATES,
     KEPT,
+    MARKS,
     MOVED,
     SIZE,
     cutoff_params,
@@ -1014,12 +1015,7 @@ class SqliteMemoryRepository:
             moved = await self._session.fetch(MOVED, params)
             dates = await self._session.fetch(DATES, {"p": project})
             size = await self._session.fetch(SIZE)
-            marks = await self._session.fetch(
-                "SELECT (SELECT count(*) FROM context_snapshots WHERE project = :p AND pinned = 1),"
-                " (SELECT count(*) FROM context_snapshots WHERE superseded_by IS NOT NULL"
-                " AND project = :p)",
-                {"p": project},
-            )
+            marks = await self._session.fetch(MARKS, {"p": project})
         oldest, newest = dates[0][0], dates[0][1]
         return store_stats(
             project,
