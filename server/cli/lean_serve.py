@@ -37,12 +37,21 @@ import json
 import os
 import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from server.cli.serve_answers import AnswerCache, request_key
 
-__all__ = ["OPENING_METHODS", "LeanStdio", "active", "start_lean_stdio", "starts_stdio"]
+__all__ = [
+    "MOST_S",
+    "OPENING_METHODS",
+    "QUIET_S",
+    "LeanStdio",
+    "active",
+    "start_lean_stdio",
+    "starts_stdio",
+]
 
 # Requests whose answer depends only on the server's code and configuration, the request and
 # the handshake before it: the opening Claude Code, the SDK client and the Inspector send.
@@ -66,6 +75,11 @@ LISTEN = "subscriptions/listen"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
+
+# How long the client may be quiet after its opening before the rest of the start goes on
+# without being asked, and the longest it waits for that (`LeanStdio.settle`).
+QUIET_S = 1.0
+MOST_S = 3.0
 
 _RELAY_DRAIN_S = 5.0  # at exit, how long the relay may take to copy the SDK's last messages
 
@@ -185,6 +199,8 @@ class LeanStdio:
         self._marker = f"memstrata-relay-end-{self._token}\n".encode()
         self._replayed = threading.Event()
         self._relayed = threading.Event()
+        self._stirred = threading.Condition(self._lock)  # a message arrived, or stdin closed
+        self._last_message = time.monotonic()
 
     # ---- Phase 1: before the SDK
 
@@ -200,6 +216,29 @@ class LeanStdio:
             os.dup2(null, 1)
         os.close(null)
         threading.Thread(target=self._read, name="memstrata-stdin", daemon=True).start()
+
+    def settle(self, quiet_s: float = QUIET_S, most_s: float = MOST_S) -> None:
+        """Return once the SDK is needed, or the client has been quiet for `quiet_s`.
+
+        Needed: a request waits for it, or stdin closed; at most `most_s`, and not at all
+        when nothing is recorded (the SDK answers the opening then).
+
+        Trigger: once its opening is answered, Claude Code runs the prompt hook and sends
+        its first model request, and the SDK's import and the store's opening (~1 s of CPU)
+        slowed both on a busy two-core machine (first request 1.63 s after launch, 1.35 s
+        with this wait; 0.49 s without memstrata). Outcome: the rest of the start waits for
+        a pause or for a request only the SDK can answer (a tool call then waits for it).
+        """
+        if not self.cache.answers:
+            return
+        deadline = time.monotonic() + most_s
+        with self._stirred:
+            while not (self._waiting or self._eof):
+                now = time.monotonic()
+                wake = min(self._last_message + quiet_s, deadline)
+                if wake <= now:
+                    return
+                self._stirred.wait(wake - now)
 
     def client_left(self) -> bool:
         """Whether stdin closed with no request waiting for an answer: nothing left to serve."""
@@ -231,6 +270,8 @@ class LeanStdio:
                     )
             if reply is None and key is not None and message is not None:
                 self._unknown[message["id"]] = (key, message["method"])
+            self._last_message = time.monotonic()
+            self._stirred.notify_all()
         if reply is not None:
             self._emit(reply)
         elif handed:
@@ -270,6 +311,7 @@ class LeanStdio:
             if not handed:
                 self._eof = True
                 self._log.append(None)
+            self._stirred.notify_all()
         if handed:
             self._replayed.wait()
             with contextlib.suppress(OSError):
@@ -432,7 +474,10 @@ def starts_stdio(args: Sequence[str]) -> bool:
 
 
 def start_lean_stdio(args: Sequence[str], environ: Mapping[str, str]) -> None:
-    """Start answering stdin early (module docstring); a failure leaves the SDK path alone."""
+    """Start answering stdin early (module docstring), then wait until the SDK is needed.
+
+    A failure to start leaves the SDK path as it was.
+    """
     global _active
     if os.name != "posix" or _active is not None:
         return
@@ -442,6 +487,7 @@ def start_lean_stdio(args: Sequence[str], environ: Mapping[str, str]) -> None:
     except OSError:
         return
     _active = wire
+    wire.settle()
 
 
 def active() -> LeanStdio | None:

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import json
 import os
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from server.cli import serve_answers
-from server.cli.lean_serve import Conversation, starts_stdio
+from server.cli.lean_serve import Conversation, LeanStdio, starts_stdio
 from server.cli.serve_answers import AnswerCache, fingerprint
 
 ENVELOPE = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "x": 1}
@@ -168,3 +169,31 @@ def test_old_files_of_other_fingerprints_are_removed(tmp_path: Path) -> None:
 def test_the_cache_lives_under_xdg_cache_home(tmp_path: Path) -> None:
     env = {"XDG_CACHE_HOME": str(tmp_path)}
     assert serve_answers.cache_dir(env) == tmp_path / "memstrata" / "serve"
+
+
+def settles(wire: LeanStdio) -> bool:
+    """Whether settle() returns without waiting out its hour (60 s guards a broken one)."""
+    waiting = threading.Thread(target=wire.settle, args=(3600, 3600), daemon=True)
+    waiting.start()
+    waiting.join(60)
+    return not waiting.is_alive()
+
+
+def test_the_rest_of_the_start_waits_only_while_nothing_needs_the_sdk(tmp_path: Path) -> None:
+    assert settles(LeanStdio(AnswerCache(tmp_path / "none.json")))  # nothing recorded
+
+    cache = AnswerCache(tmp_path / "f.json")
+    cache.answers["k"] = {"result": {}}
+    idle = LeanStdio(cache)
+    idle._last_message -= 3600  # quiet for an hour already
+    assert settles(idle)
+
+    wire = LeanStdio(cache)
+    wire._take(json.dumps(request(1, "tools/call", {"name": "search"})).encode() + b"\n")
+    assert settles(wire)  # a tool call waits for the SDK
+    assert wire.client_left() is False
+
+    closed = LeanStdio(cache)
+    closed._end()
+    assert settles(closed)  # stdin closed
+    assert closed.client_left() is True
