@@ -104,7 +104,7 @@ def time_opening(exe: Path, env: dict[str, str], opening: str) -> dict[str, floa
         [str(exe), "serve"],
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
-        stderr=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
         env=env,
     )
     assert process.stdin is not None
@@ -121,10 +121,13 @@ def time_opening(exe: Path, env: dict[str, str], opening: str) -> dict[str, floa
             break
     process.stdin.close()
     process.stdout.close()
+    assert process.stderr is not None
+    err = process.stderr.read()
+    process.stderr.close()
     process.wait(timeout=60)
     missing = set(pending.values())
     if missing:
-        raise RuntimeError(f"serve never answered {sorted(missing)}")
+        raise RuntimeError(f"serve never answered {sorted(missing)}: {err.decode()[-2000:]}")
     return got
 
 

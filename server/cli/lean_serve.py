@@ -86,8 +86,8 @@ _RELAY_DRAIN_S = 5.0  # at exit, how long the relay may take to copy the SDK's l
 _active: LeanStdio | None = None
 
 # (key, the answer given early, the SDK's answer) and (key, the SDK's answer to record).
-_Check = tuple[str, dict[str, Any], dict[str, Any] | None]
-_Record = tuple[str, dict[str, Any]]
+_ToCheck = tuple[str, dict[str, Any], dict[str, Any] | None]
+_ToRecord = tuple[str, dict[str, Any]]
 
 
 def _parse(line: bytes) -> dict[str, Any] | None:
@@ -410,7 +410,7 @@ class LeanStdio:
             self.cache.put(key, actual)
         return False
 
-    def _expected_ack(self, message: dict[str, Any]) -> tuple[_Check | None, _Record | None]:
+    def _expected_ack(self, message: dict[str, Any]) -> tuple[_ToCheck | None, _ToRecord | None]:
         """A subscription's acknowledgement: given early (check it) or to record (lock held)."""
         params = message.get("params")
         if not isinstance(params, dict):
@@ -426,7 +426,9 @@ class LeanStdio:
             return None, ((key, ack) if self._conversation.opening else None)
         return None, None
 
-    def _expected_response(self, message: dict[str, Any]) -> tuple[_Check | None, _Record | None]:
+    def _expected_response(
+        self, message: dict[str, Any]
+    ) -> tuple[_ToCheck | None, _ToRecord | None]:
         """A response: to a replayed request (check it) or one to record (lock held)."""
         request_id = message["id"]
         result = {"result": message["result"]} if "result" in message else None
