@@ -241,7 +241,8 @@ def client_import_ms() -> dict[str, float]:
 
 
 def measure_warm(db: Path, repo: Path, runs: int, rng: random.Random) -> dict[str, Any]:
-    """user-prompt-submit with a warm server, with warm off, and with no server, interleaved."""
+    """user-prompt-submit with a warm server, with warm off, and with no server, interleaved;
+    pre-tool-use on a `git commit` with the server and without, in the same rounds."""
     runtime = Path(tempfile.mkdtemp(prefix="msb"))  # short: a socket path's limit is ~100 B
     env = {
         "MEMSTRATA_DB": str(db),
@@ -273,6 +274,23 @@ def measure_warm(db: Path, repo: Path, runs: int, rng: random.Random) -> dict[st
         times[name].append(ms)
         texts[name].append(text)
 
+    tool_sides = {"tool_warm": env, "tool_no_server": sides["prompt_no_server"]}
+    for name in tool_sides:
+        times[name], texts[name] = [], []
+
+    def tool_call(name: str) -> None:
+        payload = {
+            "session_id": str(uuid.uuid4()),
+            "transcript_path": "",
+            "cwd": str(repo),
+            "hook_event_name": "PreToolUse",
+            "tool_name": "Bash",
+            "tool_input": {"command": f"git commit -m '{sentence(rng)}'"},
+        }
+        ms, text = run_hook("pre-tool-use", payload, tool_sides[name], repo)
+        times[name].append(ms)
+        texts[name].append(text)
+
     log = runtime.parent / f"{runtime.name}-serve.log"
     server = start_server(env, repo, log)
     try:
@@ -284,6 +302,8 @@ def measure_warm(db: Path, repo: Path, runs: int, rng: random.Random) -> dict[st
         for i in range(runs):  # each side first, second and last in turn
             for name in order[i % 3 :] + order[: i % 3]:
                 prompt(name)
+            for name in list(tool_sides)[i % 2 :] + list(tool_sides)[: i % 2]:
+                tool_call(name)
             floor.append(python_pass_ms())
     finally:
         assert server.stdin is not None
@@ -363,6 +383,15 @@ def warm_markdown(results: dict[str, Any]) -> str:
     ):
         f, s = results[f"{name}_ms"], results[f"{name}_size"]
         rows.append(f"| {label} | {f['p50']:.0f} | {f['p95']:.0f} | {s['injected']}/{s['of']} |")
+    for name, label in (
+        ("tool_warm", "pre-tool-use (Bash git commit), warm server up"),
+        ("tool_no_server", "pre-tool-use (Bash git commit), no server: own rule matching"),
+    ):
+        if f"{name}_ms" in results:
+            f, s = results[f"{name}_ms"], results[f"{name}_size"]
+            rows.append(
+                f"| {label} | {f['p50']:.0f} | {f['p95']:.0f} | {s['injected']}/{s['of']} |"
+            )
     f = results["python_pass_ms"]
     rows.append(f"| `python -c pass` (the floor of any hook) | {f['p50']:.0f} | {f['p95']:.0f} | |")
     f = results["server_answer_ms"]

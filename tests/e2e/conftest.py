@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import tempfile
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -24,6 +25,9 @@ def memstrata_exe() -> Path:
     return exe
 
 
+_TEST_CACHE = tempfile.mkdtemp(prefix="memstrata-test-cache-")
+
+
 def server_env(db: Path, project: str = PROJECT, toolsets: str = "all") -> dict[str, str]:
     """A minimal environment: the database, the default project, the toolsets, PATH and HOME.
 
@@ -34,6 +38,9 @@ def server_env(db: Path, project: str = PROJECT, toolsets: str = "all") -> dict[
     for name in ("PATH", "HOME"):
         if name in os.environ:
             env[name] = os.environ[name]
+    # serve records its opening answers under the cache directory (server.cli.serve_answers):
+    # the suite's go to a directory of its own, never the person's ~/.cache.
+    env["XDG_CACHE_HOME"] = _TEST_CACHE
     return env
 
 

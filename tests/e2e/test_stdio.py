@@ -335,7 +335,8 @@ def test_stdout_carries_only_json_rpc_and_logs_go_to_stderr(db_path: Path):
         stdin=subprocess.PIPE,
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
-        env=server_env(db_path),
+        # INFO asked for: stdio serve logs only warnings by default.
+        env=server_env(db_path) | {"MEMSTRATA_LOG_LEVEL": "INFO"},
         text=True,
         encoding="utf-8",
     )
