@@ -79,6 +79,10 @@ DIFFERENT: tuple[tuple[str, str], ...] = (
     ("Keep the line length at 100 characters.", "Keep the line length at 120 characters."),
     ("Use Node 18 for the build.", "Use Node 20 for the build."),
     ("The retry limit for webhooks is 3 attempts.", "The retry limit for webhooks is 5 attempts."),
+    (
+        "Code review needs two approvals before a merge.",
+        "Code review needs three approvals before a merge.",
+    ),
     # a date
     ("The release freeze starts on Friday.", "The release freeze starts on Monday."),
     ("The v2 launch is planned for March.", "The v2 launch is planned for April."),

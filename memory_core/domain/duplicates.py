@@ -40,6 +40,7 @@ __all__ = [
     "anchors",
     "compare",
     "fold_newest",
+    "newest_first",
     "normalise",
     "normalised_hash",
     "restates",
@@ -65,6 +66,14 @@ _DAY_TEXT = (
     "friday saturday sunday today tomorrow yesterday tonight weekend"
 )
 _DAY_WORDS = frozenset(_DAY_TEXT.split())
+# Numbers spelled out count as numbers: "two approvals" and "three approvals" differ.
+_NUMBER_TEXT = (
+    "zero one two three four five six seven eight nine ten eleven twelve thirteen fourteen "
+    "fifteen sixteen seventeen eighteen nineteen twenty thirty forty fifty sixty seventy "
+    "eighty ninety hundred thousand million billion once twice thrice half double triple "
+    "first second third fourth fifth single dozen"
+)
+_NUMBER_WORDS = frozenset(_NUMBER_TEXT.split())
 # A token that names something by its shape: an inner capital (camelCase, iOS), an inner dot,
 # slash or underscore (Fly.io, src/app.py, snake_case), or an @/# handle.
 _IDENTIFIER = re.compile(r"^[@#]?\w*(?:[a-z][A-Z]|[./_\\]\w|[A-Z]{2,})")
@@ -120,10 +129,13 @@ def word_overlap(a: str, b: str) -> float:
 
 
 def anchors(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str], bool]:
-    """(numbers, day words, names, negated) of a text: what two duplicates must share."""
+    """(numbers, day words, names, negated) of a text: what two duplicates must share.
+
+    Numbers are digits (versions, ports, times) and numbers spelled out ("two", "twice").
+    """
     text = unicodedata.normalize("NFKC", text)
-    numbers = frozenset(_NUMBER.findall(text))
     lowered = [w.replace("\u2019", "'") for w in _WORD.findall(text.lower())]
+    numbers = frozenset(_NUMBER.findall(text)) | {w for w in lowered if w in _NUMBER_WORDS}
     days = frozenset(w for w in lowered if w in _DAY_WORDS)
     negated = sum(1 for w in lowered if w in _NEGATIONS or w.endswith("n't")) % 2 == 1
     names: set[str] = set()
@@ -248,3 +260,32 @@ def fold_newest(
         if len(members) > 1:
             folded[newest] = len(members) - 1
     return kept, folded
+
+
+def newest_first(
+    ages: Sequence[tuple[datetime, int]],
+    similarity: Callable[[int, int], float | None],
+    threshold: float,
+) -> list[int]:
+    """Ranked items reordered so that, among items close to one another, the newest leads.
+
+    Items at `threshold` similarity or more (a correction and what it corrects, even written
+    without `supersedes`) form a cluster; the cluster keeps the places its members held, newest
+    in the best of them. Other items do not move. Returns the indices in their new order.
+    """
+    cluster = list(range(len(ages)))
+    for j in range(1, len(ages)):
+        for i in range(j):
+            sim = similarity(i, j)
+            if cluster[i] == i and sim is not None and sim >= threshold:
+                cluster[j] = i
+                break
+    order = list(range(len(ages)))
+    for head in range(len(ages)):
+        members = [k for k in range(len(ages)) if cluster[k] == head]
+        if len(members) > 1:
+            for place, k in zip(
+                members, sorted(members, key=lambda k: ages[k], reverse=True), strict=True
+            ):
+                order[place] = k
+    return order

@@ -16,7 +16,7 @@ from memory_core.config import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.compaction import chunk_entries, summarize_entries
 from memory_core.domain.dates import dates_of, normalise_dates, query_time
-from memory_core.domain.duplicates import DuplicateThresholds, fold_newest
+from memory_core.domain.duplicates import DuplicateThresholds, anchors, fold_newest, newest_first
 from memory_core.domain.frozen import Frozen as _Frozen
 from memory_core.domain.fts_query import search_words, to_fts5_query
 from memory_core.domain.inputs import (
@@ -674,7 +674,7 @@ class MemoryService:
             ]
             dropped = len(fused) - len(kept)
             ranked = kept[:limit]
-        ranked, folded = await self._fold_versions(ranked)
+        ranked, folded = await self._fold_versions(ranked, " ".join(t for _, t in phrasings))
         ranked, omitted = TokenAllowance(token_budget).prefix(ranked, lambda h: h.memory.content)
         if request.mark_used:
             ids = [h.memory.id for h in ranked]
@@ -696,7 +696,7 @@ class MemoryService:
         )
 
     async def _fold_versions(
-        self, ranked: list[SearchHit]
+        self, ranked: list[SearchHit], query: str
     ) -> tuple[list[SearchHit], dict[int, int]]:
         """Several versions of one fact among the hits: the newest stands for them all.
 
@@ -704,7 +704,9 @@ class MemoryService:
         stored vectors and their words, numbers and names allowed to differ). Why: a
         correction written without `supersedes` must still win over what it corrects.
         Outcome: the newest takes the best-ranked one's place; the others are folded away
-        and counted. Without a model (no stored vectors) nothing is folded.
+        and counted. Hits merely close to one another (the candidate band: a correction and
+        what it corrects) all stay, newest first in the places they held. Without a model
+        (no stored vectors) nothing moves.
         """
         if self.indexer is None or len(ranked) < 2:
             return ranked, {}
@@ -715,6 +717,8 @@ class MemoryService:
             log.exception("search.fold_failed")
             return ranked, {}
         vectors = [stored.get(h) for h in hashes]
+        numbers, days, names, _ = anchors(query)
+        named = numbers | days | names
 
         def similarity(i: int, j: int) -> float | None:
             a, b = vectors[i], vectors[j]
@@ -724,13 +728,26 @@ class MemoryService:
 
             return float(np.dot(a, b))
 
+        ages = [(h.memory.created_at, h.memory.id) for h in ranked]
         kept, folded = fold_newest(
-            [h.memory.content for h in ranked],
-            [(h.memory.created_at, h.memory.id) for h in ranked],
-            similarity,
-            self.duplicates,
+            [h.memory.content for h in ranked], ages, similarity, self.duplicates
         )
-        return [ranked[i] for i in kept], {ranked[i].memory.id: n for i, n in folded.items()}
+
+        # Then, among the hits left, a newer close one (a correction written without
+        # `supersedes`) goes before what it corrects.
+        def alike(a: int, b: int) -> float | None:
+            # A query naming what only one of them holds ("note 7": a number, a name, a day)
+            # asks for that one: a newer "note 10" does not go before it.
+            if named and named_in(kept[a]) != named_in(kept[b]):
+                return None
+            return similarity(kept[a], kept[b])
+
+        def named_in(i: int) -> frozenset[str]:
+            numbers, days, names, _ = anchors(ranked[i].memory.content)
+            return named & (numbers | days | names)
+
+        order = newest_first([ages[i] for i in kept], alike, self.duplicates.candidate_similarity)
+        return [ranked[kept[i]] for i in order], {ranked[i].memory.id: n for i, n in folded.items()}
 
     def _phrasings(self, request: SearchRequest) -> list[tuple[str, str]]:
         """(field, text) of each distinct phrasing: `query` first, then `queries` in order."""

@@ -8,6 +8,8 @@ from memory_core.domain.duplicates import (
     DuplicateThresholds,
     anchors,
     compare,
+    fold_newest,
+    newest_first,
     normalise,
     normalised_hash,
     word_overlap,
@@ -106,3 +108,39 @@ def test_tags_are_checked_and_normalised() -> None:
             check_tags(bad)
     with pytest.raises(InvalidInputError):
         check_tags("infra")
+
+
+def test_numbers_spelled_out_are_anchors() -> None:
+    assert anchors("Code review needs two approvals")[0] == {"two"}
+    judged = compare(
+        "Code review needs three approvals",
+        "Code review needs two approvals",
+        0.97,
+        DuplicateThresholds(),
+    )
+    assert (judged.kind, judged.differs_in) == ("candidate", "number")
+
+
+def test_newest_first_reorders_a_cluster_in_its_own_places() -> None:
+    from datetime import UTC, datetime
+
+    def day(n: int) -> tuple[datetime, int]:
+        return (datetime(2026, 1, n, tzinfo=UTC), n)
+
+    # Items 0 and 2 are close (a fact and its later correction); 1 and 3 stand alone.
+    close = {(0, 2): 0.8}
+    order = newest_first(
+        [day(1), day(5), day(9), day(2)], lambda i, j: close.get((i, j), 0.1), 0.65
+    )
+    assert order == [2, 1, 0, 3]
+
+
+def test_fold_newest_keeps_one_version_per_fact() -> None:
+    from datetime import UTC, datetime
+
+    texts = ["JWTs expire after 15 minutes", "Use ruff", "JWTs expire after 60 minutes"]
+    ages = [(datetime(2026, 1, n, tzinfo=UTC), n) for n in (1, 2, 3)]
+    kept, folded = fold_newest(
+        texts, ages, lambda i, j: 0.95 if {i, j} == {0, 2} else 0.1, DuplicateThresholds()
+    )
+    assert kept == [2, 1] and folded == {2: 1}

@@ -1,0 +1,293 @@
+"""A benchmark of truth: do corrections win, do repeats add rows, do lookalikes merge?
+
+    python -m bench.stale_facts [--seed 7] [--facts 24] [--json FILE]
+
+From its own seeded generator (developer facts, written for this; no data set), on a fresh
+SQLite store with the default embedding model:
+
+- every fact is stated, then corrected a few days later (half with `supersedes`, half without;
+  half of the corrections paraphrased), among distractors (other facts) and near-lookalikes
+  (the same sentence about another component). A question about each fact is then searched
+  (limit 5). The fact is *stale* when the outdated version ranks above its correction, or is
+  returned while the correction is not.
+- duplicate rows: one "session" of notes captured twice (append_many, as the hooks capture),
+  then every note appended again as a retry would send it (other case, spacing, end mark):
+  rows added by the second capture and by the retries.
+- false merges: each fact's lookalike (another value in the same sentence, in a project of
+  its own) written after the original: counted when the write is taken for a duplicate.
+
+`--json FILE` writes {"overall": {"stale_rate_with_supersedes", "stale_rate_without",
+"duplicate_rows", "false_merges"}, "facts": [...]}.
+Targets (issue 32): stale rate <= 5% with supersedes, <= 25% without; 0 false merges; 0
+duplicate rows.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import random
+import tempfile
+from dataclasses import asdict, dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from memory_core.domain.models import Layer
+from memory_core.services.memories import AppendItem, MemoryService, SearchRequest
+from server.container import open_container
+from server.logging import configure_logging
+from server.settings import ScheduleSettings, Settings
+
+START = datetime(2026, 2, 2, 9, 0, tzinfo=UTC)
+
+# (statement with {v}, paraphrased correction with {v}, question, values, lookalike with {v}).
+FACTS: tuple[tuple[str, str, str, tuple[str, ...], str], ...] = (
+    (
+        "The public API listens on port {v}.",
+        "We moved the public API to port {v}.",
+        "Which port does the public API listen on?",
+        ("8080", "9090", "8443"),
+        "The metrics endpoint listens on port {v}.",
+    ),
+    (
+        "We deploy the backend to {v}.",
+        "Backend deploys now go to {v}.",
+        "Where do we deploy the backend?",
+        ("Fly.io", "AWS", "Render"),
+        "We deploy the marketing site to {v}.",
+    ),
+    (
+        "The staging database runs PostgreSQL {v}.",
+        "Staging was upgraded to PostgreSQL {v}.",
+        "Which PostgreSQL version does staging run?",
+        ("14", "15", "16"),
+        "The analytics warehouse runs PostgreSQL {v}.",
+    ),
+    (
+        "Code review needs {v} approvals before a merge.",
+        "From now on a merge needs {v} review approvals.",
+        "How many approvals does a merge need?",
+        ("one", "two", "three"),
+        "A release tag needs {v} approvals from the leads.",
+    ),
+    (
+        "Access tokens expire after {v} minutes.",
+        "Access tokens now live for {v} minutes.",
+        "When do access tokens expire?",
+        ("15", "30", "60"),
+        "Password reset links expire after {v} minutes.",
+    ),
+    (
+        "The frontend is built with {v}.",
+        "We switched the frontend build to {v}.",
+        "What builds the frontend?",
+        ("webpack", "Vite", "esbuild"),
+        "The docs site is built with {v}.",
+    ),
+    (
+        "Errors are reported to {v}.",
+        "Error reporting moved to {v}.",
+        "Where are errors reported?",
+        ("Sentry", "Rollbar", "Honeybadger"),
+        "Uptime alerts are reported to {v}.",
+    ),
+    (
+        "The default branch is {v}.",
+        "We renamed the default branch to {v}.",
+        "What is the default branch called?",
+        ("master", "main", "trunk"),
+        "The release branch is {v}.",
+    ),
+    (
+        "Python services use Python {v}.",
+        "Python services were moved to Python {v}.",
+        "Which Python version do the services use?",
+        ("3.10", "3.11", "3.12"),
+        "The data notebooks use Python {v}.",
+    ),
+    (
+        "The maximum upload size is {v} MB.",
+        "Uploads are now capped at {v} MB.",
+        "What is the maximum upload size?",
+        ("10", "25", "50"),
+        "The maximum avatar size is {v} MB.",
+    ),
+    (
+        "Nightly backups run at {v} UTC.",
+        "Nightly backups were moved to {v} UTC.",
+        "When do nightly backups run?",
+        ("01:00", "02:30", "04:00"),
+        "The weekly report is sent at {v} UTC.",
+    ),
+    (
+        "The billing service is owned by {v}.",
+        "{v} took over the billing service.",
+        "Who owns the billing service?",
+        ("Alice", "Bob", "Chen"),
+        "The search service is owned by {v}.",
+    ),
+)
+DISTRACTORS = (
+    "Integration tests need Docker running locally.",
+    "Feature flags are read from LaunchDarkly at startup.",
+    "Logs are shipped to Datadog by the sidecar.",
+    "Never commit the .env file.",
+    "Use ruff for linting and formatting Python code.",
+    "The CI pipeline runs on GitHub Actions.",
+    "Prefer small pull requests with one change each.",
+    "The mobile app is written in Kotlin and Swift.",
+)
+
+
+class _Clock:
+    def __init__(self) -> None:
+        self.at = START
+
+    def now(self) -> datetime:
+        return self.at
+
+
+@dataclass
+class FactResult:
+    """One fact's outcome."""
+
+    question: str
+    supersedes: bool
+    paraphrased: bool
+    old_rank: int | None
+    new_rank: int | None
+    stale: bool
+
+
+def _rank(hits: list[int], memory_id: int) -> int | None:
+    return hits.index(memory_id) + 1 if memory_id in hits else None
+
+
+async def _facts(
+    service: MemoryService, clock: _Clock, rng: random.Random, n: int
+) -> list[FactResult]:
+    plan = []
+    for i in range(n):
+        statement, paraphrase, question, values, _ = FACTS[i % len(FACTS)]
+        old_value, new_value = rng.sample(values, 2)
+        project = f"stale{i // len(FACTS)}"
+        plan.append((project, statement, paraphrase, question, old_value, new_value, i % 2 == 0))
+    projects = sorted({p[0] for p in plan})
+    for project in projects:
+        for text in DISTRACTORS:
+            await service.append(project, Layer.EPISODIC, text)
+    olds = []
+    for project, statement, _, _, old_value, _, _ in plan:
+        olds.append(await service.append(project, Layer.EPISODIC, statement.format(v=old_value)))
+        clock.at += timedelta(hours=1)
+    clock.at += timedelta(days=3)
+    news = []
+    for n_, (project, statement, paraphrase, _, _, new_value, with_supersedes) in enumerate(plan):
+        text = (paraphrase if n_ % 4 < 2 else statement).format(v=new_value)
+        supersedes = [olds[n_].memory.id] if with_supersedes else None
+        news.append(await service.append(project, Layer.EPISODIC, text, supersedes=supersedes))
+        clock.at += timedelta(hours=1)
+    clock.at += timedelta(days=1)
+    results = []
+    for n_, (project, _, _, question, _, _, with_supersedes) in enumerate(plan):
+        found = await service.search(
+            SearchRequest(project=project, query=question, limit=5, mark_used=False)
+        )
+        hits = [h.memory.id for h in found.hits]
+        old_rank, new_rank = _rank(hits, olds[n_].memory.id), _rank(hits, news[n_].memory.id)
+        stale = old_rank is not None and (new_rank is None or old_rank < new_rank)
+        results.append(FactResult(question, with_supersedes, n_ % 4 < 2, old_rank, new_rank, stale))
+    return results
+
+
+def _retried(text: str, rng: random.Random) -> str:
+    """The text as a retry or a re-capture may send it again."""
+    variant = rng.choice(("upper", "spaces", "mark", "lower"))
+    if variant == "upper":
+        return text.upper()
+    if variant == "spaces":
+        return "  " + text.replace(" ", "  ") + " "
+    if variant == "mark":
+        return text.rstrip(".") + "!"
+    return text.lower()
+
+
+async def _duplicates(service: MemoryService, rng: random.Random) -> int:
+    notes = [AppendItem(layer=Layer.EPISODIC, content=t) for t in DISTRACTORS]
+    notes += [
+        AppendItem(layer=Layer.EPISODIC, content=f.format(v=values[0]))
+        for f, _, _, values, _ in FACTS
+    ]
+    await service.append_many("capture", notes)
+    before = len(await service.repo.list_layer("capture", Layer.EPISODIC, None, newest_first=False))
+    await service.append_many("capture", notes)  # the same session captured again
+    for note in notes:  # each retried with another spelling
+        await service.append("capture", Layer.EPISODIC, _retried(note.content, rng))
+    after = len(await service.repo.list_layer("capture", Layer.EPISODIC, None, newest_first=False))
+    return after - before
+
+
+async def _false_merges(service: MemoryService) -> int:
+    merged = 0
+    for n, (statement, _, _, values, lookalike) in enumerate(FACTS):
+        for m, (a, b) in enumerate(itertools.pairwise(values)):
+            project = f"lookalike{n}-{m}"
+            await service.append(project, Layer.EPISODIC, statement.format(v=a))
+            second = await service.append(project, Layer.EPISODIC, statement.format(v=b))
+            merged += second.status == "duplicate"
+            other = await service.append(project, Layer.EPISODIC, lookalike.format(v=a))
+            merged += other.status == "duplicate"
+    return merged
+
+
+async def run(seed: int, facts: int) -> dict[str, Any]:
+    """Run the benchmark on a fresh store; the report as a JSON-ready dict."""
+    rng = random.Random(seed)
+    clock = _Clock()
+    with tempfile.TemporaryDirectory() as tmp:
+        settings = Settings(
+            db=Path(tmp) / "truth.db",
+            schedule=ScheduleSettings(enabled=False),
+            embedding_wait=60,  # every write waits for the model: the bench is about vectors
+        )
+        async with open_container(settings, clock) as c:
+            results = await _facts(c.memories, clock, rng, facts)
+            duplicate_rows = await _duplicates(c.memories, rng)
+            false_merges = await _false_merges(c.memories)
+    with_s = [r for r in results if r.supersedes]
+    without = [r for r in results if not r.supersedes]
+    return {
+        "overall": {
+            "stale_rate_with_supersedes": round(sum(r.stale for r in with_s) / len(with_s), 3),
+            "stale_rate_without": round(sum(r.stale for r in without) / len(without), 3),
+            "duplicate_rows": duplicate_rows,
+            "false_merges": false_merges,
+        },
+        "facts": [asdict(r) for r in results],
+        "seed": seed,
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--facts", type=int, default=24, help="facts stated and corrected")
+    parser.add_argument("--json", type=Path, help="write the report here")
+    args = parser.parse_args()
+    configure_logging("WARNING", "console")  # stdout is the report's
+    report = asyncio.run(run(args.seed, max(2, args.facts)))
+    overall = report["overall"]
+    print(json.dumps(overall, indent=2))
+    stale = [f for f in report["facts"] if f["stale"]]
+    for f in stale:
+        ranks = f"old {f['old_rank']} new {f['new_rank']}"
+        print(f"stale: {f['question']} (supersedes={f['supersedes']}, ranks {ranks})")
+    if args.json:
+        args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
