@@ -38,6 +38,52 @@ async def _applied(conn: Any) -> set[str]:
     return {str(r[0]) for r in await conn.fetch("SELECT name FROM schema_migrations")}
 
 
+# Migration 0013 adds norm_hash, which SQL cannot compute (Unicode NFKC): code fills it.
+_MEMORY_TRUTH = "0013_memory_truth"
+_FILL_BATCH = 5000
+
+
+async def fill_norm_hashes(conn: Any) -> int:
+    """Give the unkeyed rows written before 0013 their norm_hash; returns how many got one.
+
+    As the SQLite twin: of old rows that normalise alike, the first (lowest id) takes the
+    identity, the others keep NULL.
+    """
+    from memory_core.domain.duplicates import normalised_hash  # only when 0013 is applied
+
+    filled, after = 0, 0
+    while True:
+        rows = await conn.fetch(
+            "SELECT id, project, layer, session_id, content FROM context_snapshots"
+            " WHERE id > $1 AND key IS NULL AND norm_hash IS NULL ORDER BY id LIMIT $2",
+            after,
+            _FILL_BATCH,
+        )
+        if not rows:
+            return filled
+        after = int(rows[-1]["id"])
+        first: dict[tuple[str, str, str, str], int] = {}
+        for r in rows:
+            scope = (r["session_id"] or "") if r["layer"] == "working" else ""
+            first.setdefault(
+                (r["project"], r["layer"], scope, normalised_hash(r["content"])), r["id"]
+            )
+        ids = list(first.values())
+        hashes = [ident[3] for ident in first]
+        async with conn.transaction():
+            status = await conn.execute(
+                "UPDATE context_snapshots AS s SET norm_hash = u.h"
+                " FROM unnest($1::bigint[], $2::text[]) AS u(id, h) WHERE s.id = u.id"
+                " AND NOT EXISTS (SELECT 1 FROM context_snapshots AS t WHERE t.project = s.project"
+                " AND t.layer = s.layer AND t.key IS NULL AND t.norm_hash = u.h"
+                " AND (CASE WHEN t.layer = 'working' THEN coalesce(t.session_id, '') ELSE '' END)"
+                " = (CASE WHEN s.layer = 'working' THEN coalesce(s.session_id, '') ELSE '' END))",
+                ids,
+                hashes,
+            )
+        filled += int(status.split()[-1])
+
+
 async def apply_migrations(conn: Any, directory: Path | None = None) -> list[str]:
     """Apply every pending migration on `conn`; returns the names applied.
 
@@ -64,6 +110,9 @@ async def apply_migrations(conn: Any, directory: Path | None = None) -> list[str
                 raise StorageError(f"applying migration {migration.name}") from exc
             log.info("migration.applied", name=migration.name, backend="postgres")
             done.append(migration.name)
+        if _MEMORY_TRUTH in done:
+            filled = await fill_norm_hashes(conn)
+            log.info("migration.norm_hashes", rows=filled, backend="postgres")
         return done
     finally:
         await conn.execute("SELECT pg_advisory_unlock($1)", MIGRATION_LOCK)

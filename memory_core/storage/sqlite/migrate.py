@@ -72,6 +72,12 @@ async def apply_migrations(db: aiosqlite.Connection, directory: Path | None = No
             raise StorageError(f"applying migration {migration.name}") from exc
         log.info("migration.applied", name=migration.name)
         done.append(migration.name)
+    if _MEMORY_TRUTH in done:
+        try:
+            filled = await fill_norm_hashes(db)
+        except DriverError as exc:
+            raise StorageError("normalising the identities of stored memories") from exc
+        log.info("migration.norm_hashes", rows=filled)
     # 0011 registers the projects whose keyword tables code must build (SQL cannot name a
     # table from a value); a crash before this leaves them registered, built at the next open.
     if _KEYWORD_TABLES not in applied and _KEYWORD_TABLES not in done:
@@ -83,6 +89,45 @@ async def apply_migrations(db: aiosqlite.Connection, directory: Path | None = No
     if built:
         log.info("keyword_tables.built", tables=built)
     return done
+
+
+# Migration 0013 adds norm_hash, which SQL cannot compute (Unicode NFKC): code fills it.
+_MEMORY_TRUTH = "0013_memory_truth"
+_FILL_BATCH = 5000
+
+
+async def fill_norm_hashes(db: aiosqlite.Connection) -> int:
+    """Give the unkeyed rows written before 0013 their norm_hash; returns how many got one.
+
+    Batches by id, each in its own transaction. Of two old rows that normalise alike (the same
+    identity), the first keeps the identity and the second keeps NULL (`OR IGNORE`): both stay,
+    as they were, and a later write finds the first.
+    """
+    from memory_core.domain.duplicates import normalised_hash  # only when 0013 is applied
+
+    filled, after = 0, 0
+    while True:
+        rows = list(
+            await db.execute_fetchall(
+                "SELECT id, content FROM context_snapshots WHERE id > ? AND key IS NULL"
+                " AND norm_hash IS NULL ORDER BY id LIMIT ?",
+                (after, _FILL_BATCH),
+            )
+        )
+        if not rows:
+            return filled
+        after = int(rows[-1][0])
+        await db.execute("BEGIN IMMEDIATE")
+        try:
+            cur = await db.executemany(
+                "UPDATE OR IGNORE context_snapshots SET norm_hash = ? WHERE id = ?",
+                [(normalised_hash(str(content)), int(i)) for i, content in rows],
+            )
+            filled += max(cur.rowcount, 0)
+            await db.execute("COMMIT")
+        except BaseException:
+            await _rollback(db)
+            raise
 
 
 async def _rollback(db: aiosqlite.Connection) -> None:
