@@ -233,6 +233,10 @@ class AppendItemIn(BaseModel):
     occurred_at: datetime | None = Field(
         None, description="When it was said, if not now (ISO-8601); 'yesterday' counts from it."
     )
+    tags: list[str] | None = Field(None, max_length=20, description="Labels.")
+    supersedes: list[int] | None = Field(
+        None, max_length=100, description="Ids of memories this one replaces (then hidden)."
+    )
 
 
 class AppendManyOut(Sparse):

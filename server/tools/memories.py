@@ -173,6 +173,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
                     session_id=i.session_id,
                     author=i.author,
                     occurred_at=i.occurred_at,
+                    tags=tuple(i.tags or ()),
+                    supersedes=tuple(i.supersedes or ()),
                 )
                 for i in items
             ],

@@ -98,3 +98,26 @@ async def test_stats_count_pins_and_superseded_memories(client: Client) -> None:
     stats = await call(client, "get_memory_stats")
     assert (stats["total"], stats["pinned"], stats["superseded"]) == (2, 1, 1)
     assert "1 pinned, 1 superseded" in await _text(client, "get_memory_stats")
+
+
+async def test_append_many_items_take_tags_and_supersedes(client: Client) -> None:
+    old = await call(client, "append", layer="episodic", content="Releases ship on Tuesdays")
+    done = await call(
+        client,
+        "append_many",
+        items=[
+            {
+                "layer": "episodic",
+                "content": "Releases ship on Thursdays",
+                "tags": ["release"],
+                "supersedes": [old["id"]],
+            },
+            {"layer": "episodic", "content": "releases ship on thursdays!"},
+        ],
+    )
+    first, second = done["results"]
+    assert second["status"] == "duplicate" and second["id"] == first["id"]
+    listed = await call(client, "list_memories", tags=["release"])
+    assert [m["id"] for m in listed["memories"]] == [first["id"]]
+    hits = await call(client, "search", query="releases ship", mode="keyword")
+    assert [h["id"] for h in hits["hits"]] == [first["id"]]
