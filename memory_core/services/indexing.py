@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 log = structlog.get_logger(__name__)
 
 BATCH_SIZE = 64
+# How long a batch of new texts waits for writes already on their way (Indexer._drain_texts).
+_GATHER_S = 0.05
 
 
 def embedding_text(memory: Memory) -> str:
@@ -61,12 +63,16 @@ async def _drain(
     queue: list[tuple[_Item, asyncio.Future[npt.NDArray[np.float32]]]],
     batch_size: int,
     embed: Callable[[list[_Item]], Awaitable[Sequence[npt.NDArray[np.float32]]]],
+    gather: Callable[[], Awaitable[None]] | None = None,
 ) -> None:
     """Embed a queue's items in batches until it is empty, answering each item's future.
 
-    Items that arrive while a batch is embedded join the next one.
+    Items that arrive while a batch is embedded join the next one; `gather`, awaited before
+    each batch is taken, may wait for items about to arrive.
     """
     while queue:
+        if gather is not None:
+            await gather()
         batch = queue[:batch_size]
         del queue[:batch_size]
         try:
@@ -106,6 +112,9 @@ class Indexer:
     # Texts of writes not stored yet, embedded before their duplicate check (`embed_new`).
     _texts: list[_PendingText] = field(default_factory=list, init=False, repr=False)
     _text_drainer: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    # Writes between their start and their text's place in `_texts` (see `_drain_texts`).
+    _arriving: int = field(default=0, init=False, repr=False)
+    _moved: asyncio.Event | None = field(default=None, init=False, repr=False)
     _backfiller: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
     _closed: bool = field(default=False, init=False, repr=False)
     # A backfill one search has already waited for in vain: later searches do not wait again.
@@ -189,13 +198,19 @@ class Indexer:
         if embedder is None or self._closed or not texts:
             return None
         hashes = [content_hash(t) for t in texts]
-        known = await self.vectors.vectors_by_hash(hashes)
-        loop = asyncio.get_running_loop()
-        waiting: dict[str, asyncio.Future[npt.NDArray[np.float32]]] = {}
-        for digest, text in zip(hashes, texts, strict=True):
-            if digest not in known and digest not in waiting:
-                waiting[digest] = loop.create_future()
-                self._texts.append((text, waiting[digest]))
+        self._arriving += 1
+        try:
+            known = await self.vectors.vectors_by_hash(hashes)
+            loop = asyncio.get_running_loop()
+            waiting: dict[str, asyncio.Future[npt.NDArray[np.float32]]] = {}
+            for digest, text in zip(hashes, texts, strict=True):
+                if digest not in known and digest not in waiting:
+                    waiting[digest] = loop.create_future()
+                    self._texts.append((text, waiting[digest]))
+        finally:
+            self._arriving -= 1
+            if self._moved is not None:
+                self._moved.set()
         if waiting and (self._text_drainer is None or self._text_drainer.done()):
             self._text_drainer = asyncio.create_task(self._drain_texts(embedder))
         for digest, future in waiting.items():
@@ -203,11 +218,25 @@ class Indexer:
         return [known[h] for h in hashes]
 
     async def _drain_texts(self, embedder: Embedder) -> None:
+        async def gather() -> None:
+            # Trigger: other writes started and are still reading the store before they queue
+            # their text. Why: embedding now would leave each of them a model call of its own.
+            # Outcome: wait for them, a few milliseconds at most (a lone write never waits).
+            loop = asyncio.get_running_loop()
+            deadline = loop.time() + _GATHER_S
+            while self._arriving and len(self._texts) < self.batch_size:
+                left = deadline - loop.time()
+                if left <= 0:
+                    break
+                moved = self._moved = asyncio.Event()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(moved.wait(), left)
+
         async def embed(texts: list[str]) -> Sequence[npt.NDArray[np.float32]]:
             vectors = await anyio.to_thread.run_sync(embedder.embed, texts)
             return [vectors[n] for n in range(len(texts))]
 
-        await _drain(self._texts, self.batch_size, embed)
+        await _drain(self._texts, self.batch_size, embed, gather)
 
     async def index_batch(self, memories: Sequence[Memory]) -> bool:
         """Embed and store vectors of freshly written rows, in one model call.

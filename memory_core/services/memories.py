@@ -222,6 +222,32 @@ class SearchRequest(_Frozen):
     include_superseded: bool = False
 
 
+def _version_similarity(
+    ranked: Sequence[SearchHit], vectors: Sequence[Vector | None]
+) -> Callable[[int, int], float | None]:
+    """The cosine of two hits that may be versions of one fact (None: they cannot be)."""
+
+    def similarity(i: int, j: int) -> float | None:
+        first, second = ranked[i].memory, ranked[j].memory
+        # Versions of a fact are written at different times, outside one conversation: turns
+        # of one session, or rows written at one instant (an import, a benchmark's frozen
+        # clock), are never folded nor reordered.
+        if (
+            first.created_at == second.created_at
+            or first.layer is not second.layer
+            or (first.session_id is not None and first.session_id == second.session_id)
+        ):
+            return None
+        a, b = vectors[i], vectors[j]
+        if a is None or b is None:
+            return None
+        import numpy as np  # loaded with the vectors
+
+        return float(np.dot(a, b))
+
+    return similarity
+
+
 @dataclass(frozen=True)
 class MemoryService:
     """The memory use cases over one repository."""
@@ -720,13 +746,7 @@ class MemoryService:
         numbers, days, names, _ = anchors(query)
         named = numbers | days | names
 
-        def similarity(i: int, j: int) -> float | None:
-            a, b = vectors[i], vectors[j]
-            if a is None or b is None or ranked[i].memory.layer is not ranked[j].memory.layer:
-                return None
-            import numpy as np  # loaded with the vectors
-
-            return float(np.dot(a, b))
+        similarity = _version_similarity(ranked, vectors)
 
         ages = [(h.memory.created_at, h.memory.id) for h in ranked]
         kept, folded = fold_newest(
@@ -735,16 +755,23 @@ class MemoryService:
 
         # Then, among the hits left, a newer close one (a correction written without
         # `supersedes`) goes before what it corrects.
+        marks: dict[int, frozenset[str]] = {}
+
+        def named_in(i: int) -> frozenset[str]:
+            if i not in marks:
+                numbers, days, names, _ = anchors(ranked[i].memory.content)
+                marks[i] = named & (numbers | days | names)
+            return marks[i]
+
         def alike(a: int, b: int) -> float | None:
+            close = similarity(kept[a], kept[b])
+            if close is None or close < self.duplicates.candidate_similarity:
+                return None
             # A query naming what only one of them holds ("note 7": a number, a name, a day)
             # asks for that one: a newer "note 10" does not go before it.
             if named and named_in(kept[a]) != named_in(kept[b]):
                 return None
-            return similarity(kept[a], kept[b])
-
-        def named_in(i: int) -> frozenset[str]:
-            numbers, days, names, _ = anchors(ranked[i].memory.content)
-            return named & (numbers | days | names)
+            return close
 
         order = newest_first([ages[i] for i in kept], alike, self.duplicates.candidate_similarity)
         return [ranked[kept[i]] for i in order], {ranked[i].memory.id: n for i, n in folded.items()}
