@@ -734,8 +734,8 @@ class MemoryService:
         what it corrects) all stay, newest first in the places they held. Without a model
         (no stored vectors) nothing moves.
         """
-        if self.indexer is None or len(ranked) < 2:
-            return ranked, {}
+        if self.indexer is None or len({h.memory.created_at for h in ranked}) < 2:
+            return ranked, {}  # versions are written at different times (_version_similarity)
         hashes = [content_hash(embedding_text(h.memory)) for h in ranked]
         try:
             stored = await self.indexer.vectors.vectors_by_hash(hashes)
