@@ -329,7 +329,7 @@ _PROVIDER_TOKENS: tuple[Detector, ...] = (
 def _pem_in_base64(secret: str) -> bool:
     head = secret[:80]
     try:
-        decoded = base64.b64decode(head[: len(head) // 4 * 4])
+        decoded = base64.b64decode(head[: len(head) - len(head) % 4])  # whole 4-char groups
     except (binascii.Error, ValueError):
         return False
     return b"PRIVATE KEY" in decoded

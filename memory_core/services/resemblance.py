@@ -118,15 +118,15 @@ def batch_twins(
     Only items with a vector and no stored duplicate are compared; the cosines come from one
     matrix product, and only pairs above the duplicate similarity are judged by their words.
     """
-    import numpy as np  # loaded with the embedder that made the vectors
-
     indexed = [
         i
         for i, f in enumerate(found)
         if f.vector is not None and f.duplicate is None and drafts[i].key is None
     ]
     if len(indexed) < 2:
-        return {}
+        return {}  # e.g. a hook's capture, written without vectors: numpy never loads
+    import numpy as np  # loaded with the embedder that made the vectors
+
     matrix = np.stack([np.asarray(found[i].vector, dtype=np.float32) for i in indexed])
     cosines = matrix @ matrix.T
     twins: dict[int, int] = {}

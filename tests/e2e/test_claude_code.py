@@ -146,7 +146,7 @@ def test_a_tool_call_stores_the_row_in_the_checkouts_project(ws: ClaudeWorkspace
         Text("Stored."),
     ]
 
-    run = ws.run("Remember that we dropped Flask because its async story was weak.")
+    run = ws.run("Please store why we moved off our old web framework.")
 
     succeeded(run)
     last = ws.model.conversation()[-1]
@@ -160,7 +160,7 @@ def test_the_next_session_sees_what_the_last_one_stored(ws: ClaudeWorkspace) -> 
         *mcp_call("append", {"layer": "episodic", "content": FLASK}),
         Text("Stored."),
     ]
-    succeeded(ws.run("Remember that we dropped Flask because its async story was weak."))
+    succeeded(ws.run("Please store why we moved off our old web framework."))
     ws.model.requests.clear()
     ws.model.script = [Text("Hello again.")]
 
@@ -256,7 +256,7 @@ def test_two_checkouts_with_the_same_folder_name_keep_their_memories_apart(
     oss.db = work.db  # one database, as for one user
     oss.home = work.home
     stub.script = [*mcp_call("append", {"layer": "episodic", "content": FLASK}), Text("Stored.")]
-    succeeded(work.run("Remember that we dropped Flask because its async story was weak."))
+    succeeded(work.run("Please store why we moved off our old web framework."))
     stub.requests.clear()
     stub.script = [Text("Hello.")]
 

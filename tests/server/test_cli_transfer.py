@@ -192,7 +192,7 @@ def test_import_of_one_project_only(
     [
         ("{not json", "line 3: is not JSON"),
         ('{"kind": "memory", "id": 9}', "line 3: project: Field required"),
-        ('{"id": 9}', "line 3: kind: must be one of memory, conversation_session"),
+        ('{"id": 9}', "line 3: kind: must be one of memory, memory_version, conversation_session"),
         ('{"kind": "scratchpad_snippet", "id": 9}', "line 3: session_id: is required"),
         ("LAYER", "line 3: layer:"),
         ("EMPTY", "line 3: content: must not be empty"),

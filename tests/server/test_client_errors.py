@@ -61,7 +61,7 @@ async def test_unknown_arguments_are_refused_with_the_valid_names(client: Client
     msg = await error(client, "search", query="x", limt=1)
     assert "Unknown argument `limt` (did you mean `limit`?) for `search`" in msg
     assert "It takes: query, queries, mode, layer, limit," in msg and msg.endswith(
-        "project. Fix the names and retry."
+        "Fix the names and retry."
     )
     # Nothing ran: an unknown argument is not silently dropped.
     msg = await error(client, "append", layer="episodic", content="kept?", projet="p")

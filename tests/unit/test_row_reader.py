@@ -30,6 +30,9 @@ def _row(**changes: Any) -> dict[str, Any]:
         "author": None,
         "occurred_at": None,
         "dates": None,
+        "pinned": 0,
+        "superseded_by": None,
+        "tags": "[]",
     }
     row.update(changes)
     return row
