@@ -315,6 +315,7 @@ _PARSER_MODULES: tuple[tuple[str, frozenset[str]], ...] = (
     ("server.cli.tools", frozenset({"tools"})),
     ("server.cli.ui", frozenset({"ui"})),
     ("server.cli.pins", frozenset({"pin", "unpin"})),
+    ("server.cli.projects", frozenset({"projects"})),
     ("server.hooks.entry", frozenset({"hook"})),
 )
 # The commands defined above in `_parser` itself.
@@ -452,6 +453,7 @@ _RUNNERS = {
     "setup": ("setup", "run_command"),
     "tools": ("tools", "run_command"),
     "ui": ("ui", "run_ui"),
+    "projects": ("projects", "run_command"),
     "pin": ("pins", "run_command"),
     "unpin": ("pins", "run_command"),
     "maintain": ("memory", "run_maintain"),
