@@ -82,6 +82,8 @@ QUIET_S = 1.0
 MOST_S = 3.0
 
 _RELAY_DRAIN_S = 5.0  # at exit, how long the relay may take to copy the SDK's last messages
+# The longest EOF is held back from the SDK until it answered the requests it was given.
+_EOF_WAIT_S = 30.0
 
 _active: LeanStdio | None = None
 
@@ -314,6 +316,7 @@ class LeanStdio:
             self._stirred.notify_all()
         if handed:
             self._replayed.wait()
+            self._answered_before_eof()
             with contextlib.suppress(OSError):
                 os.close(self._feed_fd)
 
@@ -360,10 +363,28 @@ class LeanStdio:
             os.close(self._marker_fd)
         self._relayed.wait(_RELAY_DRAIN_S)
 
+    def _answered_before_eof(self) -> None:
+        """Wait (a bounded while) until the SDK has answered the requests it was given.
+
+        Trigger: the client closed stdin right after its requests (a pipe of `initialize`,
+        `tools/list`, EOF). Why: the SDK's stdio transport ends the session at EOF and cancels
+        what it has not answered yet. Outcome: EOF reaches the SDK once its answers to the
+        opening requests have been relayed, or after _EOF_WAIT_S.
+        """
+        stop = time.monotonic() + _EOF_WAIT_S
+        while time.monotonic() < stop:
+            with self._lock:
+                if not self._given and not any(
+                    method != LISTEN for _, method in self._unknown.values()
+                ):
+                    return
+            time.sleep(0.01)
+
     def _replay(self, log_lines: list[bytes | None]) -> None:
         try:
             for line in log_lines:
                 if line is None:
+                    self._answered_before_eof()
                     os.close(self._feed_fd)
                     break
                 _write_all(self._feed_fd, line)
