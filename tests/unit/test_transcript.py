@@ -11,14 +11,17 @@ from tests.hook_transcript import first_part, second_part
 
 def test_messages_tool_calls_and_results_keep_their_roles_and_order() -> None:
     read = read_transcript(first_part())
-    kinds = [(e.kind, e.text, e.tool_name) for e in read.entries]
+    # The isMeta line (a /clear command) is Claude Code's own: a turn boundary, no text.
+    assert read.entries[0].kind == "boundary" and read.entries[0].text == ""
+    entries = read.entries[1:]
+    kinds = [(e.kind, e.text, e.tool_name) for e in entries]
     assert kinds[0] == ("user", "Why does checkout fail with the Stripe webhook?", None)
     assert kinds[1] == ("assistant", "Let me read the webhook handler.", None)
     assert kinds[2] == ("tool_call", "", "Read")
-    assert read.entries[2].arguments == {"file_path": "/home/dev/shop/webhooks.py"}
+    assert entries[2].arguments == {"file_path": "/home/dev/shop/webhooks.py"}
     assert kinds[3][0] == "tool_result" and kinds[3][2] == "Read"  # named from its call
     assert kinds[4] == ("assistant", "The handler does not verify the signature header.", None)
-    assert len(read.entries) == 5  # the meta line, thinking and the queue line are left out
+    assert len(entries) == 5  # thinking and the queue line are left out
 
 
 def test_a_damaged_line_is_counted_and_skipped_not_fatal() -> None:
@@ -61,8 +64,9 @@ def test_the_cursor_finds_its_uuid_when_earlier_lines_changed() -> None:
 
 def test_each_entry_carries_the_cursor_after_its_line() -> None:
     read = read_transcript(first_part())
-    assert read.entries[1].after == read.entries[2].after  # text and tool_use of one line
-    assert read.entries[0].after == TranscriptCursor(3, "u2")
+    assert read.entries[0].after == TranscriptCursor(2, "u1")  # the meta line's boundary
+    assert read.entries[2].after == read.entries[3].after  # text and tool_use of one line
+    assert read.entries[1].after == TranscriptCursor(3, "u2")
     assert read.entries[-1].after == read.cursor
 
 
