@@ -52,6 +52,7 @@ from memory_core.domain.rules import rule_applies
 from memory_core.domain.tags import check_tags
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
 from memory_core.domain.tokens import count_tokens
+from memory_core.domain.turns import RECORDED_KINDS
 from memory_core.errors import (
     ConfirmationRequiredError,
     EmbeddingUnavailableError,
@@ -246,6 +247,11 @@ def _version_similarity(
         return float(np.dot(a, b))
 
     return similarity
+
+
+def _recorded(memory: Memory) -> bool:
+    """A memory that records what a session said (domain.turns.RECORDED_KINDS)."""
+    return memory.metadata.get("kind") in RECORDED_KINDS
 
 
 @dataclass(frozen=True)
@@ -770,6 +776,12 @@ class MemoryService:
             # A query naming what only one of them holds ("note 7": a number, a name, a day)
             # asks for that one: a newer "note 10" does not go before it.
             if named and named_in(kept[a]) != named_in(kept[b]):
+                return None
+            # What a conversation said (captured turns, a sub-agent's result, a digest) is a
+            # record, not a fact with versions: its turns are close to one another (one topic,
+            # cosine 0.65-0.85 under MiniLM), and ordering them by time buried the best match
+            # (LoCoMo dev, captured turns, search limit 100: R@10 0.81 -> 0.58).
+            if _recorded(ranked[kept[a]].memory) or _recorded(ranked[kept[b]].memory):
                 return None
             return close
 

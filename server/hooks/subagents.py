@@ -24,6 +24,7 @@ import structlog
 from memory_core.domain.boilerplate import said_text
 from memory_core.domain.fence import fence_intro, fenced
 from memory_core.domain.models import Layer
+from memory_core.domain.turns import SUBAGENT_RESULT_KIND
 from server.hooks.payload import HookInputError, HookPayload
 from server.hooks.services import HookServices
 
@@ -31,8 +32,6 @@ __all__ = ["SUBAGENT_RESULT_KIND", "subagent_start", "subagent_stop", "task_of"]
 
 log = structlog.get_logger(__name__)
 
-# metadata["kind"] of a sub-agent's result.
-SUBAGENT_RESULT_KIND = "subagent_result"
 _TAIL_BYTES = 1_000_000  # where the spawning Task call is: the end of the transcript
 _HEAD_BYTES = 256_000  # where a sub-agent's task is: the start of its own transcript
 _SPAWNING_TOOLS = ("Task", "Agent")
