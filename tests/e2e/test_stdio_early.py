@@ -343,11 +343,12 @@ def test_a_request_left_waiting_when_stdin_closes_gets_the_sdks_last_word(
     server.close_stdin()
     starts.open_gate()
     assert server.wait() == 0
-    # As the SDK ends any connection whose client left with a request in flight, relayed
-    # before the process exits.
+    # The SDK's last word on it, relayed before the process exits: its answer (EOF reaches
+    # the SDK once the replayed opening is answered, so it may finish the call), or the error
+    # it gives a request still in flight when its client left.
     [last] = server.rest()
     assert last["id"] == 4
-    assert last["error"]["message"] == "Connection closed"
+    assert "result" in last or last["error"]["message"] == "Connection closed"
     assert "Traceback" not in starts.stderr(2)
 
 
