@@ -8,8 +8,11 @@ from datetime import datetime
 
 __all__ = [
     "PROMPT_SOURCE",
+    "RECORDED_KINDS",
+    "SAID_KIND",
     "SESSION_SUMMARY_KIND",
     "START_SOURCE",
+    "SUBAGENT_RESULT_KIND",
     "TOOL_SOURCE",
     "HookSession",
     "TranscriptCursor",
@@ -23,6 +26,14 @@ TOOL_SOURCE = "memstrata:tool-rules"
 # metadata["kind"] of the episodic memory that holds a recorded session's summary (here, in the
 # domain, because ranking demotes such digests below what was said).
 SESSION_SUMMARY_KIND = "session_summary"
+# metadata["kind"] of an episodic memory that holds a prompt or an answer of a session.
+SAID_KIND = "said"
+# metadata["kind"] of a sub-agent's result (server.hooks.subagents).
+SUBAGENT_RESULT_KIND = "subagent_result"
+# The kinds that record what a session said: a record, not a fact with versions (search
+# never reorders them newest first). Here, not in domain.turns: the hooks that only name
+# them must not load the transcript reader.
+RECORDED_KINDS = frozenset((SAID_KIND, SUBAGENT_RESULT_KIND, SESSION_SUMMARY_KIND))
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,7 @@ from datetime import datetime
 
 from memory_core.domain.boilerplate import is_acknowledgement
 from memory_core.domain.chunking import chunk_text
-from memory_core.domain.hook_session import SESSION_SUMMARY_KIND
+from memory_core.domain.hook_session import RECORDED_KINDS, SAID_KIND, SUBAGENT_RESULT_KIND
 from memory_core.domain.transcript import TranscriptEntry
 
 __all__ = [
@@ -43,13 +43,7 @@ __all__ = [
     "session_digest",
 ]
 
-# metadata["kind"] of an episodic memory that holds a prompt or an answer of a session.
-SAID_KIND = "said"
-# metadata["kind"] of a sub-agent's result (server.hooks.subagents).
-SUBAGENT_RESULT_KIND = "subagent_result"
-# The kinds that record what a session said: a record, not a fact with versions (search
-# never reorders them newest first).
-RECORDED_KINDS = frozenset((SAID_KIND, SUBAGENT_RESULT_KIND, SESSION_SUMMARY_KIND))
+
 SAID_PART_CHARS = 900
 _PART_OVERLAP = 80
 SUBSTANCE_PROMPTS = 3

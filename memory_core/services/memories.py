@@ -19,6 +19,7 @@ from memory_core.domain.dates import dates_of, normalise_dates, query_time
 from memory_core.domain.duplicates import DuplicateThresholds, anchors, fold_newest, newest_first
 from memory_core.domain.frozen import Frozen as _Frozen
 from memory_core.domain.fts_query import search_words, to_fts5_query
+from memory_core.domain.hook_session import RECORDED_KINDS
 from memory_core.domain.inputs import (
     check_author,
     check_ids,
@@ -52,7 +53,6 @@ from memory_core.domain.rules import rule_applies
 from memory_core.domain.tags import check_tags
 from memory_core.domain.tiers import classify_tier, tier_cutoffs
 from memory_core.domain.tokens import count_tokens
-from memory_core.domain.turns import RECORDED_KINDS
 from memory_core.errors import (
     ConfirmationRequiredError,
     EmbeddingUnavailableError,

@@ -23,8 +23,8 @@ import structlog
 
 from memory_core.domain.boilerplate import said_text
 from memory_core.domain.fence import fence_intro, fenced
+from memory_core.domain.hook_session import SUBAGENT_RESULT_KIND
 from memory_core.domain.models import Layer
-from memory_core.domain.turns import SUBAGENT_RESULT_KIND
 from server.hooks.payload import HookInputError, HookPayload
 from server.hooks.services import HookServices
 
