@@ -8,6 +8,7 @@ from pathlib import Path
 
 import aiosqlite
 import pytest
+from hypothesis import HealthCheck, settings
 from mcp import Client
 
 from memory_core.config import Limits, RankingPolicy, TierPolicy
@@ -23,6 +24,12 @@ from server.settings import ScheduleSettings, Settings
 from tests.backends import PostgresUnderTest, SqliteUnderTest, StorageUnderTest
 from tests.fakes import FrozenClock
 from tests.pg import PostgresServer, start_postgres
+
+# A slow or shared machine must never fail the suite: Hypothesis's default 200 ms deadline per
+# example is a wall-clock deadline, so every property test runs without one (and without the
+# too_slow health check, which is the same deadline in another form).
+settings.register_profile("memstrata", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("memstrata")
 
 
 def pytest_report_header() -> list[str]:
