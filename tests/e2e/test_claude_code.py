@@ -307,3 +307,31 @@ def test_stop_never_asks_in_a_trivial_session(ws: ClaudeWorkspace) -> None:
     succeeded(ws.run("hello"))
 
     assert [stop_asks(r) for r in ws.model.conversation()] == [0]
+
+
+def test_a_rule_reaches_the_model_at_the_tool_call_it_is_about(ws: ClaudeWorkspace) -> None:
+    """Issue 33: the PreToolUse hook puts a matching rule in front of the model at its call."""
+    rule = "run make lint and make test first"
+    ws.call("append", layer="procedural", key="committing", content=rule)
+    # Without the briefing and the prompt's recall the rule can only arrive through the tool hook.
+    ws.env["MEMSTRATA_HOOKS__SESSION_START"] = "false"
+    ws.env["MEMSTRATA_HOOKS__USER_PROMPT_SUBMIT"] = "false"
+    commit = {"command": "git commit --allow-empty -m 'wip'", "description": "Commit"}
+    ws.model.script = [
+        ToolCall("Bash", {"command": "ls", "description": "List files"}),
+        ToolCall("Bash", commit),
+        Text("Committed."),
+    ]
+
+    run = ws.run("Commit what is there.")
+
+    succeeded(run)
+    requests = ws.model.conversation()
+    assert len(requests) == 3
+    # Nothing about listing files: the request after `ls` carries no rule.
+    assert rule not in all_text(requests[1])
+    after_commit = requests[2]
+    # Claude Code names the tool in the marker: "PreToolUse:Bash hook additional context: ...".
+    context = hook_context(after_commit, "PreToolUse:Bash")
+    assert rule in context, "the commit rule did not reach the model at the commit"
+    assert context.count(rule) == 1 and "<memstrata-memory>" in context
