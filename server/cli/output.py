@@ -57,14 +57,15 @@ def stdout_console() -> Console:
 
     piped = not sys.stdout.isatty() and "COLUMNS" not in os.environ
     width = _UNBOUNDED_WIDTH if piped else None
-    return Console(file=sys.stdout, highlight=False, soft_wrap=False, width=width)
+    # markup=False: a memory's text is data, and rich would eat "[rt1]" in `CALL[rt1]` as a tag.
+    return Console(file=sys.stdout, highlight=False, soft_wrap=False, width=width, markup=False)
 
 
 def stderr_console() -> Console:
     """Messages and progress bars go to stderr, so stdout stays clean for results."""
     from rich.console import Console
 
-    return Console(file=sys.stderr, highlight=False)
+    return Console(file=sys.stderr, highlight=False, markup=False)
 
 
 def err(text: str) -> None:

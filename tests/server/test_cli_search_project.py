@@ -111,3 +111,19 @@ def test_an_explicit_project_or_scope_and_a_directory_outside_git_keep_their_mea
     monkeypatch.delenv("MEMSTRATA_PROJECT")
     monkeypatch.setenv("MEMSTRATA_PROJECT_SCOPE", "fixed")
     assert cli_project(Settings(), None, checkout) == "default"
+
+
+def test_bracketed_text_in_a_memory_prints_as_written(
+    capsys: pytest.CaptureFixture[str],
+    checkout: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Rich would read `[rt1]` as a markup tag and print `CALL:` (issue 35, N14)."""
+    text = "Retry CALL[rt1]: then [bold]x[/bold] and [link=https://a.example]y[/link]"
+    store_as_the_hooks_do(tmp_path / "memory.db", checkout, text)
+    capsys.readouterr()
+    monkeypatch.chdir(checkout)
+    code, out, _ = run_cli(capsys, "search", "retry call", "--mode", "keyword")
+    assert code == 0
+    assert text in out
