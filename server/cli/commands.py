@@ -417,14 +417,19 @@ def _serve(settings: Settings, args: argparse.Namespace) -> int:
         return EXIT_OK  # answered and gone before the SDK was even imported
     from server.app import serve_stdio
 
+    host = args.host or settings.http_host
+    port = args.port or settings.http_port
+    if getattr(args, "http", False):
+        from server.http.app import http_authority
+
+        # Refused before the store is opened: a refusal must not create or migrate a database.
+        http_authority(settings, host, insecure=args.insecure)
     # Preflight: open, migrate and check the store (embedding model) before MCP starts,
     # so a problem prints one clear line instead of a traceback from inside the SDK.
     asyncio.run(_preflight(settings))
     if getattr(args, "http", False):
         from server.http.app import HttpBindError, serve_http
 
-        host = args.host or settings.http_host
-        port = args.port or settings.http_port
         where = settings.store_location
 
         def announce(url: str) -> None:  # called once the port is bound

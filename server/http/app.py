@@ -26,6 +26,7 @@ __all__ = [
     "HttpBindError",
     "HttpStartError",
     "build_http_app",
+    "http_authority",
     "listen",
     "proxy_options",
     "serve_http",
@@ -93,6 +94,27 @@ def transport_security(settings: Settings, host: str) -> TransportSecuritySettin
     )
 
 
+def http_authority(settings: Settings, host: str, *, insecure: bool) -> TokenAuthority | None:
+    """The bearer tokens HTTP will check (None: no auth), or the reason HTTP may not start.
+
+    `serve --http` asks before it opens the store, so a refusal creates no database.
+
+    Raises:
+        HttpStartError: The token settings are invalid, or `host` is not loopback, no token
+            is configured and not `insecure`.
+    """
+    try:
+        authority = load_authority(settings)
+    except AuthConfigError as exc:
+        raise HttpStartError(f"memstrata: {exc}") from exc
+    if authority is None and not is_loopback(host) and not insecure:
+        raise HttpStartError(
+            f"memstrata: refusing to serve HTTP on {host} without authentication; set "
+            "MEMSTRATA_AUTH_TOKENS or MEMSTRATA_AUTH_TOKENS_FILE, or pass --insecure"
+        )
+    return authority
+
+
 async def build_http_app(
     settings: Settings,
     host: str,
@@ -109,15 +131,7 @@ async def build_http_app(
         HttpStartError: The token settings are invalid, or `host` is not loopback, no token
             is configured and not `insecure`.
     """
-    try:
-        authority: TokenAuthority | None = load_authority(settings)
-    except AuthConfigError as exc:
-        raise HttpStartError(f"memstrata: {exc}") from exc
-    if authority is None and not is_loopback(host) and not insecure:
-        raise HttpStartError(
-            f"memstrata: refusing to serve HTTP on {host} without authentication; set "
-            "MEMSTRATA_AUTH_TOKENS or MEMSTRATA_AUTH_TOKENS_FILE, or pass --insecure"
-        )
+    authority = http_authority(settings, host, insecure=insecure)
     auth = None
     if authority is not None:
         # No OAuth server and no resource metadata: the issuer URL is required by the model

@@ -48,6 +48,9 @@ def test_refusing_an_open_interface_does_not_claim_to_serve(db_path: Path) -> No
     assert done.returncode == 1
     assert "refusing to serve HTTP on 0.0.0.0 without authentication" in done.stderr
     assert SERVING not in done.stderr
+    # Refused before the store is opened: no database is created or migrated (issue 35, N14).
+    assert not db_path.exists()
+    assert "migration.applied" not in done.stderr
 
 
 def test_serving_is_announced_once_the_port_takes_connections(
