@@ -294,13 +294,26 @@ def _line_error(number: int, reason: str) -> InvalidInputError:
     return InvalidInputError(f"line {number}", reason)
 
 
-# The largest id SQLite and PostgreSQL (bigint) store.
+# The largest id SQLite and PostgreSQL (bigint) store, and the largest counter (integer).
 _MAX_ID = 2**63 - 1
+_MAX_COUNTER = 2**31 - 1
 # Errors listed per failed import before "and N more".
 _ERRORS_SHOWN = 20
 _SESSION_CHILDREN = frozenset(
     {"conversation_summary", "conversation_entry", "conversation_exchange", "tool_result"}
 )
+
+
+def _check_numbers(record: _Record) -> None:
+    """Ids and counters within the columns that hold them (no driver overflows on write)."""
+    if not 1 <= record.id <= _MAX_ID:
+        raise InvalidInputError("id", f"must be an integer from 1 to {_MAX_ID}")
+    for name in ("access_count", "token_count"):
+        # 32-bit `integer` columns in PostgreSQL; SQLite's own overflow is past 2^63.
+        if not 0 <= getattr(record, name) <= _MAX_COUNTER:
+            raise InvalidInputError(name, f"must be a whole number from 0 to {_MAX_COUNTER}")
+    if record.superseded_by is not None and not 1 <= record.superseded_by <= _MAX_ID:
+        raise InvalidInputError("superseded_by", f"must be an id from 1 to {_MAX_ID}")
 
 
 def _parse_record(number: int, data: Any, now: datetime, limits: Limits) -> Memory:
@@ -327,15 +340,13 @@ def _parse_record(number: int, data: Any, now: datetime, limits: Limits) -> Memo
         if record.author is not None and check_author(record.author) != record.author:
             raise InvalidInputError("author", "must be one trimmed line of at most 100 characters")
         check_metadata(record.metadata, limits)
-        if not 1 <= record.id <= _MAX_ID:
-            raise InvalidInputError("id", f"must be an integer from 1 to {_MAX_ID}")
-        if record.access_count < 0 or record.token_count < 0:
-            raise InvalidInputError("access_count", "and token_count must not be negative")
+        _check_numbers(record)
         for name in ("created_at", "updated_at", "last_accessed", "occurred_at"):
             check_time(name, getattr(record, name), now)
+        # Tags and dates are checked as they become the memory's.
+        return record.to_memory()
     except InvalidInputError as exc:
         raise _line_error(number, f"{exc.field}: {exc.reason}") from exc
-    return record.to_memory()
 
 
 class _Links:

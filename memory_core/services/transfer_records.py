@@ -26,7 +26,13 @@ from pydantic import ValidationError
 from memory_core.config import ConversationPolicy, Limits
 from memory_core.domain.condense import cache_key
 from memory_core.domain.conversation import EntryType, Role
-from memory_core.domain.inputs import MAX_SESSION_CHARS, check_project, check_session, check_text
+from memory_core.domain.inputs import (
+    MAX_SESSION_CHARS,
+    check_metadata,
+    check_project,
+    check_session,
+    check_text,
+)
 from memory_core.domain.knowledge import DocumentOrigin, PromotionReason, PromotionTarget
 from memory_core.domain.knowledge_inputs import check_name, check_optional_name
 from memory_core.domain.tags import check_tags
@@ -90,8 +96,13 @@ def check_time(name: str, value: datetime | None, now: datetime) -> None:
     """A stored time lies between 1970 and now (plus a day of clock skew)."""
     if value is None:
         return
-    moment = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
-    if not _EARLIEST <= moment <= now + _FUTURE_SLACK:
+    try:
+        moment = value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+    except OverflowError:
+        # The first or last day of the calendar with an offset that carries it past year 1
+        # or 9999 in UTC (`9999-12-31T23:59:59-23:59`): outside the range all the same.
+        moment = None
+    if moment is None or not _EARLIEST <= moment <= now + _FUTURE_SLACK:
         raise InvalidInputError(name, f"must lie between 1970 and now (got {value.isoformat()})")
 
 
@@ -171,14 +182,23 @@ def _json_text(name: str, text: str | None, shape: type[dict[str, Any]] | type[l
         return None
     if len(text) > _MAX_JSON_CHARS:
         raise InvalidInputError(name, f"must be at most {_MAX_JSON_CHARS} characters of JSON")
-    try:
-        value = json.loads(text)
-    except ValueError:
-        raise InvalidInputError(name, "must be JSON text") from None
+    value = _json_value(name, text)
     if not isinstance(value, shape):
         kind = "an object" if shape is dict else "an array"
         raise InvalidInputError(name, f"must be JSON text of {kind}")
     return value
+
+
+def _refuse_constant(constant: str) -> Any:
+    raise ValueError(constant)
+
+
+def _json_value(name: str, text: str) -> Any:
+    """JSON text as its value; NaN and Infinity are not JSON, and no backend reads them back."""
+    try:
+        return json.loads(text, parse_constant=_refuse_constant)
+    except (ValueError, RecursionError):
+        raise InvalidInputError(name, "must be JSON text (without NaN or Infinity)") from None
 
 
 def _one_of(name: str, value: str | None, allowed: list[str]) -> None:
@@ -270,12 +290,9 @@ def _check_tool_result(row: Row, bounds: RecordLimits) -> None:
     _in_session(row)
     check_text("tool_name", row["tool_name"], max_chars=_MAX_TOOL_NAME)
     parameters = _json_text("parameters", row["parameters"], dict)
-    try:
-        json.loads(row["result"])
-    except ValueError:
-        raise InvalidInputError("result", "must be JSON text") from None
     if len(row["result"]) > _MAX_JSON_CHARS:
         raise InvalidInputError("result", f"must be at most {_MAX_JSON_CHARS} characters")
+    _json_value("result", row["result"])
     if not 1 <= row["duration"] <= _MAX_CACHE_DURATION:
         raise InvalidInputError("duration", f"must be from 1 to {_MAX_CACHE_DURATION}")
     if row["remaining"] > row["duration"]:
@@ -305,6 +322,9 @@ def _check_version(row: Row, bounds: RecordLimits) -> None:
         check_text("key", row["key"], max_chars=bounds.limits.max_key_chars)
     if not isinstance(row["metadata"], dict):
         raise InvalidInputError("metadata", "must be a JSON object")
+    check_metadata(row["metadata"], bounds.limits)
+    if not isinstance(row["tags"], list):
+        raise InvalidInputError("tags", "must be a list of strings")
     row["tags"] = list(check_tags(row["tags"]))
     _one_of("change", row["change"], ["update", "learn"])
 
