@@ -3,7 +3,7 @@ from pathlib import Path
 import pytest
 
 from memory_core.errors import SchemaMismatchError, StorageError
-from memory_core.storage.migrations import load_migrations
+from memory_core.storage.migrations import load_migrations, migrations_dir
 from memory_core.storage.sqlite import apply_migrations, open_database, schema_version
 from memory_core.storage.sqlite.migrate import default_migrations_dir
 
@@ -74,9 +74,17 @@ async def test_a_database_from_a_newer_version_is_refused(tmp_path: Path) -> Non
         await db.close()
 
 
-def test_migration_files_are_numbered_contiguously(tmp_path: Path) -> None:
+def test_migration_files_are_numbered_uniquely_and_the_shipped_ones_contiguously(
+    tmp_path: Path,
+) -> None:
+    # Stores record migrations by name, so a gap loads; the shipped set must still run 1..n.
+    for backend in ("sqlite", "postgres"):
+        numbers = [m.number for m in load_migrations(migrations_dir(backend))]
+        assert numbers == list(range(1, len(numbers) + 1)), backend
     (tmp_path / "0002_gap.sql").write_text("")
-    with pytest.raises(StorageError, match=r"must run 1\.\.n"):
+    assert [m.number for m in load_migrations(tmp_path)] == [2]
+    (tmp_path / "0002_twin.sql").write_text("")
+    with pytest.raises(StorageError, match="must be unique"):
         load_migrations(tmp_path)
     (tmp_path / "bad name.sql").write_text("")
     with pytest.raises(StorageError, match="unexpected file name"):
