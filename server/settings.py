@@ -32,7 +32,7 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from memory_core.config import ConversationPolicy, Limits, RankingPolicy, TierPolicy
+from memory_core.config import ConversationPolicy, Limits, PressurePolicy, RankingPolicy, TierPolicy
 from memory_core.domain.redaction import RedactionPolicy
 from memory_core.embeddings.registry import EmbeddingSpec, parse_embedding_model
 from memory_core.errors import InvalidInputError
@@ -173,6 +173,7 @@ class SettingsFields(BaseModel):
     ranking: RankingPolicy = Field(default_factory=RankingPolicy)
     limits: Limits = Field(default_factory=Limits)
     schedule: ScheduleSettings = Field(default_factory=ScheduleSettings)
+    pressure: PressurePolicy = Field(default_factory=PressurePolicy)  # the storage cap
     embedding_model: str = Field(
         "all-MiniLM-L6-v2-int8",
         description="Embedder for semantic search: 'all-MiniLM-L6-v2-int8' (offline ONNX, "
