@@ -8,7 +8,7 @@ from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 from memory_core.tier_windows import ACTIVE_HOURS, ARCHIVED_DAYS, RECENT_HOURS
 
-__all__ = ["ConversationPolicy", "Limits", "RankingPolicy", "TierPolicy"]
+__all__ = ["ConversationPolicy", "Limits", "PressurePolicy", "RankingPolicy", "TierPolicy"]
 
 
 class TierPolicy(BaseModel):
@@ -227,3 +227,50 @@ class ConversationPolicy(BaseModel):
         if self.qa_summary_to >= self.qa_summary_over:
             raise ValueError("qa_summary_to must be below qa_summary_over")
         return self
+
+
+class PressurePolicy(BaseModel):
+    """The storage cap: most memories a project keeps, and which ones make room (issue 33.4).
+
+    Off by default (`max_memories` unset). Why not a generous default: the only rows a cap may
+    delete are ones the weekly prune already deletes by age (EXPIRED) unless `evict_archived`
+    is set, so a default cap would change little but surprise the user whose memories vanish;
+    an operator with a disk budget chooses the number. A count, not bytes: the kept counters
+    (migration 0006) make it exact and cheap to read on every write on both backends, whereas
+    neither SQLite nor PostgreSQL gives space back to the disk when rows are deleted.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    max_memories: int | None = Field(
+        None,
+        ge=1,
+        description="Most memories one project keeps (every layer; superseded history and "
+        "pinned ones count). Over it, a write or the daily maintenance deletes the least "
+        "valuable EXPIRED ones (fewest uses, then longest unused) until the project is back "
+        "to `low_water` of it. Unset (default): no cap.",
+    )
+    evict_archived: bool = Field(
+        False,
+        description="Also delete ARCHIVED memories (least used first) when the EXPIRED ones "
+        "are not enough. ACTIVE, RECENT and pinned memories are never deleted by the cap.",
+    )
+    low_water: float = Field(
+        0.95,
+        gt=0,
+        le=1,
+        description="Share of `max_memories` enforcement brings a project back to, so that a "
+        "project writing at its cap is not trimmed again after every write.",
+    )
+    warn_share: float = Field(
+        0.9,
+        gt=0,
+        le=1,
+        description="Share of `max_memories` from which stats and health say the cap is near.",
+    )
+
+    def target(self) -> int | None:
+        """How many memories enforcement leaves a project over the cap with (None: no cap)."""
+        if self.max_memories is None:
+            return None
+        return max(int(self.max_memories * self.low_water), 1)
