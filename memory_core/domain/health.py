@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
+from memory_core.config import PressurePolicy
 from memory_core.domain.health_findings import HealthCode, health_findings
 from memory_core.domain.models import StoreStats
 
@@ -19,10 +20,19 @@ class HealthNote(BaseModel):
     message: str
 
 
-def assess_health(stats: StoreStats) -> list[HealthNote]:
-    """Findings worth telling a client about, most actionable first (see health_findings)."""
+def assess_health(stats: StoreStats, pressure: PressurePolicy | None = None) -> list[HealthNote]:
+    """Findings worth telling a client about, most actionable first (see health_findings).
+
+    `pressure`: the storage cap, whose finding says when the project is over or near it.
+    """
     by_tier = {tier.value: n for tier, n in stats.by_tier.items()}
-    return [
-        HealthNote(code=code, message=message)
-        for code, message in health_findings(stats.total, by_tier, stats.stale_tiers)
-    ]
+    policy = pressure or PressurePolicy()
+    found = health_findings(
+        stats.total,
+        by_tier,
+        stats.stale_tiers,
+        cap=policy.max_memories,
+        near_share=policy.warn_share,
+        evict_archived=policy.evict_archived,
+    )
+    return [HealthNote(code=code, message=message) for code, message in found]

@@ -7,12 +7,12 @@ the tools, resources, CLI and scheduler call one service method each.
 from __future__ import annotations
 
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import structlog
 from pydantic import BaseModel, ConfigDict
 
-from memory_core.config import TierPolicy
+from memory_core.config import PressurePolicy, TierPolicy
 from memory_core.domain.health import HealthNote, assess_health
 from memory_core.domain.inputs import check_project
 from memory_core.domain.models import PruneOutcome, StoreStats, TierCutoffs
@@ -129,11 +129,18 @@ async def _prune_in_batches(
 
 
 async def memory_stats(
-    repo: MemoryRepository, clock: Clock, policy: TierPolicy, project: str
+    repo: MemoryRepository,
+    clock: Clock,
+    policy: TierPolicy,
+    project: str,
+    pressure: PressurePolicy | None = None,
 ) -> StatsReport:
-    """Counts per tier (as of now) and layer, sizes, dates and health notes of a project."""
+    """Counts per tier (as of now) and layer, sizes, dates and health notes of a project.
+
+    `pressure`: the storage cap, so the notes say when the project is over or near it.
+    """
     stats = await repo.stats(check_project(project), tier_cutoffs(clock.now(), policy))
-    return StatsReport(stats=stats, health=assess_health(stats))
+    return StatsReport(stats=stats, health=assess_health(stats, pressure))
 
 
 async def use_ages(
@@ -157,6 +164,7 @@ class MaintenanceService:
     repo: MemoryRepository
     clock: Clock
     policy: TierPolicy
+    pressure: PressurePolicy = field(default_factory=PressurePolicy)  # the storage cap
 
     async def recalculate_tiers(self, project: str | None = None) -> int:
         """Re-derive tiers of a project (None: every project); how many rows changed tier."""
@@ -183,4 +191,4 @@ class MaintenanceService:
 
     async def stats(self, project: str) -> StatsReport:
         """Counts per tier and layer, sizes, dates and health notes of a project."""
-        return await memory_stats(self.repo, self.clock, self.policy, project)
+        return await memory_stats(self.repo, self.clock, self.policy, project, self.pressure)

@@ -73,6 +73,7 @@ from memory_core.services.resemblance import (
 
 if TYPE_CHECKING:
     from memory_core.ports.embeddings import Vector
+    from memory_core.services.pressure import CapOnWrite
 
 __all__ = [
     "APPEND_BATCH_MAX",
@@ -269,6 +270,8 @@ class MemoryService:
     # runs its keyword half there while the vector half runs on `repo`'s, in parallel.
     keyword_reader: KeywordSearch | None = None
     duplicates: DuplicateThresholds = field(default_factory=DuplicateThresholds)
+    # The storage cap's check after a write (services.pressure.cap_on_write); None: no cap.
+    cap: CapOnWrite | None = None
 
     def _draft(
         self,
@@ -384,6 +387,7 @@ class MemoryService:
             trimmed = await self.repo.trim_session(
                 draft.project, layer, draft.session_id, keep=self.limits.working_cap
             )
+        await self._mind_cap(draft.project, [outcome])
         log.info(
             "memory.stored",
             memory_id=outcome.memory.id,
@@ -557,6 +561,7 @@ class MemoryService:
             )
             for session in sessions
         }
+        await self._mind_cap(project, outcomes)
         log.info("memories.stored", count=len(outcomes), indexed=len(written))
         return [
             AppendResult(
@@ -569,6 +574,11 @@ class MemoryService:
             )
             for o, (_, r) in zip(outcomes, prepared, strict=True)
         ]
+
+    async def _mind_cap(self, project: str, outcomes: Sequence[AddOutcome]) -> None:
+        """The storage cap's check after rows were added (a duplicate or an update adds none)."""
+        if self.cap is not None and any(o.status == "created" for o in outcomes):
+            await self.cap.after_write([check_project(project)])
 
     async def _index_batch(self, memories: list[Memory]) -> None:
         """Embed a batch of committed rows; a failure leaves them to the backfill (see below)."""
