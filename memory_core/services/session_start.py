@@ -35,6 +35,7 @@ from memory_core.domain.tiers import classify_tier, tier_cutoffs
 from memory_core.domain.tokens import count_tokens
 from memory_core.ports import Clock, MemoryRepository
 from memory_core.ports.hooks import HookSessionStore
+from memory_core.services.access_recording import hand_out
 
 if TYPE_CHECKING:
     # An annotation only: ports.knowledge loads numpy, which the session-start hook never needs.
@@ -74,6 +75,22 @@ class StartContext:
     def empty(self) -> bool:
         """True when nothing worth injecting was found."""
         return not self.text
+
+
+class _Room:
+    """How many more rules and memories a briefing of at most `limit` items may show."""
+
+    def __init__(self, limit: int | None) -> None:
+        self._left = limit
+
+    def full(self) -> bool:
+        """True once `limit` items are shown."""
+        return self._left is not None and self._left <= 0
+
+    def take(self) -> None:
+        """One more item shown."""
+        if self._left is not None:
+            self._left -= 1
 
 
 def _one_line(text: str, limit: int = _ITEM_MAX_CHARS) -> str:
@@ -133,6 +150,8 @@ class SessionStartService:
         session_id: str | None = None,
         token_budget: int = 2000,
         max_chars: int = 9500,
+        limit: int | None = None,
+        hand_out_shown: bool = False,
     ) -> StartContext:
         """The project's context for a new session, within `token_budget` and `max_chars`.
 
@@ -143,6 +162,10 @@ class SessionStartService:
             session_id: The session being started: its own summary is not "the last session".
             token_budget: About how many tokens the text may take.
             max_chars: A hard cap on the text's length.
+            limit: The most rules and memories shown (rules first); None: as many as fit.
+            hand_out_shown: Record the memories and rules shown as used (access count, last
+                use): for a model that asked for the briefing (`load_context`). The hooks
+                never do: what they show counts as used only once the transcript shows it used.
 
         Returns:
             The context; its text is empty when the project has nothing to show and no
@@ -161,9 +184,12 @@ class SessionStartService:
             when = last.updated_at.strftime("%Y-%m-%d %H:%M UTC")
             if budget.take(line):
                 summary_lines = [f"({when}) {line}"]
-        rule_lines, shown = await self._rules(project, budget)
+        room = _Room(limit)
+        rule_lines, shown = await self._rules(project, budget, room)
         pref_lines = await self._preference_lines(user, budget)
-        memory_lines = await self._memory_lines(project, budget, last, shown)
+        memory_lines = await self._memory_lines(project, budget, last, shown, room)
+        if hand_out_shown and shown:
+            await hand_out(self._repo, project, shown, self._clock.now())
         sections = {
             "rules": rule_lines,
             "memories": memory_lines,
@@ -182,11 +208,14 @@ class SessionStartService:
             omitted=budget.omitted,
         )
 
-    async def _rules(self, project: str, budget: TokenAllowance) -> tuple[list[str], list[int]]:
+    async def _rules(
+        self, project: str, budget: TokenAllowance, room: _Room
+    ) -> tuple[list[str], list[int]]:
         lines, shown = [], []
         for rule in await self._repo.list_recent(project, Layer.PROCEDURAL, limit=_RULES_SCAN):
             line = _rule_line(rule)
-            if budget.take(line):
+            if not room.full() and budget.take(line):
+                room.take()
                 lines.append(line)
                 shown.append(rule.id)
         return lines, shown
@@ -202,7 +231,12 @@ class SessionStartService:
         return lines
 
     async def _memory_lines(
-        self, project: str, budget: TokenAllowance, last: Memory | None, shown: list[int]
+        self,
+        project: str,
+        budget: TokenAllowance,
+        last: Memory | None,
+        shown: list[int],
+        room: _Room,
     ) -> list[str]:
         """Recent memories by tier (appends their ids to `shown`)."""
         cutoffs = tier_cutoffs(self._clock.now(), self._tiers)
@@ -213,7 +247,8 @@ class SessionStartService:
             if memory.metadata.get("kind") == SESSION_SUMMARY_KIND:
                 continue  # older sessions' summaries: the last one is shown on its own
             line = _memory_line(memory, classify_tier(memory.reference_time, cutoffs).value)
-            if budget.take(line):
+            if not room.full() and budget.take(line):
+                room.take()
                 lines.append(line)
                 shown.append(memory.id)
         return lines

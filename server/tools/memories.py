@@ -338,8 +338,9 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         Without `layer` the text answer is the same briefing Claude Code's SessionStart hook
         injects (procedural rules first, then memories by tier, the user's preferences when
         MEMSTRATA_HOOKS__USER_ID names the user, and the summary of the project's last recorded
-        session), cut to `token_budget` (2,000 tokens by default). The `limit` most recently
-        used memories (ACTIVE first, then RECENT, ARCHIVED, EXPIRED) are in `items` either way.
+        session): at most `limit` rules and memories, cut to `token_budget` (2,000 tokens by
+        default), and those shown count as used. The `limit` most recently used memories
+        (ACTIVE first, then RECENT, ARCHIVED, EXPIRED) are in `items` either way.
         """
         app = container(ctx)
         name = app.project(project)
@@ -356,6 +357,8 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
                 name,
                 user=app.settings.hooks.user_id,
                 token_budget=token_budget or app.settings.hooks.start_tokens,
+                limit=limit,
+                hand_out_shown=True,
             )
             briefing = start.text or None
         return ContextOut.of(name, result, briefing=briefing)

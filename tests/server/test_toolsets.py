@@ -11,6 +11,7 @@ from mcp import Client
 
 from memory_core.embeddings.wordpiece import WordPieceTokenCounter
 from server.app import TOOL_MODULES, build_server
+from server.container import open_container
 from server.settings import Settings
 from server.surface import MemstrataServer, compact_schema, model_visible_definition
 from server.tools import split_doc
@@ -284,6 +285,25 @@ async def test_load_context_without_a_layer_answers_with_the_session_start_brief
     assert text.index("when deploying: Run tests") < text.index("user.lang: Python")
     assert result.structured_content == {"project": "test", "briefing": text}
     assert prompt.messages[0].content.text == text  # type: ignore[union-attr]
+
+
+async def test_the_briefing_honours_limit_and_counts_what_it_shows_as_used(
+    settings: Settings,
+) -> None:
+    """Issue 35, N1: `limit` bounds the briefing too, and what it shows is recorded as used."""
+    async with hosted(settings) as client:
+        await call(client, "append", layer="procedural", key="deploying", content="Run tests")
+        for n in range(8):
+            await call(client, "append", layer="episodic", content=f"Finding number {n} noted")
+        result = await client.call_tool("load_context", {"limit": 3})
+    text = result.content[0].text  # type: ignore[union-attr]
+    lines = [line for line in text.splitlines() if line.startswith("- ")]
+    assert len(lines) == 3 and "when deploying: Run tests" in lines[0]
+    async with open_container(settings) as c:
+        rows = [await c.memories.repo.get("test", n) for n in range(1, 10)]
+    used = {m.content for m in rows if m is not None and m.access_count > 0}
+    assert "Run tests" in used
+    assert sum(1 for line in lines if any(content in line for content in used)) == 3
 
 
 async def test_the_briefing_of_an_empty_project_says_so(settings: Settings) -> None:
