@@ -29,6 +29,16 @@ ask", "a second opinion", "march on"), offline, cheap to import, and maintained.
 So the expressions are a small table of English patterns below, each with a test
 (tests/unit/test_dates.py); what none of them matches stays unresolved, which is the safe
 failure for ranking (a memory without dates is ranked as before).
+
+Tense (issue 35, N3). "On Friday", "in March" and "on 20 May" lie on either side of the
+reference: written on Wednesday 25 Nov 2026, "The team lunch is on Friday" is 27 Nov and "We
+shipped it on Friday" 20 Nov. Each such expression takes the tense of its clause, read from
+cues (`_CUES`: will, going to, is/are, -ing after a be-verb, 's on, launches, due, next ...
+against was, did, -ed, irregular pasts, ago, last); present counts as ahead. When no cue says
+which and the two readings differ ("Lunch on Friday", "We do yoga on Fridays", "We were going
+to ship it on Friday") nothing resolves: the dates are shown to the model as `when=` and lift
+the ranking, so a wrong date is worse than none. Before this, every such day without a future
+word was put in the past ("is on Friday" -> the Friday before).
 """
 
 from __future__ import annotations
@@ -132,14 +142,118 @@ _COUNT = (
 )
 _UNIT = r"(?P<unit>day|week|weekend|month|year)s?"
 _REL = r"(?P<rel>last|this past|past|this|next|coming)"
-_WEEKDAY = r"(?P<weekday>" + "|".join(_WEEKDAYS) + r")s?"
+_WEEKDAY = r"(?P<weekday>(?:" + "|".join(_WEEKDAYS) + r")s?)"
 _SEASON = r"(?P<season>" + "|".join(_SEASONS) + r")"
 # Words after which a bare month or year names a time ("in May", "since 2019").
-_PREP = r"(?P<prep>in|since|during|until|till|by|from|through|early|late|mid|of|before|after)"
-# Future markers in the same sentence send "on Friday" / "in May" forward instead of back.
-_FUTURE = (
-    r"\b(?:will|won't|shall|going to|gonna|plan(?:ning|s)? to|'ll|hope to|want to|"
-    r"looking forward|next|upcoming|tomorrow)\b"
+_PREP = r"(?P<prep>in|since|during|until|till|by|from|through|early|late|mid|of|before|after|for)"
+# Tense. A weekday, a month or a day named without a year ("on Friday", "in March", "on May
+# 20") is the next one in a sentence about what is coming and the last one in a sentence about
+# what happened; the two readings differ, and a wrong date shown as `when=` is worse than none,
+# so such an expression resolves only when its clause says which (see `_tense`). The cues, in
+# order: an earlier cue holds its words, so "is scheduled" is one present cue, not "is" and a
+# past "-ed". AHEAD covers the future and the present ("The lunch is on Friday", "The API
+# launches in March": a present-tense sentence about a named day is about a coming one).
+AHEAD, PAST, UNCLEAR = True, False, None
+_ADVERBS = (
+    r"(?:\s+(?:\w+ly|so|very|super|all|not|never|just|already|still|also|now|pretty|quite|"
+    r"being|even|too|finally))*"
+)
+_PARTICIPLE = r"(?:\s+[a-z]{2,}(?<!e)ed\b)?"
+_CUES: tuple[tuple[str, bool | None], ...] = (
+    # Plans made in the past, and "would": the day may be on either side.
+    (
+        r"\b(?:was|were)(?:n't)?" + _ADVERBS + r"\s+(?:going\s+to|gonna|supposed\s+to|about\s+to|"
+        r"planning\s+(?:to|on)|hoping\s+to|meant\s+to|meaning\s+to|due|scheduled|set\s+to)\b",
+        UNCLEAR,
+    ),
+    (r"\b(?:would|could|should|might|must|'d)(?:n't)?\s+(?:have|'ve)\b", PAST),
+    (r"\b(?:would|'d)\s+(?:love|like|prefer|rather|be\s+happy)\b", AHEAD),
+    (r"\b(?:would|could)(?:n't)?\b|'d\b(?!\s+(?:been|had|[a-z]+ed)\b)", UNCLEAR),
+    # A delay names the day it moved to.
+    (
+        r"\b(?:postponed|delayed|pushed|moved|rescheduled|bumped)"
+        r"(?=(?:\s+(?:back|out))?\s+(?:to|until|till)\b)",
+        AHEAD,
+    ),
+    (
+        r"\b(?:the|a|an|our|my|their|his|her|its|your)\s+"
+        r"(?:planned|scheduled|expected|proposed)\b",
+        AHEAD,
+    ),
+    (r"\b(?:have|has|'ve|'s)\s+got\b", AHEAD),
+    (
+        r"\b(?:have|has|'ve)(?:n't)?" + _ADVERBS + r"\s+(?:been|gone|done|seen|made|met|taken|"
+        r"given|had|got|gotten|heard|found|left|bought|won|lost|spent|written|come|become|"
+        r"begun|run|known|told|said|sent|brought|kept|held|[a-z]+ed)\b",
+        PAST,
+    ),
+    (r"'s\s+(?:just\s+|already\s+|finally\s+|never\s+)?(?:been|gone|had|done)\b", PAST),
+    (r"\b(?:have|has)\b", AHEAD),  # "We have a review on Monday"
+    # A be-verb holds the participle after it: "was shipped" is past, "is booked" present.
+    (r"\b(?:was|were)(?:n't)?\b" + _ADVERBS + _PARTICIPLE, PAST),
+    (r"(?:\b(?:am|is|are|isn't|aren't)\b|'m\b|'re\b)" + _ADVERBS + _PARTICIPLE, AHEAD),
+    (
+        r"\b(?:it|that|he|she|there|here|what|who|where|when|everything|everyone|everybody|"
+        r"someone|somebody|nothing|this|one|lunch|dinner|party|meeting)'s\b"
+        + _ADVERBS
+        + _PARTICIPLE,
+        AHEAD,
+    ),
+    (
+        r"\b\w+'s(?=\s+(?:on|in|at|due|set|booked|scheduled|planned|going|coming|happening|"
+        r"still|now)\b)",
+        AHEAD,
+    ),
+    (
+        r"\b(?:will|won't|shall|'ll|gonna|wanna|gotta|going\s+to|about\s+to|tomorrow|next|"
+        r"upcoming|coming\s+up|soon|due|scheduled|deadline|let's|let\s+us|can't\s+wait|"
+        r"cannot\s+wait|looking\s+forward|look\s+forward|can|should|might|must|"
+        r"(?:plan|plans|planning)\s+(?:to|on)|(?:hope|hopes|hoping)\s+to|"
+        r"(?:want|wants|wanting)\s+to|(?:need|needs)\s+to|(?:have|has|got)\s+to|"
+        r"(?:expect|expects|expecting|intend|intends|intending)\s+to)\b",
+        AHEAD,
+    ),
+    # The present tense of a timetable: "The v2 API launches in March", "we leave on Friday".
+    (
+        r"\b(?:launches|starts|begins|opens|closes|ends|finishes|arrives|leaves|departs|lands|"
+        r"returns|resumes|ships|expires|happens|kicks\s+off|runs|goes\s+live|comes\s+out|"
+        r"takes\s+place|falls)\b",
+        AHEAD,
+    ),
+    (
+        r"\b(?:we|they|i|you)\s+(?:launch|start|begin|open|close|leave|fly|head|meet|go|move|"
+        r"ship|return|arrive|depart|land|kick\s+off)\b",
+        AHEAD,
+    ),
+    (
+        r"\b(?:did|didn't|had|hadn't|ago|yesterday|last|used\s+to|earlier|recently|previously|"
+        r"went|came|saw|got|made|took|gave|told|said|found|felt|thought|left|began|brought|"
+        r"wrote|spent|won|lost|heard|sent|kept|held|sat|stood|ate|drank|drove|flew|grew|knew|"
+        r"threw|wore|swam|sang|rode|fell|caught|taught|built|paid|sold|bought|met|ran|became|"
+        r"broke|chose|forgot|hid|led|meant|rang|rose|shook|shot|slept|spoke|stole|struck|tore|"
+        r"understood|woke|fought|fed|fled|dug|drew|learnt|burnt|lent|stuck|swung|wept|overcame)\b",
+        PAST,
+    ),
+    # A regular past ("shipped"); -eed words (need, speed) and a few adjectives are not.
+    (
+        r"\b(?!(?:hundred|sacred|naked|wicked|kindred|shred|sled|shed|fred|rugged|ragged|"
+        r"crooked|beloved|infrared)\b)[a-z]{2,}(?<!e)ed\b",
+        PAST,
+    ),
+)
+# Clause boundaries: the tense of one clause says nothing of the next ("We shipped it on Friday
+# and the retro is on Monday").
+_CLAUSE = (
+    r"[,;:()]|\s[-\u2013\u2014]\s|\b(?:and|but|because|while|whereas|although|though|then|"
+    r"or|until|till|before|after)\b(?!\s+(?:the\s+)?(?:"
+    + "|".join([*_MONTH_NAMES, *_WEEKDAYS, *_SEASONS])
+    + r")\b)"
+)
+# A fragment with a clock time and no verb ("Meeting with Priya on Thursday at 10") is a
+# calendar entry: it names a coming day.
+_CLOCK = (
+    r"\b(?:at\s+\d{1,2}(?:[:.]\d\d)?(?:\s*[ap]\.?m\.?)?|\d{1,2}(?:[:.]\d\d)?\s*[ap]\.?m\.?"
+    r"|noon)\b"
 )
 
 
@@ -222,21 +336,32 @@ def _relative(ref: date, rel: str, unit: str) -> Span:
     return _year(ref.year + step)
 
 
-def _weekday(ref: date, weekday: int, forward: bool, rel: str | None) -> Span:
-    if rel in ("next", "coming") or (rel is None and forward):
-        ahead = (weekday - ref.weekday()) % 7 or 7
-        return _day(ref, ahead)
+def _by_tense(tense: bool | None, back: Span, ahead: Span) -> Span | None:
+    """The reading the tense picks; None when it is unclear and the two readings differ."""
+    if back == ahead:
+        return back
+    if tense is UNCLEAR:
+        return None
+    return ahead if tense else back
+
+
+def _weekday(ref: date, weekday: int, tense: bool | None, rel: str | None) -> Span | None:
+    ahead = _day(ref, (weekday - ref.weekday()) % 7 or 7)
+    if rel in ("next", "coming"):
+        return ahead
     if rel == "this":
         return _day(ref, weekday - ref.weekday())
-    back = (ref.weekday() - weekday) % 7 or 7
-    return _day(ref, -back)
+    back = _day(ref, -((ref.weekday() - weekday) % 7 or 7))
+    if rel is None:
+        return _by_tense(tense, back, ahead)
+    return back
 
 
-def _month_in(ref: date, month: int, forward: bool) -> int:
-    """The year of a month named without one: the latest begun by ref (or the next, ahead)."""
-    if forward:
-        return ref.year if month >= ref.month else ref.year + 1
-    return ref.year if month <= ref.month else ref.year - 1
+def _month_in(ref: date, month: int, tense: bool | None) -> Span | None:
+    """A month named without a year: the latest begun by ref, or the next one not yet over."""
+    back = _month(ref.year if month <= ref.month else ref.year - 1, month)
+    ahead = _month(ref.year if month >= ref.month else ref.year + 1, month)
+    return _by_tense(tense, back, ahead)
 
 
 def _valid_day(year: int, month: int, day: int) -> bool:
@@ -245,35 +370,40 @@ def _valid_day(year: int, month: int, day: int) -> bool:
 
 # (pattern, resolver) pairs, tried in this order at each position: longer forms first, so
 # "7 May 2023" is one expression, not "May 2023" and a stray 7.
-_Resolver = Callable[["re.Match[str]", date, bool], "Span | None"]
+# The third argument is the clause's tense (AHEAD, PAST or UNCLEAR); only the expressions that
+# can fall on either side of ref read it.
+_Resolver = Callable[["re.Match[str]", date, "bool | None"], "Span | None"]
 
 
-def _r_day_month_year(m: re.Match[str], ref: date, fwd: bool) -> Span | None:
+def _r_day_month_year(m: re.Match[str], ref: date, fwd: bool | None) -> Span | None:
     year, month, day = int(m["year"]), _MONTHS[m["month"].lower()], int(m["day"])
     return _day(date(year, month, day), 0) if _valid_day(year, month, day) else None
 
 
-def _r_day_month(m: re.Match[str], ref: date, fwd: bool) -> Span | None:
-    """A day without a year: its latest date on or before ref (or the next one, looking ahead)."""
+def _r_day_month(m: re.Match[str], ref: date, fwd: bool | None) -> Span | None:
+    """A day without a year: its latest date on or before ref, or the next one on or after."""
     month, day = _MONTHS[m["month"].lower()], int(m["day"])
-    year = ref.year
-    if fwd and (month, day) < (ref.month, ref.day):
-        year += 1
-    elif not fwd and (month, day) > (ref.month, ref.day):
-        year -= 1
-    return _day(date(year, month, day), 0) if _valid_day(year, month, day) else None
+    back_year = ref.year - ((month, day) > (ref.month, ref.day))
+    ahead_year = ref.year + ((month, day) < (ref.month, ref.day))
+    if not (_valid_day(back_year, month, day) and _valid_day(ahead_year, month, day)):
+        return None  # 29 February in a year without one
+    return _by_tense(
+        fwd, _day(date(back_year, month, day), 0), _day(date(ahead_year, month, day), 0)
+    )
 
 
-def _r_month_year(m: re.Match[str], ref: date, fwd: bool) -> Span | None:
+def _r_month_year(m: re.Match[str], ref: date, fwd: bool | None) -> Span | None:
     return _month(int(m["year"]), _MONTHS[m["month"].lower()])
 
 
-def _r_prep_month(m: re.Match[str], ref: date, fwd: bool) -> Span | None:
-    month = _MONTHS[m["month"].lower()]
-    return _month(_month_in(ref, month, fwd), month)
+def _r_prep_month(m: re.Match[str], ref: date, fwd: bool | None) -> Span | None:
+    # "since March" looks back whatever the tense.
+    return _month_in(
+        ref, _MONTHS[m["month"].lower()], PAST if m["prep"].lower() == "since" else fwd
+    )
 
 
-def _r_rel_month(m: re.Match[str], ref: date, fwd: bool) -> Span | None:
+def _r_rel_month(m: re.Match[str], ref: date, fwd: bool | None) -> Span | None:
     month, rel = _MONTHS[m["month"].lower()], " ".join(m["rel"].lower().split())
     if rel in ("next", "coming"):
         return _month(ref.year if month > ref.month else ref.year + 1, month)
@@ -282,15 +412,15 @@ def _r_rel_month(m: re.Match[str], ref: date, fwd: bool) -> Span | None:
     return _month(ref.year if month < ref.month else ref.year - 1, month)
 
 
-def _r_prep_year(m: re.Match[str], ref: date, fwd: bool) -> Span | None:
+def _r_prep_year(m: re.Match[str], ref: date, fwd: bool | None) -> Span | None:
     return _year(int(m["year"]))
 
 
-def _r_season_year(m: re.Match[str], ref: date, fwd: bool) -> Span | None:
+def _r_season_year(m: re.Match[str], ref: date, fwd: bool | None) -> Span | None:
     return _season(int(m["year"]), _SEASONS[m["season"].lower()])
 
 
-def _r_rel_season(m: re.Match[str], ref: date, fwd: bool) -> Span | None:
+def _r_rel_season(m: re.Match[str], ref: date, fwd: bool | None) -> Span | None:
     start_month = _SEASONS[m["season"].lower()]
     # This year's occurrence; a winter runs Dec-Feb, so in January it is last year's.
     this = _season(ref.year - (start_month == 12 and ref.month < 3), start_month)
@@ -301,46 +431,49 @@ def _r_rel_season(m: re.Match[str], ref: date, fwd: bool) -> Span | None:
         return this if this.start > ref else after
     if rel == "this":
         return this
-    if rel == "" and fwd:  # "in the summer", looking ahead
-        return this if this.end >= ref else after
-    if rel == "":  # "in the summer": the latest one begun by ref
-        return this if this.start <= ref else before
+    if rel == "":  # "in the summer": the latest one begun by ref, or the next not yet over
+        return _by_tense(
+            fwd, this if this.start <= ref else before, this if this.end >= ref else after
+        )
     # last / past / this past: the latest one that has ended before ref
     return this if this.end < ref else before
 
 
-def _r_ago(m: re.Match[str], ref: date, fwd: bool) -> Span | None:
+def _r_ago(m: re.Match[str], ref: date, fwd: bool | None) -> Span | None:
     low, high = _count(m["count"])
     if high > 500:
         return None
     return _ago(ref, low, high, m["unit"].lower())
 
 
-def _r_rel_unit(m: re.Match[str], ref: date, fwd: bool) -> Span | None:
+def _r_rel_unit(m: re.Match[str], ref: date, fwd: bool | None) -> Span | None:
     return _relative(ref, " ".join(m["rel"].lower().split()), m["unit"].lower())
 
 
-def _r_weekday(m: re.Match[str], ref: date, fwd: bool) -> Span | None:
-    rel = m["rel"].lower() if m["rel"] else None
-    return _weekday(ref, _WEEKDAYS[m["weekday"].lower()], fwd, rel)
+def _r_weekday(m: re.Match[str], ref: date, fwd: bool | None) -> Span | None:
+    rel = " ".join(m["rel"].lower().split()) if m["rel"] else None
+    if rel is None and m["weekday"].lower().endswith("s"):
+        return None  # "on Fridays": a habit, not a day
+    return _weekday(ref, _WEEKDAYS[m["weekday"].lower().removesuffix("s")], fwd, rel)
 
 
 def _fixed(offset: int) -> _Resolver:
-    def resolve(m: re.Match[str], ref: date, fwd: bool) -> Span | None:
+    def resolve(m: re.Match[str], ref: date, fwd: bool | None) -> Span | None:
         return _day(ref, offset)
 
     return resolve
 
 
-def _r_other_day(m: re.Match[str], ref: date, fwd: bool) -> Span | None:
+def _r_other_day(m: re.Match[str], ref: date, fwd: bool | None) -> Span | None:
     return Span(ref - timedelta(days=7), ref - timedelta(days=1))
 
 
 _PATTERN_TEXT: tuple[tuple[str, _Resolver], ...] = (
     # 7 May 2023, 7th of May, 2023, May 7, 2023, May 7th 2023
-    (rf"\b{_DAY}(?:\s+of)?\s+{_MONTH},?\s+{_YEAR}\b", _r_day_month_year),
-    (rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", _r_day_month_year),
-    (rf"\b{_MONTH},?\s+{_YEAR}\b", _r_month_year),
+    # "December 1,2023": a comma may stand for the space.
+    (rf"\b{_DAY}(?:\s+of)?\s+{_MONTH}(?:,\s*|\s+){_YEAR}\b", _r_day_month_year),
+    (rf"\b{_MONTH}\s+{_DAY}(?:,\s*|\s+){_YEAR}\b", _r_day_month_year),
+    (rf"\b{_MONTH}(?:,\s*|\s+){_YEAR}\b", _r_month_year),
     (rf"\b{_SEASON}(?:\s+of)?\s+{_YEAR}\b", _r_season_year),
     (rf"\b{_DAY}(?:\s+of)?\s+{_MONTH}(?!\w)", _r_day_month),
     (rf"\b{_MONTH}\s+{_DAY}\b(?!\s*(?:%|percent|people|of\b))", _r_day_month),
@@ -376,44 +509,97 @@ _TRIGGER = (
 )
 
 
+@dataclass(frozen=True)
+class _Compiled:
+    sentence: re.Pattern[str]
+    when: re.Pattern[str]
+    patterns: tuple[tuple[re.Pattern[str], _Resolver], ...]
+    trigger: re.Pattern[str]
+    cues: tuple[tuple[re.Pattern[str], bool | None], ...]
+    clause: re.Pattern[str]
+    clock: re.Pattern[str]
+
+
 @functools.cache
-def _compiled() -> tuple[
-    re.Pattern[str],
-    re.Pattern[str],
-    re.Pattern[str],
-    tuple[tuple[re.Pattern[str], _Resolver], ...],
-    re.Pattern[str],
-]:
+def _compiled() -> _Compiled:
     """The patterns, compiled on first use.
 
     Compiling them costs tens of milliseconds, which a process that imports this module but
     never resolves a date (a hook) should not pay.
     """
-    patterns = tuple((re.compile(p, re.IGNORECASE), r) for p, r in _PATTERN_TEXT)
-    return (
-        re.compile(_SENTENCE),
-        re.compile(_FUTURE, re.IGNORECASE),
-        re.compile(_WHEN, re.IGNORECASE),
-        patterns,
-        re.compile(_TRIGGER, re.IGNORECASE),
+    return _Compiled(
+        sentence=re.compile(_SENTENCE),
+        when=re.compile(_WHEN, re.IGNORECASE),
+        patterns=tuple((re.compile(p, re.IGNORECASE), r) for p, r in _PATTERN_TEXT),
+        trigger=re.compile(_TRIGGER, re.IGNORECASE),
+        cues=tuple((re.compile(p, re.IGNORECASE), t) for p, t in _CUES),
+        clause=re.compile(_CLAUSE, re.IGNORECASE),
+        clock=re.compile(_CLOCK, re.IGNORECASE),
     )
+
+
+@dataclass(frozen=True)
+class _Cue:
+    start: int
+    end: int
+    tense: bool | None
+
+
+def _cues(sentence: str) -> list[_Cue]:
+    """The tense cues of a sentence, in text order; an earlier rule holds its words."""
+    found: list[_Cue] = []
+    for pattern, tense in _compiled().cues:
+        for m in pattern.finditer(sentence):
+            if m.end() > m.start() and not any(
+                m.start() < c.end and c.start < m.end() for c in found
+            ):
+                found.append(_Cue(m.start(), m.end(), tense))
+    return sorted(found, key=lambda c: c.start)
+
+
+def _tense(sentence: str, cues: list[_Cue], start: int, end: int) -> bool | None:
+    """AHEAD, PAST or UNCLEAR for the expression at sentence[start:end].
+
+    The clause's cue nearest before the expression (its verb usually comes first: "we shipped
+    it on Friday", "the lunch is on Friday"), else the nearest after ("On Friday we shipped
+    it"). A clause without a cue takes the nearest cue of the sentence ("On Friday, I got great
+    news"); a sentence without any is a calendar entry if it names a clock time ("Meeting with
+    Priya on Thursday at 10"), else unclear.
+    """
+    c = _compiled()
+    bounds = [(b.start(), b.end()) for b in c.clause.finditer(sentence)]
+    low = max((e for s, e in bounds if e <= start), default=0)
+    high = min((s for s, e in bounds if s >= end), default=len(sentence))
+    outside = [cue for cue in cues if cue.end <= start or cue.start >= end]
+    before = [cue for cue in outside if low <= cue.start and cue.end <= start]
+    if before:
+        return before[-1].tense
+    after = [cue for cue in outside if end <= cue.start and cue.end <= high]
+    if after:
+        return after[0].tense
+    if outside:  # the nearest clause's: "On Friday, I got great news"
+        return min(outside, key=lambda cue: min(abs(cue.start - end), abs(start - cue.end))).tense
+    return AHEAD if c.clock.search(sentence) else UNCLEAR
 
 
 def _found(text: str, ref: date) -> Iterator[tuple[int, int, Span]]:
     """(start, end, span) of every expression, leftmost-longest, never overlapping."""
-    sentences, future, _, patterns, trigger = _compiled()
-    for sentence in sentences.finditer(text):
-        part = sentence.group()
-        if not trigger.search(part):
+    c = _compiled()
+    for sentence in c.sentence.finditer(text):
+        # The curly apostrophe of phones and word processors reads as the straight one.
+        part = sentence.group().replace("\u2019", "'")
+        if not c.trigger.search(part):
             continue
-        forward = bool(future.search(part))
+        cues: list[_Cue] | None = None
         taken: list[tuple[int, int, Span]] = []
-        for pattern, resolve in patterns:
+        for pattern, resolve in c.patterns:
             for m in pattern.finditer(part):
                 if any(m.start() < e and s < m.end() for s, e, _ in taken):
                     continue
+                if cues is None:
+                    cues = _cues(part)
                 try:
-                    span = resolve(m, ref, forward)
+                    span = resolve(m, ref, _tense(part, cues, m.start(), m.end()))
                 except (ValueError, OverflowError, KeyError):
                     span = None
                 if span is not None:
@@ -445,7 +631,9 @@ _WHEN = (
 
 def query_time(query: str, now: datetime | date) -> QueryTime:
     """The spans a query names (relative ones counted from `now`) and whether it asks when."""
-    return QueryTime(spans=resolve_dates(query, now), asks_when=bool(_compiled()[2].search(query)))
+    return QueryTime(
+        spans=resolve_dates(query, now), asks_when=bool(_compiled().when.search(query))
+    )
 
 
 def format_spans(spans: tuple[Span, ...] | list[Span]) -> str | None:

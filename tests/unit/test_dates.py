@@ -63,14 +63,16 @@ TABLE: list[tuple[str, datetime, str | None]] = [
     ("I will call her on Friday", MON, "2023-05-12"),
     ("in May 2023", OCT, "2023-05-01..2023-05-31"),
     ("back in March, 2022", OCT, "2022-03-01..2022-03-31"),
-    ("May 7", MON, "2023-05-07"),
-    ("on May 20", MON, "2022-05-20"),
+    ("We met on May 7", MON, "2023-05-07"),
+    ("The gig was on May 20", MON, "2022-05-20"),
+    ("The gig is on May 20", MON, "2023-05-20"),
+    ("December 1,2023", MON, "2023-12-01"),
     ("7 May 2023", OCT, "2023-05-07"),
     ("the 7th of May, 2023", OCT, "2023-05-07"),
     ("July 4th, 2022", MON, "2022-07-04"),
     ("We moved here in 2019", MON, "2019-01-01..2019-12-31"),
-    ("in May", OCT, "2023-05-01..2023-05-31"),
-    ("in August", MON, "2022-08-01..2022-08-31"),
+    ("We got married in May", OCT, "2023-05-01..2023-05-31"),
+    ("I was in Rome in August", MON, "2022-08-01..2022-08-31"),
     ("I'm going to Paris in August", MON, "2023-08-01..2023-08-31"),
     ("last summer", MON, "2022-06-01..2022-08-31"),
     ("last summer", OCT, "2023-06-01..2023-08-31"),
@@ -91,6 +93,9 @@ TABLE: list[tuple[str, datetime, str | None]] = [
     ("Page 31 of the book", MON, None),
     ("a sunday school teacher", MON, None),
     ("February 30, 2023", MON, None),
+    # A day named without a year and without a tense: either side of the reference.
+    ("May 7", MON, None),
+    ("in August", MON, None),
 ]
 
 
@@ -146,3 +151,114 @@ def test_overlap() -> None:
     assert spans_overlap(parse_spans("2023-04-20..2023-05-01"), may)
     assert not spans_overlap(may, parse_spans("2023-06-01"))
     assert not spans_overlap(may, ())
+
+
+# --- tense: a day named without its side of the reference (issue 35, N3) -----------------------
+
+# Wednesday 25 November 2026, 15:00.
+WED = datetime(2026, 11, 25, 15, 0)
+FRI_AHEAD, FRI_BACK = "2026-11-27", "2026-11-20"
+THU_AHEAD, THU_BACK = "2026-11-26", "2026-11-19"
+MON_AHEAD, MON_BACK = "2026-11-30", "2026-11-23"
+MAR_AHEAD, MAR_BACK = "2027-03-01..2027-03-31", "2026-03-01..2026-03-31"
+
+TENSE_TABLE: list[tuple[str, str | None]] = [
+    # (text written on WED, expected format_spans output; None: nothing resolves)
+    # Present and future: the coming day.
+    ("The team lunch is on Friday", FRI_AHEAD),
+    ("Meeting with Priya on Thursday at 10", THU_AHEAD),  # a calendar entry: a clock time
+    ("The v2 API launches in March", MAR_AHEAD),
+    ("I will call her on Friday", FRI_AHEAD),
+    ("We're going to demo it on Thursday", THU_AHEAD),
+    ("I'm meeting Priya on Thursday", THU_AHEAD),
+    ("The lunch's on Friday", FRI_AHEAD),
+    ("It's on Friday", FRI_AHEAD),
+    ("The release is scheduled for March", MAR_AHEAD),
+    ("The report is due on Monday", MON_AHEAD),
+    ("Our upcoming offsite in March", MAR_AHEAD),
+    ("The next review is on Monday", MON_AHEAD),
+    ("We have a planning session on Monday", MON_AHEAD),
+    ("I've got a dentist appointment on Friday", FRI_AHEAD),
+    ("Let's meet on Thursday", THU_AHEAD),
+    ("The launch was delayed until March", MAR_AHEAD),  # a delay names the day it moved to
+    ("We fly out in March", MAR_AHEAD),
+    ("The contract expires in March", MAR_AHEAD),
+    ("I'm so excited for the concert on Friday", FRI_AHEAD),  # "excited" is no past
+    ("We need to finish the migration by March", MAR_AHEAD),
+    ("Are you free on Thursday?", THU_AHEAD),
+    ("The room is booked on Friday", FRI_AHEAD),
+    ("The flight leaves on Monday at 7am", MON_AHEAD),
+    ("He\u2019s presenting on Thursday", THU_AHEAD),  # a curly apostrophe
+    ("The sprint review, which is on Monday, needs slides", MON_AHEAD),
+    ("What's happening on Friday?", FRI_AHEAD),
+    # Past: the last one.
+    ("We shipped it on Friday", FRI_BACK),
+    ("We shipped it last March", MAR_BACK),
+    ("We did the rollout on Monday", MON_BACK),
+    ("The outage was on Monday", MON_BACK),
+    ("I went to the gym on Thursday", THU_BACK),
+    ("The deploy was rolled back on Friday", FRI_BACK),
+    ("Priya's wedding on Friday was lovely", FRI_BACK),  # a possessive is no "is"
+    ("On Friday, we finally shipped the importer", FRI_BACK),
+    ("I've been running every day since March", MAR_BACK),  # "since" always looks back
+    ("We had lunch with the client on Thursday", THU_BACK),
+    ("She started the job in March", MAR_BACK),
+    ("I didn't sleep well on Monday", MON_BACK),
+    ("I was booked on Friday", FRI_BACK),
+    ("What happened on Friday?", FRI_BACK),
+    # Each clause its own tense; the nearest verb governs.
+    ("We shipped v1 on Friday and the retro is on Monday", f"{FRI_BACK} {MON_AHEAD}"),
+    ("Priya said the party is on Friday", FRI_AHEAD),
+    ("Can we move the sync to Friday? I'm out on Thursday", THU_AHEAD),
+    # Unclear: no tense, a habit, or a plan that may have passed. Nothing rather than a guess.
+    ("Lunch on Friday", None),
+    ("Dentist on Friday", None),
+    ("Paris trip in March", None),
+    ("The deploy on Friday", None),
+    ("We do yoga on Fridays", None),
+    ("I go to the market on Saturdays", None),
+    ("We were going to ship it on Friday", None),
+    ("It would be great to see you on Friday", None),
+    ("Thanks for the notes from Monday", None),
+    ("When is the team lunch?", None),
+    # Where both readings agree, or the text says which, the tense does not matter.
+    ("I'm in the office in November", "2026-11-01..2026-11-30"),
+    ("We moved here in November", "2026-11-01..2026-11-30"),
+    ("next Friday", FRI_AHEAD),
+    ("last Friday", FRI_BACK),
+    ("this Friday", FRI_AHEAD),
+    ("The v2 API launches in March 2027", MAR_AHEAD),
+    ("We met on 20 November", "2026-11-20"),
+    ("The party is on 4 December", "2026-12-04"),
+    ("We launched on December 4", "2025-12-04"),
+    ("Her birthday is on May 3", "2027-05-03"),
+    ("The offsite is in the spring", "2027-03-01..2027-05-31"),
+    ("We hiked a lot in the summer", "2026-06-01..2026-08-31"),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), TENSE_TABLE)
+def test_tense_table(text: str, expected: str | None) -> None:
+    assert format_spans(resolve_dates(text, WED)) == expected
+
+
+def test_tense_table_size() -> None:
+    # The brief's floor: at least 40 sentences, with near misses on each side.
+    assert len(TENSE_TABLE) >= 40
+    assert sum(expected is None for _, expected in TENSE_TABLE) >= 8
+
+
+def test_questions_resolve_like_the_memories_they_ask_about() -> None:
+    # Asked on Thursday 26 November about the lunch written on Wednesday ("is on Friday").
+    thursday = datetime(2026, 11, 26, 9, 0)
+    lunch = resolve_dates("The team lunch is on Friday", WED)
+    assert query_time("What's on Friday?", thursday).spans == lunch
+    # Asked the next Monday: the lunch was on Friday.
+    monday = datetime(2026, 11, 30, 9, 0)
+    assert query_time("What was on Friday?", monday).spans == lunch
+    # "last Friday" asked on Wednesday is the Friday "we shipped it on", not the lunch's.
+    shipped = resolve_dates("We shipped it on Friday", WED)
+    assert query_time("What happened last Friday?", WED).spans == shipped
+    assert not spans_overlap(shipped, lunch)
+    assert query_time("When is the team lunch?", WED) == query_time("When is it?", WED)
+    assert query_time("When is the team lunch?", WED).asks_when
