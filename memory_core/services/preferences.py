@@ -83,12 +83,16 @@ class PreferenceUpdate:
 
 @dataclass(frozen=True)
 class PlaybookRecord:
-    """A recorded playbook; `created` is False when the same one was recorded before."""
+    """A recorded playbook; `created` is False when the same one was recorded before.
+
+    `replaced`: the flow had a playbook, which this one replaced (one_per_flow).
+    """
 
     playbook: Playbook
     created: bool
     notes: list[str]
     redacted: dict[str, int] = field(default_factory=dict)  # credentials taken out, by kind
+    replaced: bool = False
 
 
 @dataclass(frozen=True)
@@ -304,8 +308,14 @@ class PreferenceService:
         tool_calls: list[JsonValue],
         outcome: str,
         user_query: str,
+        *,
+        one_per_flow: bool = False,
     ) -> PlaybookRecord:
         """Store a successful trajectory of `user`, indexed by the meaning of `user_query`.
+
+        `one_per_flow`: the flow holds one playbook; recording it again with other steps or
+        another outcome replaces that playbook (`replaced`: a new id, the old one deleted)
+        instead of adding a second.
 
         Raises:
             InvalidInputError: A field is empty, too long or badly formed; nothing is written.
@@ -332,9 +342,37 @@ class PreferenceService:
             outcome=outcome,
             record_hash=playbook_hash(flow, user_query, slots, tool_calls, outcome),
         )
+        if one_per_flow and (same := await self._same_in_flow(draft)) is not None:
+            return same
         vector, model_id, notes = await self._vector(user_query)
         stored, created = await self.playbooks.add(draft, vector, model_id, self.clock.now())
-        return PlaybookRecord(playbook=stored, created=created, notes=notes, redacted=gate.counts())
+        replaced = False
+        if one_per_flow and created:
+            # The flow's older playbooks go once the new one is in: one playbook per flow.
+            older = [p.id for p, _ in await self.playbooks.list_user(user, flow, None)]
+            older = [i for i in older if i != stored.id]
+            replaced = bool(older and await self.playbooks.delete(user, older))
+        return PlaybookRecord(
+            playbook=stored,
+            created=created and not replaced,
+            notes=notes,
+            redacted=gate.counts(),
+            replaced=replaced,
+        )
+
+    async def _same_in_flow(self, draft: PlaybookDraft) -> PlaybookRecord | None:
+        """The flow's playbook when it already holds exactly `draft` (nothing to write).
+
+        Trigger: a flow promoted again (a transcript read twice). Why: embedding the request
+        and rewriting the row would change nothing. Outcome: the stored playbook, not created.
+        """
+        for old, _ in await self.playbooks.list_user(draft.user, draft.flow, None):
+            stored_hash = playbook_hash(
+                old.flow, old.user_query, old.slots, old.tool_calls, old.outcome
+            )
+            if stored_hash == draft.record_hash:
+                return PlaybookRecord(playbook=old, created=False, notes=[])
+        return None
 
     async def find_playbooks(
         self, user: str, query: str, *, flow: str | None = None, limit: int = 5
