@@ -90,6 +90,62 @@ class KnowledgePolicy(BaseModel):
         "it goes on without vectors.",
     )
 
+    # Shared anonymised patterns (issue 33.6, docs/business_context.md "Shared patterns").
+    shared_patterns: bool = Field(
+        True,
+        description="Allow tenants to opt in to share anonymised patterns (false: no tenant can "
+        "opt in, nothing is computed, and searches return no shared pattern).",
+    )
+    shared_min_tenants: int = Field(
+        3,
+        ge=2,
+        le=1_000,
+        description="k: a pattern is shared only when this many opted-in tenants hold it "
+        "and every word of it is written by this many of them.",
+    )
+    shared_similarity: float = Field(
+        # Calibrated on tests/data/shared_pattern_pairs.json with the default model: every
+        # same-pattern pair is >= 0.924, the near misses below it but two (which the word rule
+        # or k catches, docs/business_context.md); 0.91 leaves a margin on both sides.
+        0.91,
+        gt=0,
+        le=1,
+        description="Least cosine for a tenant's passage to hold another tenant's pattern.",
+    )
+    shared_word_overlap: float = Field(
+        0.8,
+        gt=0,
+        le=1,
+        description="Least share of each passage's content words the other must hold "
+        "(both ways) for two tenants' passages to be one pattern.",
+    )
+    shared_min_words: int = Field(
+        4, ge=1, le=50, description="Content words a sentence needs to be a pattern candidate."
+    )
+    shared_max_passages: int = Field(
+        500,
+        ge=1,
+        le=100_000,
+        description="Most anonymised sentences one tenant contributes (its oldest documents "
+        "first); bounds the pattern job to (tenants x this)^2 vector products.",
+    )
+    shared_embed_per_run: int = Field(
+        5_000,
+        ge=1,
+        le=1_000_000,
+        description="Most sentences one pattern refresh embeds; documents left over are taken "
+        "by the next run.",
+    )
+    shared_results: int = Field(
+        3, ge=1, le=20, description="Most shared patterns added to a business search."
+    )
+    shared_query_similarity: float = Field(
+        0.45,
+        ge=-1,
+        le=1,
+        description="Least cosine of the query to a shared pattern for a search to return it.",
+    )
+
     @model_validator(mode="after")
     def _overlap_below_size(self) -> KnowledgePolicy:
         if self.chunk_overlap >= self.chunk_chars:

@@ -26,13 +26,18 @@ from memory_core.domain.knowledge import (
     Snippet,
     SnippetDraft,
 )
+from memory_core.domain.pattern_pool import PooledPattern, PoolPassage
 
 __all__ = [
     "DocumentStore",
     "DocumentWrite",
+    "PendingDocument",
     "PlaybookStore",
     "PreferenceStore",
     "ScratchpadStore",
+    "SharedPattern",
+    "SharedPatternStore",
+    "SharingStatus",
     "SnippetWrite",
 ]
 
@@ -172,6 +177,11 @@ class DocumentWrite:
 class DocumentStore(Protocol):
     """Business documents per tenant, as chunks with text and vectors."""
 
+    @property
+    def shared(self) -> SharedPatternStore:
+        """The shared-pattern pool on the same database (patterns come from documents)."""
+        ...
+
     async def get_document(self, tenant: str, source: str) -> DocumentRecord | None:
         """The stored document of a source."""
         ...
@@ -216,4 +226,95 @@ class DocumentStore(Protocol):
         One transaction, which also moves the tenant's revision so every process reloads
         its vectors. Returns the deleted sources.
         """
+        ...
+
+
+@dataclass(frozen=True)
+class PendingDocument:
+    """A document of an opted-in tenant whose sentences are not in the pool (for this model)."""
+
+    id: int
+    tenant: str
+    body: str
+
+
+@dataclass(frozen=True)
+class SharedPattern:
+    """A published pattern: anonymised text and its vector; never who holds it."""
+
+    id: int
+    text: str
+    vector: Vector | None
+
+
+@dataclass(frozen=True)
+class SharingStatus:
+    """Whether a tenant shares patterns, and how much of it is in the pool."""
+
+    tenant: str
+    opted_in_at: datetime | None
+    passages: int  # anonymised sentences of the tenant in the pool
+    documents: int  # its documents already read into the pool
+
+
+class SharedPatternStore(Protocol):
+    """The pool of anonymised sentences of opted-in tenants and the patterns published from it.
+
+    The one place that reads across tenants. It holds nothing of a tenant that has not
+    opted in: passages are only added for a tenant in the opt-in table (checked in the same
+    transaction), and opting out deletes the tenant's passages, the patterns it is the
+    source of and its holder rows in one transaction. A published pattern is returned only
+    while at least `min_tenants` distinct opted-in tenants hold it and it has lost none of the
+    holders it was published with (a document deleted or replaced withdraws it at once).
+    """
+
+    async def opt_in(self, tenant: str, now: datetime) -> bool:
+        """Add the tenant to the contributors; False when it already was one."""
+        ...
+
+    async def opt_out(self, tenant: str) -> tuple[int, int]:
+        """Remove the tenant and all it contributed; returns (passages, patterns) deleted."""
+        ...
+
+    async def status(self, tenant: str) -> SharingStatus:
+        """The tenant's opt-in time (None: not sharing) and its share of the pool."""
+        ...
+
+    async def pending_documents(self, model_id: str, *, limit: int) -> list[PendingDocument]:
+        """Documents of opted-in tenants not yet read with this model, oldest first."""
+        ...
+
+    async def passage_count(self, tenant: str) -> int:
+        """How many passages of the tenant are in the pool."""
+        ...
+
+    async def add_passages(
+        self,
+        document: PendingDocument,
+        texts: Sequence[str],
+        vectors: Vector | None,
+        model_id: str,
+        now: datetime,
+    ) -> bool:
+        """Replace the document's passages with these and mark it read, in one transaction.
+
+        Nothing is written (False) when the tenant is no longer opted in or the document is
+        gone or changed since it was read (its row id is not the current one).
+        """
+        ...
+
+    async def passages(self, model_id: str) -> list[tuple[PoolPassage, Vector]]:
+        """Every passage in the pool embedded by `model_id`, with its unit vector."""
+        ...
+
+    async def replace_patterns(self, patterns: Sequence[PooledPattern], now: datetime) -> int:
+        """Publish these patterns in place of all earlier ones, in one transaction.
+
+        A pattern whose source passage has left the pool meanwhile is skipped, and only the
+        holder passages still in the pool are recorded. Returns how many were stored.
+        """
+        ...
+
+    async def patterns(self, min_tenants: int, model_id: str | None) -> list[SharedPattern]:
+        """Published patterns still satisfying the k-tenant rule, vectors by `model_id`."""
         ...

@@ -20,6 +20,7 @@ from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports import Clock
 from memory_core.ports.knowledge import DocumentStore
 from memory_core.services.embedding_access import EmbeddingAccess
+from memory_core.services.shared_patterns import SharedHit, SharedPatternService
 
 if TYPE_CHECKING:
     from memory_core.ports.embeddings import Vector
@@ -69,6 +70,7 @@ class BusinessSearch:
     mode: Literal["hybrid", "keyword"]
     candidates: int
     notes: list[str] = field(default_factory=list)
+    shared: list[SharedHit] = field(default_factory=list)  # anonymised patterns of k tenants
 
 
 @dataclass
@@ -80,6 +82,17 @@ class BusinessService:
     clock: Clock
     policy: KnowledgePolicy
     redaction: RedactionPolicy = field(default_factory=RedactionPolicy)
+    shared: SharedPatternService = field(init=False)
+
+    def __post_init__(self) -> None:
+        # The pool lives beside the documents it is read from (DocumentStore.shared).
+        self.shared = SharedPatternService(
+            store=self.store.shared,
+            embedding=self.embedding,
+            clock=self.clock,
+            policy=self.policy,
+            redaction=self.redaction,
+        )
 
     async def ingest(
         self,
@@ -173,13 +186,22 @@ class BusinessService:
             return False
         return await self.store.embedded_chunks(document.id, model_id) == document.chunk_count
 
-    async def search(self, tenant: str, query: str, *, limit: int | None = None) -> BusinessSearch:
+    async def search(
+        self,
+        tenant: str,
+        query: str,
+        *,
+        limit: int | None = None,
+        include_shared: bool = False,
+    ) -> BusinessSearch:
         """The chunks of a tenant that best answer `query`, at most a few per document.
 
         About `candidates` keyword (FTS5 BM25) and vector (cosine) candidates are fused by
         reciprocal rank; then at most `max_chunks_per_source` chunks of one document are taken
         while other documents still have candidates, so one long document cannot fill every
-        slot. Without a ready model the search is keyword-only and says so.
+        slot. Without a ready model the search is keyword-only and says so. With
+        `include_shared`, up to `shared_results` published shared patterns that match the
+        query come in `shared` (never among the tenant's own hits).
 
         Raises:
             InvalidQueryError: The query holds no searchable word and no model is ready.
@@ -195,6 +217,7 @@ class BusinessService:
         embedder, why = await self.embedding.for_read()
         notes: list[str] = []
         similar: list[tuple[int, float]] = []
+        vector: Vector | None = None
         if embedder is not None:
             vector = (await self.embedding.embed(embedder, [query]))[0]
             similar = [
@@ -233,11 +256,16 @@ class BusinessService:
             )
             for c in chosen
         ]
+        shared: list[SharedHit] = []
+        if include_shared:
+            model_id = embedder.model_id if embedder is not None else None
+            shared = await self.shared.find(query, vector, model_id)
         return BusinessSearch(
             hits=hits,
             mode="hybrid" if embedder is not None else "keyword",
             candidates=len(fused),
             notes=notes,
+            shared=shared,
         )
 
     async def seed_from_agent_md(

@@ -14,6 +14,7 @@ from memory_core.ports.knowledge import DocumentWrite
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.scratchpad import lock_text
 from memory_core.storage.postgres.session import PostgresSession
+from memory_core.storage.postgres.shared_patterns import PostgresSharedPatternStore
 from memory_core.storage.postgres.tsquery import to_tsquery_text
 from memory_core.storage.records import ChunkMatrix, RowReader, RowWriter
 
@@ -39,6 +40,8 @@ class PostgresDocumentStore:
     def __init__(self, session: PostgresSession) -> None:
         self._session = session
         self._matrices: dict[str, ChunkMatrix] = {}
+        # The shared-pattern pool reads documents across tenants (opted-in ones only).
+        self.shared = PostgresSharedPatternStore(session)
 
     async def get_document(self, tenant: str, source: str) -> DocumentRecord | None:
         """The stored document of a source."""

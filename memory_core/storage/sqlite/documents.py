@@ -11,6 +11,7 @@ from memory_core.ports.knowledge import DocumentWrite
 from memory_core.storage.records import ChunkMatrix, RowReader, RowWriter
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
+from memory_core.storage.sqlite.shared_patterns import SqliteSharedPatternStore
 
 if TYPE_CHECKING:
     from memory_core.ports.embeddings import Vector
@@ -34,6 +35,8 @@ class SqliteDocumentStore:
     def __init__(self, session: SqliteSession) -> None:
         self._session = session
         self._matrices: dict[str, ChunkMatrix] = {}
+        # The shared-pattern pool reads documents across tenants (opted-in ones only).
+        self.shared = SqliteSharedPatternStore(session)
 
     async def get_document(self, tenant: str, source: str) -> DocumentRecord | None:
         """The stored document of a source."""
