@@ -35,7 +35,11 @@ async def test_the_stored_dates_follow_the_tense(
     service: MemoryService, clock: FrozenClock
 ) -> None:
     ids = await _written(service, clock)
-    dates = {name: (await service.repo.get("p", mid)).dates for name, mid in ids.items()}
+    dates = {}
+    for name, mid in ids.items():
+        stored = await service.repo.get("p", mid)
+        assert stored is not None
+        dates[name] = stored.dates
     assert dates == {
         "lunch": "2026-11-27",
         "priya": "2026-11-26",
