@@ -17,6 +17,7 @@ from memory_core.services.conversations import ConversationService
 from memory_core.services.indexing import Indexer
 from memory_core.services.maintenance import MaintenanceService
 from memory_core.services.memories import MemoryService
+from memory_core.services.pressure import cap_on_write
 from memory_core.services.session_start import SessionStartService
 from server.backends import Backend, KnowledgeStores, open_backend
 from server.settings import Settings
@@ -165,6 +166,10 @@ async def open_container(
                 await vectors.ensure_model(embedder.model_id, embedder.dims)
             indexer = Indexer(vectors=vectors, source=embedder, model_wait=settings.embedding_wait)
         the_clock = clock or SystemClock()
+        # The storage cap's background enforcement ends before the store closes (LIFO).
+        cap = cap_on_write(repo, the_clock, settings.tiers, settings.pressure)
+        if cap is not None:
+            stack.push_async_callback(cap.close)
         memories = MemoryService(
             repo=repo,
             clock=the_clock,
@@ -174,6 +179,7 @@ async def open_container(
             indexer=indexer,
             redaction=settings.redaction,
             keyword_reader=backend.keyword_reader,
+            cap=cap,
         )
         knowledge = build_knowledge(
             backend.knowledge,
@@ -208,7 +214,9 @@ async def open_container(
                 preferences=backend.knowledge.preferences,
                 hook_sessions=backend.hook_sessions,
             ),
-            maintenance=MaintenanceService(repo=repo, clock=the_clock, policy=settings.tiers),
+            maintenance=MaintenanceService(
+                repo=repo, clock=the_clock, policy=settings.tiers, pressure=settings.pressure
+            ),
             leases=backend.leases,
             backend=backend,
         )

@@ -21,6 +21,7 @@ __all__ = [
     "JobRun",
     "JobRuns",
     "build_scheduler",
+    "cap_job",
     "once_per_schedule",
     "prune_job",
     "recalculate_job",
@@ -52,6 +53,7 @@ class JobRuns:
 
 RECALCULATE_JOB = "recalculate_tiers"
 PRUNE_JOB = "prune_expired"
+CAP_JOB = "enforce_cap"
 
 
 async def recalculate_job(container: Container) -> int:
@@ -69,6 +71,14 @@ async def prune_job(container: Container) -> int:
     )
     log.info("job.ran", job=PRUNE_JOB, deleted=len(outcome.ids))
     return len(outcome.ids)
+
+
+async def cap_job(container: Container) -> int:
+    """Bring every project over the storage cap back under it (issue 33.4)."""
+    outcomes = await container.maintenance.enforce_caps()
+    deleted = sum(len(o.ids) for o in outcomes)
+    log.info("job.ran", job=CAP_JOB, projects=len(outcomes), deleted=deleted)
+    return deleted
 
 
 MISFIRE_GRACE_S = 3600
@@ -140,9 +150,14 @@ def build_scheduler(container: Container, runs: JobRuns | None = None) -> Any | 
     from server.cron import parse_cron
 
     scheduler = AsyncIOScheduler(timezone="UTC")
+    # The cap is enforced daily, beside the recalculation (it reads live tiers, not stored
+    # ones). A write over the cap enforces it at once; this catches the writes of processes
+    # that exited before their enforcement ended (the hooks).
+    capped = container.settings.pressure.max_memories is not None
     jobs = (
         (RECALCULATE_JOB, schedule.recalculate_cron, recalculate_job),
         (PRUNE_JOB, schedule.prune_cron, prune_job),
+        (CAP_JOB, schedule.recalculate_cron if capped else None, cap_job),
     )
     for job_id, cron, func in jobs:
         if not cron:

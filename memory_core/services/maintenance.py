@@ -19,6 +19,7 @@ from memory_core.domain.models import PruneOutcome, StoreStats, TierCutoffs
 from memory_core.domain.tiers import tier_cutoffs
 from memory_core.errors import InvalidInputError
 from memory_core.ports import Clock, MemoryRepository
+from memory_core.services.pressure import CapOutcome, enforce_all, enforce_cap, pressure_store
 
 __all__ = [
     "MaintenanceService",
@@ -188,6 +189,38 @@ class MaintenanceService:
             dry_run=dry_run,
             progress=progress,
         )
+
+    async def enforce_cap(
+        self,
+        project: str,
+        *,
+        dry_run: bool = False,
+        progress: Callable[[int, int], Awaitable[None]] | None = None,
+    ) -> CapOutcome:
+        """Bring a project over the storage cap back under it (list only, with `dry_run`).
+
+        See services.pressure.enforce_cap; nothing happens without a cap (or a store for it).
+        """
+        store = pressure_store(self.repo)
+        if store is None:
+            size = (await self.stats(project)).stats.total
+            return CapOutcome(project, None, size, None, [], dry_run)
+        return await enforce_cap(
+            store,
+            self.clock,
+            self.policy,
+            self.pressure,
+            project,
+            dry_run=dry_run,
+            progress=progress,
+        )
+
+    async def enforce_caps(self, *, dry_run: bool = False) -> list[CapOutcome]:
+        """`enforce_cap` for every project over the storage cap (the daily job's work)."""
+        store = pressure_store(self.repo)
+        if store is None:
+            return []
+        return await enforce_all(store, self.clock, self.policy, self.pressure, dry_run=dry_run)
 
     async def stats(self, project: str) -> StatsReport:
         """Counts per tier and layer, sizes, dates and health notes of a project."""

@@ -230,6 +230,13 @@ class CapOnWrite:
             log.exception("memories.cap_failed", project=project)
             return None
 
+    async def close(self) -> None:
+        """Stop the enforcements still running (a batch in flight rolls back; the job resumes)."""
+        tasks = [t for t in self.running.values() if not t.done()]
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
     async def drain(self) -> None:
         """Wait for the enforcements started so far."""
         tasks = [t for t in self.running.values() if not t.done()]

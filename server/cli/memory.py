@@ -10,10 +10,14 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from memory_core.domain.models import Layer, SearchMode
 from server.cli.output import Exit, err, out_json, progress_bar, stdout_console
 from server.settings import Settings
+
+if TYPE_CHECKING:
+    from memory_core.services.maintenance import MaintenanceService
 
 __all__ = [
     "cli_project",
@@ -44,7 +48,10 @@ async def run_stats(settings: Settings, args: argparse.Namespace) -> int:
         # The line open_container logs, so `-v` / MEMSTRATA_LOG_LEVEL show the same.
         backend.log_opened(spec.model_id if spec.kind != "none" else "none")
         maintenance = MaintenanceService(
-            repo=backend.repo, clock=SystemClock(), policy=settings.tiers
+            repo=backend.repo,
+            clock=SystemClock(),
+            policy=settings.tiers,
+            pressure=settings.pressure,
         )
         names = [args.project] if args.project else await backend.repo.projects()
         if not names:
@@ -172,9 +179,13 @@ async def run_recall(settings: Settings, args: argparse.Namespace) -> int:
 
 
 async def run_maintain(settings: Settings, args: argparse.Namespace) -> int:
-    """Recalculate tiers and/or prune EXPIRED memories, across projects unless one is named."""
-    if not (args.recalculate or args.prune):
-        err("nothing to do: give --recalculate and/or --prune")
+    """Recalculate tiers, prune EXPIRED memories and/or enforce the storage cap (--cap).
+
+    Across projects unless one is named.
+    """
+    cap = bool(getattr(args, "cap", False))
+    if not (args.recalculate or args.prune or cap):
+        err("nothing to do: give --recalculate, --prune and/or --cap")
         return Exit.USAGE
     from server.container import open_container
 
@@ -193,9 +204,17 @@ async def run_maintain(settings: Settings, args: argparse.Namespace) -> int:
             result["would_prune" if args.dry_run else "pruned"] = len(outcome.ids)
             if args.dry_run:
                 result["ids"] = outcome.ids
+        if cap:
+            result["cap"] = await _enforce_cap(c.maintenance, args.project, args.dry_run)
     if args.json:
         out_json(result)
         return Exit.OK
+    _print_maintained(result, args.dry_run)
+    return Exit.OK
+
+
+def _print_maintained(result: dict[str, object], dry_run: bool) -> None:
+    """What `maintain` did, as lines for a person."""
     console = stdout_console()
     if "tiers_changed" in result:
         console.print(f"tiers recalculated: {result['tiers_changed']} memories changed tier")
@@ -207,7 +226,45 @@ async def run_maintain(settings: Settings, args: argparse.Namespace) -> int:
             f"(ids {result['ids']})",
             markup=False,
         )
-    return Exit.OK
+    for line in _cap_lines(result.get("cap"), dry_run):
+        console.print(line, markup=False)
+
+
+async def _enforce_cap(
+    maintenance: MaintenanceService, project: str | None, dry_run: bool
+) -> list[dict[str, object]]:
+    """The storage cap enforced (or previewed) for one project, or every project over it."""
+    if project is not None:
+        outcomes = [await maintenance.enforce_cap(project, dry_run=dry_run)]
+    else:
+        outcomes = await maintenance.enforce_caps(dry_run=dry_run)
+    return [
+        {
+            "project": o.project,
+            "cap": o.cap,
+            "size": o.size,
+            "target": o.target,
+            "would_delete" if dry_run else "deleted": len(o.ids),
+            "archived": o.archived,
+            "short": o.short,
+            "ids": o.ids,
+        }
+        for o in outcomes
+    ]
+
+
+def _cap_lines(found: object, dry_run: bool) -> list[str]:
+    """What `maintain --cap` prints: one line per project over the cap."""
+    if not isinstance(found, list):
+        return []
+    lines = []
+    for p in found:
+        if p["cap"] is None or p["size"] <= p["cap"]:
+            continue
+        done = f"{p['would_delete']} would be deleted" if dry_run else f"{p['deleted']} deleted"
+        short = f", {p['short']} more may not go" if p["short"] else ""
+        lines.append(f"cap: {p['project']} holds {p['size']} (cap {p['cap']}): {done}{short}")
+    return lines or ["cap: no project is over the storage cap"]
 
 
 async def run_reindex(settings: Settings, args: argparse.Namespace) -> int:

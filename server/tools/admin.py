@@ -8,6 +8,7 @@ from pydantic import Field
 
 from server.app_context import AppContext
 from server.schemas.memories import PruneOut, RecalculateOut
+from server.schemas.pressure import CapOut
 from server.schemas.stats import StatsOut
 from server.settings import Settings
 from server.surface import MemstrataServer
@@ -19,7 +20,7 @@ __all__ = ["register"]
 
 
 def register(mcp: MemstrataServer, settings: Settings) -> None:
-    """Register get_memory_stats, recalculate_memory_tiers and prune_expired_contexts."""
+    """Register the stats, tier recalculation, prune and storage-cap tools."""
 
     @tool(
         mcp,
@@ -103,3 +104,33 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
             deleted=0 if dry_run else len(outcome.ids),
             ids=outcome.ids,
         )
+
+    @tool(
+        mcp,
+        toolset=Toolset.MAINTENANCE,
+        title="Enforce the storage cap",
+        annotations=ToolAnnotations(
+            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
+        ),
+    )
+    async def enforce_memory_cap(
+        ctx: Context[AppContext],
+        dry_run: Annotated[
+            bool, Field(description="List what would be deleted without deleting (default).")
+        ] = True,
+        project: Project = None,
+    ) -> CapOut:
+        """Bring a project over its storage cap (MEMSTRATA_PRESSURE__MAX_MEMORIES) back under it.
+
+        The least used EXPIRED memories go first (then ARCHIVED ones, only if the operator
+        allowed it); never pinned, ACTIVE or RECENT ones, nor one that replaced another.
+        Previews by default; ask the user before dry_run=false. Writes over the cap and the
+        daily maintenance enforce it anyway.
+        """
+        app = container(ctx)
+        outcome = await app.maintenance.enforce_cap(
+            app.project(project),
+            dry_run=dry_run,
+            progress=progress_reporter(ctx, "deleted {done} of {total} memories over the cap"),
+        )
+        return CapOut.of(outcome)
