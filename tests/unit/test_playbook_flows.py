@@ -19,6 +19,7 @@ from memory_core.domain.playbook_flows import (
 )
 from memory_core.domain.tokens import count_tokens
 from memory_core.domain.transcript import read_transcript
+from tests.hook_transcript import first_part, noisy_part, second_part
 from tests.playbook_transcripts import Session
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "claude_code_transcript.jsonl"
@@ -304,3 +305,36 @@ def test_a_recipe_is_fenced_data_on_one_line_a_field_within_its_budget() -> None
     long = recipe_text("shop", _playbook(200), tokens=200)
     assert count_tokens(long) <= 200
     assert "more steps)" in long
+
+
+def test_the_next_of_a_series_of_similar_requests_is_no_repeat() -> None:
+    session = Session()
+    for n in (3, 4):
+        session.prompt(f"Fix the flaky payment test number {n} in the refunds module")
+        session.edit(f"/home/dev/shop/tests/test_{n}.py").bash(f"pytest tests/test_{n}.py")
+        session.say(f"Test {n} is stable now.")
+
+    assert verdicts(session) == ["promoted", "no_follow_up"]
+
+
+def test_the_hook_tests_transcript_promotes_only_the_thanked_settings_move() -> None:
+    """A failing run cut by a compaction, reads only, a move thanked after a Stop hook."""
+    entries = read_transcript(first_part() + second_part() + noisy_part()).entries
+
+    found = judge_flows(entries)
+
+    assert [v.verdict for v in found] == [
+        "unfinished",  # its last call (a failing pytest) has no answer before the compaction
+        "trivial",  # answered without a tool
+        "trivial",  # git log and git show only read
+        "promoted",
+        "trivial",  # the last prompt, answered without a tool
+    ]
+    promoted = [v.playbook for v in found if v.playbook is not None]
+    assert [(p.request, p.approval) for p in promoted] == [
+        ("Move the retry settings into config/payments.toml please.", "explicit")
+    ]
+    assert promoted[0].steps == [
+        {"tool": "Bash", "command": "mkdir -p config"},
+        {"tool": "Bash", "command": "touch config/payments.toml"},
+    ]
