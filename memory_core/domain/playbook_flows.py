@@ -436,7 +436,7 @@ def recipe_text(project: str, playbook: Playbook, *, tokens: int) -> str:
     and the rest are counted ("+N more steps").
     """
     intro = fence_intro(
-        project, f"Playbook #{playbook.id}: steps that worked before for a request like this one"
+        project, f"Playbook #{playbook.id} (steps that worked before for a request like this one)"
     )
     head = [
         f"Asked then: {flat(playbook.user_query, _REQUEST_CHARS // 2)}",
