@@ -18,13 +18,13 @@ from typing import TYPE_CHECKING
 
 from memory_core.domain.anonymise import pattern_sentences
 from memory_core.domain.knowledge_inputs import check_name
-from memory_core.domain.pattern_pool import PoolRule, pool_patterns
+from memory_core.domain.pattern_pool import PooledPattern, PoolRule, pool_patterns
 from memory_core.domain.redaction import RedactionPolicy
 from memory_core.domain.similarity import keyword_overlap
 from memory_core.errors import InvalidInputError
 from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports import Clock
-from memory_core.ports.knowledge import SharedPatternStore, SharingStatus
+from memory_core.ports.knowledge import PendingDocument, SharedPatternStore, SharingStatus
 from memory_core.services.embedding_access import EmbeddingAccess
 
 if TYPE_CHECKING:
@@ -132,9 +132,9 @@ class SharedPatternService:
     async def refresh(self) -> RefreshReport:
         """Read new documents of opted-in tenants into the pool, then publish patterns anew.
 
-        Bounded: at most `shared_embed_per_run` sentences are embedded (plus the rest of the
-        document that crossed the budget, at most `shared_max_passages`), and the pool holds
-        at most `shared_max_passages` sentences per tenant.
+        Bounded: no document is started once `shared_embed_per_run` sentences are embedded
+        (so a run embeds at most that plus one document's `shared_max_passages`), and the
+        pool holds at most `shared_max_passages` sentences per tenant.
         """
         import numpy as np
 
@@ -148,28 +148,15 @@ class SharedPatternService:
         read = embedded = 0
         left = False
         now = self.clock.now()
-        while True:
+        while not left:
             page = await self.store.pending_documents(model_id, limit=_DOCUMENT_PAGE)
             if not page:
                 break
-            if embedded >= self.policy.shared_embed_per_run:
-                left = True
-                break
             for document in page:
-                room = self.policy.shared_max_passages - await self.store.passage_count(
-                    document.tenant
-                )
-                texts = (
-                    pattern_sentences(
-                        document.body,
-                        tenant=document.tenant,
-                        min_words=self.policy.shared_min_words,
-                        redaction=self.redaction,
-                        limit=room,
-                    )
-                    if room > 0
-                    else []
-                )
+                if embedded >= self.policy.shared_embed_per_run:
+                    left = True
+                    break
+                texts = await self._sentences(document)
                 vectors: Vector | None = None
                 if texts:
                     step = self.policy.embed_batch
@@ -183,19 +170,30 @@ class SharedPatternService:
                     read += 1
                     embedded += len(texts)
         pool = await self.store.passages(model_id)
-        published = 0
+        patterns: list[PooledPattern] = []
         if pool:
             matrix = np.stack([np.asarray(v, dtype=np.float32) for _, v in pool])
             patterns = pool_patterns([p for p, _ in pool], matrix, self.rule)
-            published = await self.store.replace_patterns(patterns, self.clock.now())
-        else:
-            await self.store.replace_patterns([], self.clock.now())
+        published = await self.store.replace_patterns(patterns, self.clock.now())
         return RefreshReport(
             documents_read=read,
             sentences_embedded=embedded,
             documents_left=left,
             pool=len(pool),
             published=published,
+        )
+
+    async def _sentences(self, document: PendingDocument) -> list[str]:
+        """The document's anonymised sentences, within what its tenant may still add."""
+        room = self.policy.shared_max_passages - await self.store.passage_count(document.tenant)
+        if room <= 0:
+            return []
+        return pattern_sentences(
+            document.body,
+            tenant=document.tenant,
+            min_words=self.policy.shared_min_words,
+            redaction=self.redaction,
+            limit=room,
         )
 
     async def find(
