@@ -30,7 +30,7 @@ def service(
         store=storage.documents(),
         embedding=EmbeddingAccess(source=lazy, write_wait=5.0, read_wait=5.0),
         clock=clock,
-        policy=KnowledgePolicy(**policy),  # type: ignore[arg-type]
+        policy=KnowledgePolicy.model_validate(policy),
         redaction=RedactionPolicy(),
     )
 
@@ -64,9 +64,8 @@ async def test_only_opted_in_tenants_count_and_a_non_opted_tenant_never_leaks(
     assert (await b.shared.refresh()).published == 1
     for asker in ("a", "b", "d", "e"):
         for query in ("what do healthcare clients want", PRIVATE, "mining drone quarry"):
-            found = await b.search(asker, query, include_shared=True) if asker != "e" else None
-            if found is not None:
-                assert "drone" not in texts_of(found) and "quarry" not in texts_of(found)
+            said = texts_of(await b.search(asker, query, include_shared=True))
+            assert "drone" not in said and "quarry" not in said
     shared = (await b.search("e", WANT, include_shared=True)).shared
     assert [h.text for h in shared] == [WANT]
     assert await storage.fetchval("SELECT count(*) FROM shared_passages WHERE tenant = ?", "c") == 0
