@@ -27,6 +27,7 @@ from server.cli.claude_settings import (
     has_server,
     our_hook_commands,
 )
+from server.cli.leftovers import find_partials
 from server.cli.output import Exit, out_json, stdout_console
 from server.cli.settings_file import SettingsFileError, read_settings_file
 from server.settings import Settings
@@ -454,6 +455,30 @@ def claude_code_checks(home: Path, cwd: Path) -> list[Check]:
     ]
 
 
+_LEFTOVERS_SHOWN = 5
+
+
+def _leftover_checks(db: Path, cwd: Path) -> list[Check]:
+    """Files killed exports and backups left (memory_core.leftovers), where doctor can see."""
+    places = list(dict.fromkeys(p.resolve() for p in (db.parent, cwd)))
+    found = [path for place in places for path in find_partials(place)]
+    if not found:
+        where = " and ".join(str(p) for p in places)
+        return [Check("leftover partial files", "ok", f"none in {where}")]
+    shown = ", ".join(str(p) for p in found[:_LEFTOVERS_SHOWN])
+    more = len(found) - _LEFTOVERS_SHOWN
+    detail = f"{len(found)} left by killed exports or backups: {shown}"
+    return [
+        Check(
+            "leftover partial files",
+            "warn",
+            detail + (f" and {more} more" if more > 0 else ""),
+            "remove them (`rm` each; nothing reads them), or run the same export or backup "
+            "again: it removes its target's leftovers first",
+        )
+    ]
+
+
 def run_checks(settings: Settings) -> list[Check]:
     """Every check, in the order a person would fix them."""
     steps: list[Callable[[], list[Check]]] = [
@@ -461,6 +486,7 @@ def run_checks(settings: Settings) -> list[Check]:
         lambda: _embedding_checks(settings),
         lambda: _path_checks(settings.db),
         lambda: _database_checks(settings),
+        lambda: _leftover_checks(settings.db, Path.cwd()),
         lambda: claude_code_checks(Path.home(), Path.cwd()),
     ]
     return [check for step in steps for check in step()]

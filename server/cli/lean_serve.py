@@ -24,7 +24,9 @@ and the SDK server takes over the same conversation once it is built.
    own, so the SDK passes through the same states: protocol era, initialize handshake,
    subscriptions), then every later line; from the second a relay thread copies the SDK's
    messages to the real stdout, leaving out its answers to the replayed requests (given
-   already), each checked against what was given.
+   already), each checked against what was given. A line the SDK's transport cannot read
+   (not JSON, two messages, a lone surrogate, too deep) is answered with a JSON-RPC error
+   instead of reaching it, as it would drop it unanswered (server.stdio_errors).
 4. While the conversation is in its opening, the relay records the answers the cache lacked,
    for the next start.
 Stdlib only, like everything that runs before the hand-over.
@@ -279,7 +281,7 @@ class LeanStdio:
         elif handed:
             self._replayed.wait()
             with contextlib.suppress(OSError):
-                _write_all(self._feed_fd, line)
+                self._feed(line)
 
     def _early(
         self, message: dict[str, Any] | None, key: str | None, answer: dict[str, Any]
@@ -387,11 +389,25 @@ class LeanStdio:
                     self._answered_before_eof()
                     os.close(self._feed_fd)
                     break
-                _write_all(self._feed_fd, line)
+                self._feed(line)
         except OSError:
             pass
         finally:
             self._replayed.set()
+
+    def _feed(self, line: bytes) -> None:
+        """Pass a line to the SDK, or answer the error for what in it the SDK cannot read.
+
+        The SDK's transport drops such a line without an answer (server.stdio_errors); it is
+        loaded by now (the hand-over follows the SDK server's build).
+        """
+        from server.stdio_errors import sort_line
+
+        feed, errors = sort_line(line)
+        for answer in errors:
+            self._emit(answer)
+        if feed:
+            _write_all(self._feed_fd, feed)
 
     def _relay(self, fd: int) -> None:
         with os.fdopen(fd, "rb") as stream:

@@ -21,6 +21,7 @@ from memory_core.ports.transfer import MemoryTransfer
 from memory_core.services import transfer
 from memory_core.storage.sqlite import SqliteSession, apply_migrations, open_database
 from memory_core.storage.sqlite.transfer import SqliteMemoryTransfer
+from server.cli.leftovers import remove_stale
 from server.cli.output import Exit, err, out_json, progress_bar
 from server.settings import Settings
 
@@ -67,6 +68,8 @@ def run_export(settings: Settings, args: argparse.Namespace) -> int:
     else:
         # Written beside the target and renamed at the end (memory_core.files): a failed
         # export never costs the file it was to replace, nor writes through a planted link.
+        # A killed export's partial goes first (server.cli.leftovers).
+        remove_stale(target)
         with partial_beside(target) as (fd, partial):
             with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as stream:
                 asyncio.run(_export(settings, args, stream, counts))
@@ -173,6 +176,8 @@ def run_backup(settings: Settings, args: argparse.Namespace) -> int:
         err(f"memstrata: {target} exists; pass --force to replace it")
         return Exit.EXISTS
     target.parent.mkdir(parents=True, exist_ok=True)
+    # A killed backup's copy and its -wal/-shm (left by the integrity check) go first.
+    remove_stale(target)
     return asyncio.run(_backup(settings, args, target))
 
 

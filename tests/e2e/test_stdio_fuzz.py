@@ -51,6 +51,29 @@ def _deep(depth: int) -> str:
     return '{"d":' * depth + "1" + "}" * depth
 
 
+def _check_answers(
+    answers: dict[Any, dict[str, Any]],
+    calls: list[tuple[str, dict[str, Any]]],
+    undecodable: set[int],
+    deep_id: int,
+    last_id: int,
+) -> None:
+    # A message the SDK's JSON parser cannot decode (a lone surrogate: a valid JSON escape,
+    # invalid Unicode; nesting past its limit) is answered with a parse error (issue 34.6),
+    # under its id when the line names one that can still be read; the rest as ever.
+    expected = {1, 2, *range(FIRST_ID, deep_id), last_id}
+    missing = sorted(expected - set(answers))
+    assert not missing, [
+        (m, calls[m - FIRST_ID] if FIRST_ID <= m < deep_id else m) for m in missing[:3]
+    ]
+    for rid in sorted(set(range(FIRST_ID, deep_id)) - undecodable):
+        _check_answer(answers[rid], calls[rid - FIRST_ID])
+    for rid in undecodable:
+        assert answers[rid]["error"]["code"] == -32700, answers[rid]
+    # The deep line's id cannot be read either: its parse error names none.
+    assert answers[None]["error"]["code"] == -32700
+
+
 def test_hostile_calls_over_stdio_get_json_rpc_answers_only(db_path: Path, tmp_path: Path):
     calls = _calls()
     lines = [
@@ -114,7 +137,7 @@ def test_hostile_calls_over_stdio_get_json_rpc_answers_only(db_path: Path, tmp_p
         daemon=True,
     )
     writer.start()
-    answers: dict[int, dict[str, Any]] = {}
+    answers: dict[Any, dict[str, Any]] = {}
     out: queue.Queue[bytes] = queue.Queue()
     stdout = proc.stdout
 
@@ -145,18 +168,153 @@ def test_hostile_calls_over_stdio_get_json_rpc_answers_only(db_path: Path, tmp_p
             proc.wait(timeout=5)
         proc.stdout.close()
 
-    # The SDK drops a message its JSON parser cannot decode (nesting past its limit) without
-    # an answer; what matters is that it keeps serving the messages after it.
-    # Likewise a lone surrogate (valid JSON escape, invalid Unicode): found by this test, the
-    # SDK's stdio transport answers neither with a result nor a parse error (docs/reliability.md).
-    expected = {1, 2, *range(FIRST_ID, deep_id), last_id} - undecodable
-    missing = sorted(expected - set(answers))
-    assert not missing, [
-        (m, calls[m - FIRST_ID] if FIRST_ID <= m < deep_id else m) for m in missing[:3]
-    ]
-    for rid in sorted(set(range(FIRST_ID, deep_id)) - undecodable):
-        _check_answer(answers[rid], calls[rid - FIRST_ID])
-    deep = answers.get(deep_id)
-    assert deep is None or "error" in deep or deep["result"]["isError"]
+    _check_answers(answers, calls, undecodable, deep_id, last_id)
     assert len(undecodable) < len(calls) // 2
     assert answers[last_id]["result"]["structuredContent"]["value"] == "kept"
+
+
+# Issue 34.6: each line the SDK's transport cannot read gets a JSON-RPC error (server.stdio_errors).
+PING_ID = 900
+MALFORMED: list[tuple[str, bytes, int]] = [
+    ("not JSON", b"this is not json", -32700),
+    ("a UTF-8 BOM", b'\xef\xbb\xbf{"jsonrpc":"2.0","id":"bom","method":"ping"}', -32700),
+    (
+        "two messages on one line",
+        b'{"jsonrpc":"2.0","id":"a","method":"ping"} {"jsonrpc":"2.0","id":"b","method":"ping"}',
+        -32700,
+    ),
+    (
+        "a lone surrogate",
+        b'{"jsonrpc":"2.0","id":"sur","method":"ping","params":{"_meta":{"x":"\\ud800"}}}',
+        -32700,
+    ),
+    ("5,000-deep nesting", b"[" * 5000 + b"]" * 5000, -32700),
+    ("deep nesting in params", _deep(5000).encode(), -32700),
+    ("JSON that is no message", b'{"hello": "world"}', -32600),
+]
+
+
+class Wire:
+    """`memstrata serve` over raw pipes: write lines, read JSON-RPC lines back."""
+
+    def __init__(self, argv: list[str], env: dict[str, str], errlog: Path) -> None:
+        with errlog.open("wb") as err:
+            self.proc = subprocess.Popen(
+                argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, env=env
+            )
+        self.lines: queue.Queue[bytes] = queue.Queue()
+        stdout = self.proc.stdout
+        assert stdout is not None
+        threading.Thread(target=self._pump, args=(stdout,), daemon=True).start()
+
+    def _pump(self, stdout: Any) -> None:
+        for line in stdout:
+            self.lines.put(line)
+
+    def send(self, raw: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(raw + b"\n")
+        self.proc.stdin.flush()
+
+    def until(self, request_id: Any) -> list[dict[str, Any]]:
+        """Every message up to and including the answer to `request_id`."""
+        seen: list[dict[str, Any]] = []
+        while True:
+            line = self.lines.get(timeout=60)
+            message = json.loads(line)
+            assert message.get("jsonrpc") == "2.0", line[:200]
+            seen.append(message)
+            if message.get("id") == request_id and ("result" in message or "error" in message):
+                return seen
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None and self.proc.stdout is not None
+        self.proc.stdin.close()
+        try:
+            self.proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(timeout=5)
+        self.proc.stdout.close()
+
+
+def _ping(request_id: int) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "ping"}).encode()
+
+
+def _errors(seen: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [m for m in seen if "error" in m]
+
+
+def _check_malformed_lines_are_answered(wire: Wire) -> None:
+    wire.send(json.dumps(initialize_message("stdio-malformed")).encode())
+    wire.until(1)
+    wire.send(json.dumps({"jsonrpc": "2.0", "method": "notifications/initialized"}).encode())
+    for n, (what, raw, code) in enumerate(MALFORMED):
+        wire.send(raw)
+        wire.send(_ping(PING_ID + n))
+        errors = _errors(wire.until(PING_ID + n))
+        assert [e["error"]["code"] for e in errors] == [code], (what, errors)
+        # The id is null, unless the line names one that can still be read (so that client
+        # stops waiting): only the lone surrogate's here.
+        assert errors[0]["id"] == ("sur" if what == "a lone surrogate" else None), what
+        assert errors[0]["error"]["message"], what
+    assert wire.proc.poll() is None, "the server must still be running"
+
+
+def test_each_malformed_line_gets_a_parse_error_and_the_server_keeps_serving(
+    db_path: Path, tmp_path: Path
+) -> None:
+    env = {**server_env(db_path), "MEMSTRATA_EMBEDDING_MODEL": "none"}
+    wire = Wire([str(memstrata_exe()), "serve"], env, tmp_path / "stderr.log")
+    try:
+        _check_malformed_lines_are_answered(wire)
+        # A tool call after them is served as ever.
+        call = {"name": "learn", "arguments": {"key": "k", "value": "kept", "project": "p"}}
+        wire.send(
+            json.dumps({"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": call}).encode()
+        )
+        assert wire.until(7)[-1]["result"]["isError"] is False
+    finally:
+        wire.close()
+
+
+def test_a_malformed_first_line_is_answered_before_the_opening(
+    db_path: Path, tmp_path: Path
+) -> None:
+    # Before the SDK is built the early wire (server.cli.lean_serve) holds the line for it.
+    env = {**server_env(db_path), "MEMSTRATA_EMBEDDING_MODEL": "none"}
+    wire = Wire([str(memstrata_exe()), "serve"], env, tmp_path / "stderr.log")
+    try:
+        wire.send(b"\xef\xbb\xbf{}")
+        wire.send(json.dumps(initialize_message("stdio-malformed")).encode())
+        seen = wire.until(1)
+        assert [e["error"]["code"] for e in _errors(seen)] == [-32700]
+        assert "result" in seen[-1]
+    finally:
+        wire.close()
+
+
+def test_the_sdk_path_without_the_early_wire_answers_them_too(
+    db_path: Path, tmp_path: Path
+) -> None:
+    # server.app.serve_stdio without an early wire (a platform or start it does not cover).
+    program = (
+        "from server.app import build_server\n"
+        "from server.settings import Settings\n"
+        "from server.stdio_errors import run_stdio\n"
+        "run_stdio(build_server(Settings()))\n"
+    )
+    python = str(memstrata_exe().parent / "python")
+    env = {**server_env(db_path), "MEMSTRATA_EMBEDDING_MODEL": "none"}
+    wire = Wire([python, "-c", program], env, tmp_path / "stderr.log")
+    try:
+        wire.send(json.dumps(initialize_message("stdio-malformed")).encode())
+        wire.until(1)
+        for n, (what, raw, code) in enumerate(MALFORMED):
+            wire.send(raw)
+            wire.send(_ping(PING_ID + n))
+            errors = _errors(wire.until(PING_ID + n))
+            assert [e["error"]["code"] for e in errors] == [code], (what, errors)
+    finally:
+        wire.close()
