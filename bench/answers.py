@@ -1,26 +1,41 @@
 """What typical tool answers cost a model, before and after the compact text rendering.
 
-    python -m bench.answers            # a Markdown table for docs/benchmarks.md
+    python -m bench.answers                    # a Markdown table for docs/benchmarks.md
+    python -m bench.answers --token-gap        # the budget counter against the tokenizer
+    python -m bench.answers --token-gap --data DIR
 
 "Before" is the indented JSON MCPServer wrote as the text content of a result model (the
 structured object, `indent=2`), which is what clients showed the model until toolsets and
 compact answers landed; "after" is the text content the server sends now. Both are measured
 in the same run on the same answers, in characters and in WordPiece tokens (the product's
-counter). Keyword mode, so no model is loaded.
+counter). Keyword mode, so no model is loaded. Reading it: after/before is the share of the
+model's context an answer still takes; the structured object is sent unchanged beside the text.
+
+`--token-gap` measures instead how far the budget counter (characters / 4, the one every
+`token_budget` uses) is from the all-MiniLM-L6-v2 WordPiece tokenizer, on every LoCoMo turn of
+a split (read in place): the ratio estimate / tokenizer in total, per turn (median, 5th and
+95th percentile, how often the estimate is lower), on 20-turn texts (the size budgets cut),
+and the time per turn of each. A ratio above 1 means a budget cut by the estimate holds fewer
+real tokens than it says.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import logging
+import statistics
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
 import structlog
 from mcp import Client
 
+from bench.locomo import DEFAULT_DATA
+from memory_core.domain.tokens import count_tokens
 from memory_core.embeddings.wordpiece import WordPieceTokenCounter
 from server.app import build_server
 from server.settings import ScheduleSettings, Settings
@@ -81,8 +96,52 @@ async def measure() -> list[tuple[str, int, int, int, int]]:
     return rows
 
 
-def main() -> None:
-    """Print the table."""
+def token_gap(data: Path) -> None:
+    """Print how far the budget counter is from the WordPiece tokenizer on a LoCoMo split."""
+    with (data / "memories.jsonl").open(encoding="utf-8") as f:
+        texts = [json.loads(line)["text"] for line in f if line.strip()]
+    wordpiece = WordPieceTokenCounter()
+    est = [count_tokens(t) for t in texts]
+    real = [wordpiece.count(t) for t in texts]
+    ratios = [e / r for e, r in zip(est, real, strict=True) if r]
+    q = statistics.quantiles(ratios, n=20)
+    lower = sum(e < r for e, r in zip(est, real, strict=True))
+    print(
+        f"turns {len(texts)}: estimate {sum(est)}, tokenizer {sum(real)}, "
+        f"ratio {sum(est) / sum(real):.3f}"
+    )
+    print(
+        f"per turn: median {statistics.median(ratios):.3f}, p5 {q[0]:.3f}, p95 {q[-1]:.3f}, "
+        f"estimate lower on {lower / len(texts):.1%}"
+    )
+    windows = [" ".join(texts[i : i + 20]) for i in range(0, len(texts) - 19, 20)]
+    w = [count_tokens(x) / wordpiece.count(x) for x in windows]
+    print(
+        f"20-turn texts ({len(w)}): median {statistics.median(w):.3f}, "
+        f"min {min(w):.3f}, max {max(w):.3f}"
+    )
+    for name, fn in (("estimate", count_tokens), ("tokenizer", wordpiece.count)):
+        start = time.perf_counter()
+        for t in texts:
+            fn(t)
+        print(f"{name}: {(time.perf_counter() - start) / len(texts) * 1e6:.1f} us a turn")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Print the answers table, or the token gap with `--token-gap`."""
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument(
+        "--token-gap", action="store_true", help="measure the budget counter, not the answers"
+    )
+    parser.add_argument(
+        "--data", type=Path, default=DEFAULT_DATA, help="LoCoMo split for --token-gap"
+    )
+    args = parser.parse_args(argv)
+    if args.token_gap:
+        token_gap(args.data)
+        return
     logging.disable(logging.INFO)
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
     rows = asyncio.run(measure())
