@@ -9,11 +9,16 @@ recent window, so a summary is requested of the client), then 5 more messages wh
 client does not answer. Sizes are of the whole tool result as JSON (text content and
 structuredContent), as a client receives it. Then the client pages through the request's
 entries (if the server offers it), submits a summary, and reads the context back.
-A benchmark, not a test: the figures go to docs/benchmarks.md.
+Reading it: `entry_answers` are the bytes each `add_session_entry` answer carries (the one
+that requests a summary, at `request_at_entry`, is the largest); `request_json_bytes` is the
+request itself, `context_answer` the context read back after the summary; a
+client pays these in its model's context. A benchmark, not a test: the figures go to
+docs/benchmarks.md.
 """
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
 import random
@@ -55,7 +60,12 @@ async def measure(db: Path) -> dict[str, Any]:
     """Run the scenario and return the sizes in bytes."""
     # Keyword only: tokens are counted as characters / 4, so 20 KB is ~5,000 tokens (with the
     # default model's tokenizer this vocabulary counts ~3,150, and 15 entries stay under 50,000).
-    settings = Settings(db=db, schedule=ScheduleSettings(enabled=False), embedding_model="none")
+    settings = Settings(
+        db=db,
+        schedule=ScheduleSettings(enabled=False),
+        embedding_model="none",
+        toolsets="core,conversations",
+    )
     out: dict[str, Any] = {"entry_answers": []}
     async with Client(build_server(settings)) as client:
         await client.call_tool("start_session", {"session_id": "s"})
@@ -93,8 +103,11 @@ async def measure(db: Path) -> dict[str, Any]:
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> None:
     """Print the figures as JSON."""
+    argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    ).parse_args(argv)
     configure_logging("WARNING", "json")
     with tempfile.TemporaryDirectory() as tmp:
         figures = asyncio.run(measure(Path(tmp) / "memory.db"))

@@ -4,6 +4,9 @@
 
 Every call must return a result or a tool error with a message (no internal error, no SQL or
 traceback), and a project the fuzzer never names must be unchanged throughout.
+
+Reading it: `failures` must be 0 (it exits 1 otherwise); `tool_errors` are the expected refusals
+of hostile input.
 """
 
 from __future__ import annotations
@@ -46,8 +49,13 @@ def generate(cases: int, seed: int) -> list[tuple[str, dict[str, Any]]]:
 
 async def run(calls: list[tuple[str, dict[str, Any]]], db: Path) -> dict[str, Any]:
     """Send every call; count results, tool errors and failures of the invariants."""
+    # Every toolset listed: a tool of a toolset that is not enabled answers only "not enabled".
     config = Settings(
-        db=db, project="fuzz", schedule=ScheduleSettings(enabled=False), embedding_model="none"
+        db=db,
+        project="fuzz",
+        schedule=ScheduleSettings(enabled=False),
+        embedding_model="none",
+        toolsets="all",
     )
     failures: list[str] = []
     ok = errors = 0
@@ -85,7 +93,9 @@ async def run(calls: list[tuple[str, dict[str, Any]]], db: Path) -> dict[str, An
 
 def main() -> None:
     """Command line entry point."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--cases", type=int, default=20_000)
     parser.add_argument("--seed", type=int, default=6)
     args = parser.parse_args()
