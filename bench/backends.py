@@ -8,6 +8,9 @@ only for the appends; vectors are random unit 384-d vectors written straight to 
 index, so the figure is the index's, not the embedding model's. Measures append throughput,
 keyword and vector search latency (p50/p95 of 100 queries), tier recalculation over the whole
 store after a month, and pruning of every row (all EXPIRED by then).
+
+Reading it: compare the two backends' lines of one machine and load; each figure is the
+storage path alone (no model), so a gap is the backend's, not the embedder's.
 """
 
 from __future__ import annotations
@@ -141,7 +144,9 @@ async def run(backend: str, size: int, url: str | None) -> dict[str, Any]:
 
 def main(argv: list[str] | None = None) -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--backend", choices=["sqlite", "postgres"], default="sqlite")
     parser.add_argument("--sizes", type=int, nargs="+", default=[10_000])
     parser.add_argument("--json", type=Path, help="write the figures here too")

@@ -127,7 +127,9 @@ def _summary(samples: list[float]) -> dict[str, float]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--exe", action="append", required=True, help="LABEL=venv bin dir")
     parser.add_argument("--runs", type=int, default=15)
     parser.add_argument("--size", type=int, default=10_000)

@@ -822,7 +822,8 @@ def parser() -> argparse.ArgumentParser:
     """The command line (`--help`)."""
     p = argparse.ArgumentParser(
         prog="python -m bench.hook_replay",
-        description=__doc__.split("\n\n")[0],
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog="Reads the data in place (CC BY-NC 4.0): never copy it into the repository.",
     )
     p.add_argument("--data", type=Path, default=DEFAULT_DATA, help="split directory (%(default)s)")

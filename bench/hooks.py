@@ -28,6 +28,9 @@ also reports the warm client's own import cost (`python -X importtime`).
 The store: 10k memories of the four layers (episodic sentences, semantic facts, procedural
 rules, working notes), embedded with the default model; the working directory is a small git
 repository with a few changed files, so the screen context runs `git status` as it would.
+
+Reading it: p50 / p95 ms per hook process against its target (session-start under 300 ms,
+user-prompt-submit under 700 ms), `python -c pass` as the floor of the same run.
 """
 
 from __future__ import annotations
@@ -431,7 +434,9 @@ def markdown(results: dict[str, Any]) -> str:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", type=int, default=10_000)
     parser.add_argument("--runs", type=int, default=20)
     parser.add_argument("--json", type=Path, help="also write the results here")

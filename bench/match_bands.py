@@ -7,6 +7,9 @@ other turns of the same conversation, and hits of the question asked of another 
 ("elsewhere", never evidence) in each band, over the top-10 hits; then the same share as the
 cosine and word-share thresholds move one at a time, so a threshold can be set where its
 neighbours agree.
+
+Reading it: evidence should fall in strong or partial and hits of another conversation in
+weak; a threshold is right where moving it one step changes these shares little.
 """
 
 from __future__ import annotations
@@ -48,7 +51,9 @@ def table(rows: list[dict[str, Any]], t: MatchThresholds) -> str:
 
 def main(argv: list[str] | None = None) -> None:
     policy = RankingPolicy()
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("signals", type=Path)
     parser.add_argument("--strong-cosine", type=float, default=policy.match_strong_cosine)
     parser.add_argument("--partial-cosine", type=float, default=policy.match_partial_cosine)

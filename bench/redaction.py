@@ -12,6 +12,9 @@ business document (the largest one `ingest_document` accepts) of ordinary prose.
 docstrings of this interpreter's standard library (thousands of them say "password", "token",
 "key" and "secret": getpass, tokenize, smtplib, hmac, secrets) and the paragraphs of this
 repository's README and docs/.
+
+Reading it: medians in ms per input; every write pays the gate, so the 2,000-character line
+is the per-write cost. `--false-positives` should print almost nothing.
 """
 
 from __future__ import annotations
@@ -106,7 +109,9 @@ def _false_positives() -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--false-positives", action="store_true")
     args = parser.parse_args()

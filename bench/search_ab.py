@@ -114,7 +114,9 @@ def _p95(samples: list[float]) -> float:
 
 def main(argv: list[str] | None = None) -> None:
     structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--workdir", type=Path, required=True)
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--exe", action="append", help="LABEL=venv bin dir")

@@ -6,6 +6,9 @@ Builds one store of `size` memories (keyword only, so no model) whose rows are a
 60 days later, then in interleaved rounds copies it and, on each copy, with secure_delete off
 and on: prunes 10,000 rows through maintenance.prune_expired, and forgets 200 rows one by one
 through the repository. Prints medians per mode and the ratio.
+
+Reading it: ON / OFF is what zeroing freed pages costs; it stays on (a forgotten memory must
+not stay readable in the file's free pages).
 """
 
 from __future__ import annotations
@@ -112,7 +115,9 @@ async def main_async(size: int, rounds: int) -> None:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--rounds", type=int, default=3)
     args = parser.parse_args()

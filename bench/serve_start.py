@@ -191,7 +191,9 @@ def bench_claude(runs: int, work: Path) -> dict[str, dict[str, float]]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=(__doc__ or "").split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--bin", type=Path, default=Path(sys.executable).parent)
     parser.add_argument("--runs", type=int, default=10)
     parser.add_argument("--claude", type=int, default=0, metavar="N", help="CLI runs per way")

@@ -1,10 +1,13 @@
 """Cold start, recall round trip and peak RSS of a real `memstrata serve` over stdio.
 
-    .venv/bin/python bench/server_rss.py [--db PATH]
+    python -m bench.server_rss [--db PATH]
 
 A fresh store gets 100 memories through `append_many`, then 30 hybrid searches (the model
 loads at the first of them) and 200 `recall` round trips; the server's own peak RSS (VmHWM of
-its process) is read at the end. A benchmark, not a test: the figures go to docs/benchmarks.md.
+its process) is read at the end.
+
+Reading it: peak RSS in MB with the model loaded (target under 350), cold start to the
+`tools/list` answer, and the `recall` round trip's p50 in ms (target under 3).
 """
 
 from __future__ import annotations
@@ -75,7 +78,9 @@ async def measure(db: Path) -> dict[str, float]:
 
 def main() -> None:
     """Print the figures."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--db", type=Path, help="store to use (default: a fresh temporary one)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as tmp:

@@ -5,6 +5,9 @@
 Each process is a real stdio server driven by the SDK client. Afterwards every acknowledged
 append must be in the database exactly once, no client may have seen "database is locked",
 and `PRAGMA integrity_check` must say ok. Prints appends/s, errors and lost.
+
+Reading it: `lost`, `duplicated` and `locked_errors` must be 0 and `integrity` ok;
+`appends_per_s` is the throughput of the processes together.
 """
 
 from __future__ import annotations
@@ -218,7 +221,9 @@ async def run_stress(
 
 def main() -> None:
     """Command line entry point."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--processes", type=int, default=4)
     parser.add_argument("--appends", type=int, default=2000, help="appends per process")
     parser.add_argument("--search-every", type=int, default=10, help="a search every N appends")

