@@ -2,7 +2,9 @@
 
 The same services as the MCP tools `preferences_list/delete`, `list_documents`,
 `delete_documents` and `scratchpad_delete`, for a person at a terminal (a user's data removed
-on request, a wrong promoted rule corrected) without an MCP client.
+on request, a wrong promoted rule corrected) without an MCP client. `documents` also opts a
+tenant in to or out of shared patterns (`share`, `unshare`, `sharing`, as the tool
+`share_business_patterns`) and runs the pattern job (`refresh-patterns`).
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ _EXAMPLES = {
     "  memstrata preferences delete --user ann --all --yes",
     "documents": "  memstrata documents list --tenant acme --json\n"
     "  memstrata documents delete --tenant acme --source handbook.md\n"
-    "  memstrata documents delete --tenant acme --all --yes",
+    "  memstrata documents delete --tenant acme --all --yes\n"
+    "  memstrata documents share --tenant acme      # contribute anonymised patterns\n"
+    "  memstrata documents unshare --tenant acme    # stop; its contributions go at once\n"
+    "  memstrata documents refresh-patterns         # the pattern job, now",
     "scratchpad": "  memstrata scratchpad list --session s1\n"
     "  memstrata scratchpad delete --session s1 --id 4 --id 5\n"
     "  memstrata scratchpad delete --user ann --yes",
@@ -46,8 +51,13 @@ def add_parser(subparsers: Any) -> None:
             epilog=f"examples:\n{_EXAMPLES[name]}",
             formatter_class=argparse.RawDescriptionHelpFormatter,
         )
-        parser.add_argument("action", choices=["list", "delete"])
-        parser.add_argument(owner, required=name != "scratchpad", help="whose")
+        actions = ["list", "delete"]
+        if name == "documents":
+            actions += ["share", "unshare", "sharing", "refresh-patterns"]
+        parser.add_argument("action", choices=actions)
+        # Only preferences always need their owner: scratchpad takes --session or --user,
+        # and the pattern job (documents refresh-patterns) is about every opted-in tenant.
+        parser.add_argument(owner, required=name == "preferences", help="whose")
         parser.add_argument("--json", action="store_true", help="print JSON for scripts")
         parser.add_argument("--yes", action="store_true", help="confirm a delete of everything")
         parser.add_argument("--all", action="store_true", help="delete everything of the owner")
@@ -90,7 +100,46 @@ async def _preferences(k: Any, args: argparse.Namespace) -> dict[str, Any] | Non
     return {"deleted_keys": done.keys, "deleted_playbook_ids": done.playbook_ids}
 
 
+async def _sharing(k: Any, args: argparse.Namespace) -> dict[str, Any] | None:
+    shared = k.business.shared
+    if args.action == "refresh-patterns":
+        done = await shared.refresh()
+        return {
+            "documents_read": done.documents_read,
+            "sentences_embedded": done.sentences_embedded,
+            "documents_left": done.documents_left,
+            "pool": done.pool,
+            "published": done.published,
+            "notes": done.notes,
+        }
+    if args.tenant is None:
+        return None
+    change = None
+    if args.action == "share":
+        change = await shared.opt_in(args.tenant)
+    elif args.action == "unshare":
+        change = await shared.opt_out(args.tenant)
+    status = await shared.status(args.tenant)
+    out: dict[str, Any] = {
+        "tenant": args.tenant,
+        "sharing": status.opted_in_at is not None,
+        "since": None if status.opted_in_at is None else status.opted_in_at.isoformat(),
+        "passages": status.passages,
+    }
+    if change is not None:
+        out |= {
+            "changed": change.changed,
+            "passages_removed": change.passages_removed,
+            "patterns_removed": change.patterns_removed,
+        }
+    return out
+
+
 async def _documents(k: Any, args: argparse.Namespace) -> dict[str, Any] | None:
+    if args.action in {"share", "unshare", "sharing", "refresh-patterns"}:
+        return await _sharing(k, args)
+    if args.tenant is None:
+        return None
     if args.action == "list":
         docs = await k.business.list_documents(args.tenant)
         return {
@@ -146,6 +195,7 @@ def _usage(command: str) -> int:
         f"memstrata {command} delete: name what to delete, or pass --all --yes to delete "
         "everything of the owner"
         + (" (scratchpad: --session, or --user with --yes)" if command == "scratchpad" else "")
+        + ("; list, share, unshare and sharing need --tenant" if command == "documents" else "")
     )
     return Exit.USAGE
 

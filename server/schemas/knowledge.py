@@ -8,8 +8,10 @@ from typing import Literal
 from pydantic import BaseModel, Field, JsonValue
 
 from memory_core.domain.knowledge import DocumentRecord, Playbook, Preference, Snippet
+from memory_core.ports.knowledge import SharingStatus
 from memory_core.services.business import BusinessHit, IngestResult
 from memory_core.services.scratchpad import Promotion
+from memory_core.services.shared_patterns import SharedHit, SharingChange
 
 __all__ = [
     "BusinessHitOut",
@@ -38,6 +40,8 @@ __all__ = [
     "ScratchpadReadOut",
     "ScratchpadWriteOut",
     "SeedOut",
+    "SharedPatternOut",
+    "SharingOut",
     "SnippetOut",
     "Target",
 ]
@@ -331,6 +335,21 @@ class BusinessHitOut(BaseModel):
         )
 
 
+class SharedPatternOut(BaseModel):
+    """An anonymised pattern several tenants hold; it names none of them."""
+
+    shared: Literal[True] = Field(
+        True, description="Always true: this is not the tenant's own document."
+    )
+    text: str = Field(description="Names, identifiers and secrets are replaced by [name], ...")
+    score: float = Field(description="Cosine to the query (or share of its words, no model).")
+
+    @classmethod
+    def of(cls, h: SharedHit) -> SharedPatternOut:
+        """From a SharedHit."""
+        return cls(text=h.text, score=h.score)
+
+
 class BusinessSearchOut(BaseModel):
     """The best chunks of a tenant's business context."""
 
@@ -340,6 +359,40 @@ class BusinessSearchOut(BaseModel):
     candidates: int
     hits: list[BusinessHitOut]
     notes: list[str]
+    shared: list[SharedPatternOut] = Field(
+        default_factory=list,
+        description="With include_shared: anonymised patterns held by at least k opted-in "
+        "tenants (never which ones), apart from the tenant's own hits.",
+    )
+
+
+class SharingOut(BaseModel):
+    """Whether a tenant contributes to shared patterns, and what a change did."""
+
+    tenant: str
+    sharing: bool = Field(description="Whether the tenant contributes now.")
+    changed: bool = Field(description="False: it already was in that state.")
+    since: datetime | None = Field(None, description="When the tenant opted in.")
+    passages: int = Field(0, description="Anonymised sentences of the tenant in the pool.")
+    passages_removed: int = 0
+    patterns_removed: int = 0
+    min_tenants: int = Field(description="k: tenants that must hold a pattern to share it.")
+    notes: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def of(cls, change: SharingChange, status: SharingStatus, k: int) -> SharingOut:
+        """From what opting in or out did and the status after it."""
+        return cls(
+            tenant=change.tenant,
+            sharing=change.sharing,
+            changed=change.changed,
+            since=status.opted_in_at,
+            passages=status.passages,
+            passages_removed=change.passages_removed,
+            patterns_removed=change.patterns_removed,
+            min_tenants=k,
+            notes=change.notes,
+        )
 
 
 class SeedOut(BaseModel):

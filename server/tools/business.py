@@ -17,6 +17,8 @@ from server.schemas.knowledge import (
     ExportOut,
     IngestOut,
     SeedOut,
+    SharedPatternOut,
+    SharingOut,
 )
 from server.settings import Settings
 from server.surface import MemstrataServer
@@ -31,6 +33,11 @@ _WRITE = ToolAnnotations(
     read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
 )
 _READ = ToolAnnotations(read_only_hint=True, open_world_hint=False)
+# Opting out deletes only what was derived from the tenant's documents for sharing (its
+# documents stay), and the same call again changes nothing.
+_SHARE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=True, open_world_hint=False
+)
 _DESTROY = ToolAnnotations(
     read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
 )
@@ -41,7 +48,7 @@ Tenant = Annotated[
 
 
 def register(mcp: MemstrataServer, settings: Settings) -> None:
-    """Register ingest, search, list and delete of documents, agent.md seed and export."""
+    """Register the document tools: ingest, search, list, delete, agent.md, sharing."""
     results = settings.knowledge.results
     # The limits a long text meets: the service's, and over HTTP the request body's (a larger
     # request is refused before any tool runs), so a model splits the text before sending it.
@@ -84,15 +91,30 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         limit: Annotated[
             int, Field(ge=1, le=100, description=f"Most chunks to return (default {results}).")
         ] = results,
+        include_shared: Annotated[
+            bool,
+            Field(
+                description="Also return anonymised industry patterns other tenants share "
+                "(under `shared`, labelled, never naming them)."
+            ),
+        ] = False,
     ) -> BusinessSearchOut:
         """Search a tenant's documents by meaning and words; each hit names its source.
 
         About 100 keyword and vector candidates are fused and then spread across documents
         (a few chunks per document at most while others match), so the answer covers more
         than one long document. Quote `source` when you use a hit.
+
+        Details:
+        With include_shared=true, up to 3 shared patterns that match the query come under
+        `shared`, each marked `"shared": true`: sentences at least k (default 3) opted-in
+        tenants hold, with names, identifiers and secrets replaced by [name], [email], [url],
+        [id] or [number]. They are industry tendencies, not this tenant's documents.
         """
         app = container(ctx)
-        found = await app.knowledge.business.search(tenant, query, limit=limit)
+        found = await app.knowledge.business.search(
+            tenant, query, limit=limit, include_shared=include_shared
+        )
         return BusinessSearchOut(
             tenant=tenant,
             mode=found.mode,
@@ -100,7 +122,37 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
             candidates=found.candidates,
             hits=[BusinessHitOut.of(h) for h in found.hits],
             notes=found.notes,
+            shared=[SharedPatternOut.of(h) for h in found.shared],
         )
+
+    @tool(mcp, toolset=Toolset.DOCUMENTS, title="Share anonymised patterns", annotations=_SHARE)
+    async def share_business_patterns(
+        tenant: Tenant,
+        share: Annotated[
+            bool,
+            Field(
+                description="true: contribute anonymised patterns; false: stop, and remove "
+                "everything this tenant contributed at once."
+            ),
+        ],
+        ctx: Context[AppContext],
+    ) -> SharingOut:
+        """Opt a tenant in to (or out of) sharing anonymised patterns with other tenants.
+
+        A sentence of its documents is shared only when at least k opted-in tenants hold it,
+        with names, identifiers and secrets taken out. Off by default for every tenant.
+
+        Details:
+        Opting in takes effect at the next pattern refresh (the daily maintenance job or
+        `memstrata patterns refresh`). Opting out removes the tenant's sentences and every
+        shared pattern it holds at once. Documents of a tenant that did not opt in are never
+        read for sharing, and never counted toward k.
+        """
+        app = container(ctx)
+        shared = app.knowledge.business.shared
+        change = await (shared.opt_in(tenant) if share else shared.opt_out(tenant))
+        status = await shared.status(tenant)
+        return SharingOut.of(change, status, settings.knowledge.shared_min_tenants)
 
     @tool(mcp, toolset=Toolset.DOCUMENTS, title="Seed a tenant from agent.md", annotations=_WRITE)
     async def seed_tenant_from_agent_md(
