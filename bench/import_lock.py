@@ -1,6 +1,6 @@
 """How long a large import holds SQLite's write lock, and what a live writer waits meanwhile.
 
-    python -m bench.import_lock --memories 100000 --entries 20000 --batches 250,1000,5000,0 \
+    python -m bench.import_lock --memories 100000 --entries 20000 --batches 250,1000,5000,0 \\
         --gaps 0,0.1
 
 Writes one export file (format 2) of `memories` memories and one conversation session of
