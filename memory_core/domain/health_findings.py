@@ -81,8 +81,8 @@ def _cap_findings(
             (
                 "over_cap",
                 f"{total} memories, over the cap of {cap}: the least used {which} ones are "
-                "deleted at the next write or daily maintenance; `enforce_memory_cap` "
-                "(dry_run=true) lists them.",
+                "deleted at the next write or daily maintenance; `prune_expired_contexts` "
+                "with over_cap=true (try dry_run=true first) does it now.",
             )
         ]
     return [

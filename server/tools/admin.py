@@ -6,9 +6,9 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from memory_core.domain.models import PruneOutcome
 from server.app_context import AppContext
 from server.schemas.memories import PruneOut, RecalculateOut
-from server.schemas.pressure import CapOut
 from server.schemas.stats import StatsOut
 from server.settings import Settings
 from server.surface import MemstrataServer
@@ -20,7 +20,7 @@ __all__ = ["register"]
 
 
 def register(mcp: MemstrataServer, settings: Settings) -> None:
-    """Register the stats, tier recalculation, prune and storage-cap tools."""
+    """Register get_memory_stats, recalculate_memory_tiers and prune_expired_contexts."""
 
     @tool(
         mcp,
@@ -83,6 +83,10 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
             bool, Field(description=("List what would be deleted without deleting."))
         ] = False,
         project: Project = None,
+        over_cap: Annotated[
+            bool,
+            Field(description="Only what brings the project back under its storage cap."),
+        ] = False,
     ) -> PruneOut:
         """Delete memories unused for longer than the EXPIRED threshold (30 days by default).
 
@@ -92,45 +96,25 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         """
         app = container(ctx)
         name = app.project(project)
-        outcome = await app.maintenance.prune_expired(
-            project=name,
-            limit=limit,
-            dry_run=dry_run,
-            progress=progress_reporter(ctx, "pruned {done} of {total} expired memories"),
-        )
+        if over_cap:
+            # The storage cap (issue 33.4): least used first, down to its low-water mark;
+            # ARCHIVED ones too only if the operator allowed it. `limit` does not apply.
+            capped = await app.maintenance.enforce_cap(
+                name,
+                dry_run=dry_run,
+                progress=progress_reporter(ctx, "deleted {done} of {total} over the cap"),
+            )
+            outcome = PruneOutcome(ids=capped.ids, dry_run=dry_run)
+        else:
+            outcome = await app.maintenance.prune_expired(
+                project=name,
+                limit=limit,
+                dry_run=dry_run,
+                progress=progress_reporter(ctx, "pruned {done} of {total} expired memories"),
+            )
         return PruneOut(
             project=name,
             dry_run=dry_run,
             deleted=0 if dry_run else len(outcome.ids),
             ids=outcome.ids,
         )
-
-    @tool(
-        mcp,
-        toolset=Toolset.MAINTENANCE,
-        title="Enforce the storage cap",
-        annotations=ToolAnnotations(
-            read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False
-        ),
-    )
-    async def enforce_memory_cap(
-        ctx: Context[AppContext],
-        dry_run: Annotated[
-            bool, Field(description="List what would be deleted without deleting (default).")
-        ] = True,
-        project: Project = None,
-    ) -> CapOut:
-        """Bring a project over its storage cap (MEMSTRATA_PRESSURE__MAX_MEMORIES) back under it.
-
-        The least used EXPIRED memories go first (then ARCHIVED ones, only if the operator
-        allowed it); never pinned, ACTIVE or RECENT ones, nor one that replaced another.
-        Previews by default; ask the user before dry_run=false. Writes over the cap and the
-        daily maintenance enforce it anyway.
-        """
-        app = container(ctx)
-        outcome = await app.maintenance.enforce_cap(
-            app.project(project),
-            dry_run=dry_run,
-            progress=progress_reporter(ctx, "deleted {done} of {total} memories over the cap"),
-        )
-        return CapOut.of(outcome)
