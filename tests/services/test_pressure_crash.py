@@ -16,12 +16,11 @@ import aiosqlite
 import sqlean
 
 from memory_core.config import PressurePolicy, TierPolicy
-from memory_core.domain.inputs import content_hash
-from memory_core.domain.models import Layer, MemoryDraft
 from memory_core.services.pressure import enforce_cap
 from memory_core.storage.sqlite import SqliteMemoryRepository, SqliteSession
 from server.settings import Settings
 from tests.fakes import START, FrozenClock
+from tests.storage.test_pressure import draft
 
 BATCH = 40
 ROWS = 400
@@ -65,17 +64,6 @@ async def main():
 
 asyncio.run(main())
 """
-
-
-def draft(text: str, **extra: object) -> MemoryDraft:
-    return MemoryDraft(
-        project="p",
-        layer=Layer.EPISODIC,
-        content=text,
-        content_hash=content_hash(text),
-        token_count=2,
-        **extra,  # type: ignore[arg-type]
-    )
 
 
 def consistent(path: Path) -> dict[str, int]:
