@@ -125,7 +125,11 @@ def harness(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Any, Cli
     """One server for the whole fuzz run, hosted in a task of a private event loop."""
     db = Path(tmp_path_factory.mktemp("fuzz")) / "memory.db"
     config = Settings(
-        db=db, project="fuzz", schedule=ScheduleSettings(enabled=False), embedding_model="none"
+        db=db,
+        project="fuzz",
+        schedule=ScheduleSettings(enabled=False),
+        embedding_model="none",
+        toolsets="all",  # every tool answers, not just the default toolsets' ones
     )
     loop = asyncio.new_event_loop()
     ready, done = asyncio.Event(), asyncio.Event()
