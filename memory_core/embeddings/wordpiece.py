@@ -2,7 +2,7 @@
 
 Budgets count with memory_core/domain/tokens.py. This counter measures what a text costs a
 client (`memstrata tools`, docs/gen_tools.py, bench/) and how far the budget estimate is from
-a real tokenizer (bench/token_gap.py).
+a real tokenizer (`python -m bench.answers --token-gap`).
 """
 
 from __future__ import annotations
