@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from pydantic import JsonValue
@@ -24,14 +25,15 @@ from memory_core.domain.conversation import (
 
 __all__ = [
     "ELLIPSIS",
+    "FittedContext",
     "cache_key",
     "cached_line",
     "compress_qa_summary",
     "compression_reason",
     "condensed_transcript",
     "fallback_summary",
+    "fit_context",
     "fold_line",
-    "newest_within_budget",
     "plan_compression",
     "render_context",
     "render_transcript",
@@ -284,6 +286,37 @@ def cached_line(item: CachedResult, max_bytes: int = 1_000) -> str:
     return f"[{item.describe()}] {shorten_bytes(canonical_json(item.result), max_bytes)}"
 
 
+_SUMMARIES_HEAD = "=== Previous Conversation Summaries ==="
+_RECENT_HEAD = "=== Recent Conversation ==="
+_CACHED_HEAD = "=== Cached Tool Results (reuse with lookup_tool_result) ==="
+
+
+def _summary_block(s: Summary) -> str:
+    return (
+        f"[Summary {s.id}, {_span(s.covers_from, s.covers_until)}, entries "
+        f"#{s.entry_ids[0]}-#{s.entry_ids[-1]}]\n{s.text}"
+    )
+
+
+def _qa_head(qa_span: tuple[datetime, datetime] | None) -> str:
+    span = f", {_span(*qa_span)}" if qa_span else ""
+    return f"[Earlier questions and answers{span}]"
+
+
+def _exchange_block(x: Exchange) -> str:
+    when = x.timestamp.strftime("%Y-%m-%d %H:%M")
+    return f"[Q&A {x.id} {when}] Q: {x.question}\nA: {x.answer}"
+
+
+def _recent_block(item: Entry | Exchange) -> str:
+    return _exchange_block(item) if isinstance(item, Exchange) else _entry_line(item)
+
+
+def _recent_key(item: Entry | Exchange) -> tuple[datetime, int, int]:
+    # At one instant an entry comes before an exchange (a question's entries lead to its answer).
+    return (item.timestamp, isinstance(item, Exchange), item.id)
+
+
 def render_context(
     summaries: Sequence[Summary],
     qa_summary: str,
@@ -293,47 +326,128 @@ def render_context(
     cached: Sequence[str] = (),
 ) -> str:
     """Summaries, the recent conversation, then cached tool results, laid out for a model."""
-    out = ["=== Previous Conversation Summaries ==="]
+    out = [_SUMMARIES_HEAD]
     if not summaries and not qa_summary:
         out.append("(none)")
-    for s in sorted(summaries, key=lambda s: s.id):
-        out.append(
-            f"[Summary {s.id}, {_span(s.covers_from, s.covers_until)}, entries "
-            f"#{s.entry_ids[0]}-#{s.entry_ids[-1]}]"
-        )
-        out.append(s.text)
+    out.extend(_summary_block(s) for s in sorted(summaries, key=lambda s: s.id))
     if qa_summary:
-        span = f", {_span(*qa_span)}" if qa_span else ""
-        out.append(f"[Earlier questions and answers{span}]")
+        out.append(_qa_head(qa_span))
         out.append(qa_summary)
     out.append("")
-    out.append("=== Recent Conversation ===")
-    recent: list[tuple[datetime, int, str]] = [(e.timestamp, 0, _entry_line(e)) for e in entries]
-    for x in exchanges:
-        when = x.timestamp.strftime("%Y-%m-%d %H:%M")
-        recent.append((x.timestamp, 1, f"[Q&A {x.id} {when}] Q: {x.question}\nA: {x.answer}"))
+    out.append(_RECENT_HEAD)
+    recent: list[Entry | Exchange] = [*entries, *exchanges]
     if not recent:
         out.append("(none)")
-    out.extend(line for _, _, line in sorted(recent, key=lambda r: (r[0], r[1])))
+    out.extend(_recent_block(item) for item in sorted(recent, key=_recent_key))
     if cached:
         out.append("")
-        out.append("=== Cached Tool Results (reuse with lookup_tool_result) ===")
+        out.append(_CACHED_HEAD)
         out.extend(cached)
     return "\n".join(out)
 
 
-def newest_within_budget(
-    summaries: Sequence[Summary], entries: Sequence[Entry], budget: TokenAllowance
-) -> tuple[list[Summary], list[Entry], int, int]:
-    """Spend `budget` on the newest summaries, then on the newest entries, as they are rendered.
+@dataclass(frozen=True)
+class FittedContext:
+    """What of a session fits a token budget, laid out; each `omitted_*` counts what did not."""
 
-    Returns the kept summaries and entries (oldest first) and how many of each were left out.
-    Summaries go first because they stand for everything older than the recent entries.
+    text: str
+    summaries: list[Summary]
+    qa_summary: str
+    entries: list[Entry]
+    exchanges: list[Exchange]
+    cached: list[str]
+    omitted_summaries: int = 0
+    omitted_qa_lines: int = 0
+    omitted_entries: int = 0
+    omitted_exchanges: int = 0
+    omitted_cached: int = 0
+
+
+def fit_context(
+    summaries: Sequence[Summary],
+    qa_summary: str,
+    qa_span: tuple[datetime, datetime] | None,
+    entries: Sequence[Entry],
+    exchanges: Sequence[Exchange],
+    cached: Sequence[str],
+    token_budget: int | None,
+) -> FittedContext:
+    """The session laid out within `token_budget` tokens (None: all of it).
+
+    Spent in this order, each kind newest first and as a prefix (a newer item is never
+    dropped for an older one that is shorter): the newest entry or exchange, the summaries,
+    the Q&A summary's lines, the rest of the recent entries and exchanges together, then the
+    cached results (a cached result can be fetched again, the conversation cannot). Every heading, label and joining newline is paid
+    for, so the text's count is within the budget. Below the empty layout (the two section
+    headings, about 22 tokens) nothing fits and the text is empty; the counts say what was
+    left out.
     """
-    newest_s = sorted(summaries, key=lambda s: s.id, reverse=True)
-    kept_s, gone_s = budget.prefix(newest_s, lambda s: s.text)
-    newest_e = sorted(entries, key=lambda e: e.id, reverse=True)
-    kept_e, gone_e = budget.prefix(newest_e, _entry_line)
-    kept_s.reverse()
-    kept_e.reverse()
-    return kept_s, kept_e, gone_s, gone_e
+    # Split on newlines only: the text is joined with them (splitlines also cuts at \x1e).
+    qa_lines = [line for line in qa_summary.split("\n") if line.strip()]
+    everything = FittedContext(
+        text="",
+        summaries=sorted(summaries, key=lambda s: s.id),
+        qa_summary="\n".join(qa_lines),
+        entries=sorted(entries, key=lambda e: e.id),
+        exchanges=sorted(exchanges, key=lambda x: x.id),
+        cached=list(cached),
+    )
+    if token_budget is None:
+        return replace(everything, text=_render(everything, qa_span))
+    budget = TokenAllowance(token_budget, per_item=1)  # + the newline joining each block
+    if not budget.take(render_context((), "", None, (), ())):
+        return replace(
+            everything,
+            summaries=[],
+            qa_summary="",
+            entries=[],
+            exchanges=[],
+            cached=[],
+            omitted_summaries=len(summaries),
+            omitted_qa_lines=len(qa_lines),
+            omitted_entries=len(entries),
+            omitted_exchanges=len(exchanges),
+            omitted_cached=len(cached),
+        )
+    recent: list[Entry | Exchange] = sorted([*entries, *exchanges], key=_recent_key, reverse=True)
+    # The newest entry or exchange first: it is what the session is at now.
+    kept_r, _ = budget.prefix(recent[:1], _recent_block)
+    kept_s, gone_s = budget.prefix(reversed(everything.summaries), _summary_block)
+    # The Q&A summary's heading is paid with its newest line: a heading alone says nothing.
+    head = _qa_head(qa_span)
+    newest_qa = list(enumerate(reversed(qa_lines)))
+    kept_qa, gone_qa = budget.prefix(newest_qa, lambda p: f"{head}\n{p[1]}" if p[0] == 0 else p[1])
+    if kept_r:  # the rest of the recent conversation, newest first, without a gap
+        kept_r += budget.prefix(recent[1:], _recent_block)[0]
+    # The cached section's blank line and heading are paid with its first result.
+    kept_c, gone_c = budget.prefix(
+        list(enumerate(cached)), lambda p: f"\n{_CACHED_HEAD}\n{p[1]}" if p[0] == 0 else p[1]
+    )
+    fitted = FittedContext(
+        text="",
+        summaries=kept_s[::-1],
+        qa_summary="\n".join(line for _, line in reversed(kept_qa)),
+        entries=[e for e in reversed(kept_r) if isinstance(e, Entry)],
+        exchanges=[x for x in reversed(kept_r) if isinstance(x, Exchange)],
+        cached=[line for _, line in kept_c],
+        omitted_summaries=gone_s,
+        omitted_qa_lines=gone_qa,
+        omitted_cached=gone_c,
+    )
+    fitted = replace(
+        fitted,
+        omitted_entries=len(entries) - len(fitted.entries),
+        omitted_exchanges=len(exchanges) - len(fitted.exchanges),
+    )
+    return replace(fitted, text=_render(fitted, qa_span))
+
+
+def _render(fitted: FittedContext, qa_span: tuple[datetime, datetime] | None) -> str:
+    return render_context(
+        fitted.summaries,
+        fitted.qa_summary,
+        qa_span,
+        fitted.entries,
+        fitted.exchanges,
+        fitted.cached,
+    )

@@ -13,7 +13,6 @@ import structlog
 from pydantic import JsonValue, ValidationError
 
 from memory_core.config import ConversationPolicy
-from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.condense import (
     cache_key,
     cached_line,
@@ -21,10 +20,9 @@ from memory_core.domain.condense import (
     compression_reason,
     condensed_transcript,
     fallback_summary,
+    fit_context,
     fold_line,
-    newest_within_budget,
     plan_compression,
-    render_context,
     render_transcript,
     shorten_bytes,
     summarization_prompt,
@@ -152,6 +150,8 @@ class SessionContext:
     tokens: int
     cached_results: int = 0
     omitted_cached_results: int = 0
+    omitted_exchanges: int = 0
+    omitted_qa_lines: int = 0  # lines of the Q&A summary (one per folded exchange)
 
 
 @dataclass(frozen=True)
@@ -389,7 +389,11 @@ class ConversationService:
     async def context(
         self, project: str, session_id: str, token_budget: int | None = None
     ) -> SessionContext:
-        """Summaries, then the active entries and exchanges, within about `token_budget`."""
+        """Summaries, then the active entries and exchanges, within `token_budget` tokens.
+
+        The text's count never exceeds the budget (`fit_context` says what is spent first);
+        below the empty layout's ~22 tokens it is empty and every part counts as omitted.
+        """
         project, sid = check_project(project), _session_id(session_id)
         if token_budget is not None and token_budget < 1:
             raise InvalidInputError("token_budget", "must be at least 1 when given")
@@ -397,27 +401,34 @@ class ConversationService:
         summaries = await self._store.summaries(project, sid)
         entries = await self._store.entries(project, sid, active_only=True)
         exchanges = await self._store.exchanges(project, sid, active_only=True)
-        budget = TokenAllowance(token_budget)
-        kept_s, kept_e, gone_s, gone_e = newest_within_budget(summaries, entries, budget)
         cache = await self._store.cache_list(project, sid)
-        # After the conversation: a cached result can be fetched again, the conversation cannot.
-        cached, gone_c = budget.prefix([cached_line(c) for c in cache], lambda line: line)
         span = (
             (info.qa_summary_from, info.qa_summary_until)
             if info.qa_summary_from and info.qa_summary_until
             else None
         )
-        text = render_context(kept_s, info.qa_summary, span, kept_e, exchanges, cached)
+        # Every part is paid for within the budget, Q&A included (issue 35, N2).
+        fitted = fit_context(
+            summaries,
+            info.qa_summary,
+            span,
+            entries,
+            exchanges,
+            [cached_line(c) for c in cache],
+            token_budget,
+        )
         return SessionContext(
-            text=text,
-            summaries=kept_s,
-            entries=kept_e,
-            exchanges=exchanges,
-            omitted_summaries=gone_s,
-            omitted_entries=gone_e,
-            cached_results=len(cached),
-            omitted_cached_results=gone_c,
-            tokens=count_tokens(text),
+            text=fitted.text,
+            summaries=fitted.summaries,
+            entries=fitted.entries,
+            exchanges=fitted.exchanges,
+            omitted_summaries=fitted.omitted_summaries,
+            omitted_entries=fitted.omitted_entries,
+            tokens=count_tokens(fitted.text),
+            cached_results=len(fitted.cached),
+            omitted_cached_results=fitted.omitted_cached,
+            omitted_exchanges=fitted.omitted_exchanges,
+            omitted_qa_lines=fitted.omitted_qa_lines,
         )
 
     async def stats(self, project: str, session_id: str) -> SessionStats:

@@ -166,7 +166,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         ctx: Context[AppContext],
         token_budget: Annotated[
             int | None,
-            Field(ge=1, le=10**9, description="Cut the answer to about this many tokens."),
+            Field(ge=1, le=10**9, description="Cut the text to at most this many tokens."),
         ] = None,
         project: Project = None,
     ) -> SessionContextOut:
@@ -175,7 +175,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         The text has "=== Previous Conversation Summaries ===" (each with its time range),
         "=== Recent Conversation ===" and, if any, the cached tool results (each cut to about
         1,000 bytes; `lookup_tool_result` gives one whole). With a token_budget the newest
-        parts are kept, conversation before cached results.
+        parts are kept, conversation before cached results; below 22 the text is empty.
         """
         app = container(ctx)
         c = await app.conversations.context(app.project(project), session_id, token_budget)
