@@ -140,17 +140,23 @@ class SharedPatternService:
 
         if not self.policy.shared_patterns:
             return RefreshReport(0, 0, False, 0, 0, notes=[TURNED_OFF])
-        embedder, why = await self.embedding.for_write()
-        if embedder is None:
+        model_id = self.embedding.model_id
+        if model_id is None:
             # Matching by meaning is half of the rule; words alone would let near misses in.
-            return RefreshReport(0, 0, False, 0, 0, notes=[f"{why}; no pattern was computed."])
-        model_id = embedder.model_id
+            note = "No embedding model is configured; no pattern was computed."
+            return RefreshReport(0, 0, False, 0, 0, notes=[note])
         read = embedded = 0
         left = False
+        notes: list[str] = []
         now = self.clock.now()
-        while not left:
-            page = await self.store.pending_documents(model_id, limit=_DOCUMENT_PAGE)
-            if not page:
+        # The model is loaded only when there is something to embed: a server where no tenant
+        # opted in runs this job in three queries.
+        while not left and (
+            page := await self.store.pending_documents(model_id, limit=_DOCUMENT_PAGE)
+        ):
+            embedder, why = await self.embedding.for_write()
+            if embedder is None:
+                notes.append(f"{why}; new documents wait for the next run.")
                 break
             for document in page:
                 if embedded >= self.policy.shared_embed_per_run:
@@ -181,6 +187,7 @@ class SharedPatternService:
             documents_left=left,
             pool=len(pool),
             published=published,
+            notes=notes,
         )
 
     async def _sentences(self, document: PendingDocument) -> list[str]:
