@@ -123,6 +123,9 @@ async def run_search(settings: Settings, args: argparse.Namespace) -> int:
     table = Table(title=f"{found.count} hit(s) {searched}")
     for name, justify in (("id", "right"), ("layer", "left"), ("tier", "left")):
         table.add_column(name, justify=justify)  # type: ignore[arg-type]
+    # match: the absolute strength the tools and hooks show (strong/partial/weak); score only
+    # orders the hits of this one search.
+    table.add_column("match")
     table.add_column("score", justify="right")
     table.add_column("key")
     table.add_column("content", overflow="fold")
@@ -131,6 +134,7 @@ async def run_search(settings: Settings, args: argparse.Namespace) -> int:
             str(h.id),
             h.layer.value,
             h.tier.value if h.tier else "",
+            h.match.value,
             f"{h.score or 0:.3f}",
             h.key or "",
             h.content,

@@ -127,3 +127,25 @@ def test_bracketed_text_in_a_memory_prints_as_written(
     code, out, _ = run_cli(capsys, "search", "retry call", "--mode", "keyword")
     assert code == 0
     assert text in out
+
+
+def test_the_search_table_shows_the_match_strength_the_tools_show(
+    capsys: pytest.CaptureFixture[str],
+    checkout: Path,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Issue 35, N6: the same absolute strength in the CLI as in the tools (not only a score)."""
+    store_as_the_hooks_do(tmp_path / "memory.db", checkout, "Payment webhook retries")
+    capsys.readouterr()
+    monkeypatch.chdir(checkout)
+    code, out, _ = run_cli(capsys, "search", "payment webhook retries", "--mode", "keyword")
+    code_json, raw, _ = run_cli(
+        capsys, "search", "payment webhook retries", "--mode", "keyword", "--json"
+    )
+    assert code == code_json == 0
+    header = next(line for line in out.splitlines() if " id " in line or "┃ id" in line)
+    assert "match" in header
+    strength = json.loads(raw)["hits"][0]["match"]
+    row = next(line for line in out.splitlines() if "Payment webhook retries" in line)
+    assert f" {strength} " in row
