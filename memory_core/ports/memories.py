@@ -210,6 +210,10 @@ class MemoryRepository(Protocol):
         """Pin (never expire or prune) or unpin rows; returns those of the project, as now."""
         ...
 
+    async def superseded_rows(self, project: str, memory_id: int) -> list[Memory]:
+        """The rows `memory_id` superseded (their `superseded_by` is it), newest first."""
+        ...
+
     async def forget(self, query: BrowseQuery, *, dry_run: bool, sample: int) -> ForgetReceipt:
         """Delete every row `query` selects (ignoring its paging), or count them when `dry_run`.
 

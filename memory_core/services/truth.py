@@ -127,6 +127,15 @@ class TruthService:
         memory = await self.memories.peek(project, memory_id)
         return await self.memories.repo.versions(memory.project, memory.id)
 
+    async def replaced(self, project: str, memory_id: int) -> list[Memory]:
+        """The memories `memory_id` superseded ("supersedes #m"), newest first; marks nothing.
+
+        Raises:
+            MemoryNotFoundError: No such id in this project.
+        """
+        memory = await self.memories.peek(project, memory_id)
+        return await self.memories.repo.superseded_rows(memory.project, memory.id)
+
     async def pin(self, project: str, ids: Sequence[int], *, pinned: bool = True) -> list[Memory]:
         """Pin (never expire, never pruned) or unpin memories; returns those found.
 
