@@ -41,6 +41,13 @@ async def seed(b: BusinessService, tenant: str, *texts: str, share: bool = True)
         await b.shared.opt_in(tenant)
 
 
+async def shared_by_three(b: BusinessService) -> None:
+    """Tenants a, b and c opted in, each holding WANT, and the pattern job run once."""
+    for t in "abc":
+        await seed(b, t, WANT)
+    await b.shared.refresh()
+
+
 def texts_of(found: object) -> str:
     """Everything a search answer says, as one string."""
     return repr(found)
@@ -76,9 +83,7 @@ async def test_a_search_without_include_shared_returns_no_shared_pattern(
     storage: StorageUnderTest, clock: FrozenClock
 ) -> None:
     b = service(storage, clock)
-    for t in "abc":
-        await seed(b, t, WANT)
-    await b.shared.refresh()
+    await shared_by_three(b)
     assert (await b.search("a", WANT)).shared == []
     assert [h.text for h in (await b.search("a", WANT, include_shared=True)).shared] == [WANT]
 
@@ -87,9 +92,7 @@ async def test_opting_out_removes_the_tenants_contributions_at_once(
     storage: StorageUnderTest, clock: FrozenClock
 ) -> None:
     b = service(storage, clock)
-    for t in "abc":
-        await seed(b, t, WANT)
-    await b.shared.refresh()
+    await shared_by_three(b)
     change = await b.shared.opt_out("b")
     assert (change.sharing, change.changed, change.passages_removed) == (False, True, 1)
     # No refresh: the pattern (held by a, b, c at publication) is gone from every search.
@@ -181,9 +184,7 @@ async def test_without_a_model_nothing_is_computed_and_search_matches_by_words(
     storage: StorageUnderTest, clock: FrozenClock
 ) -> None:
     with_model = service(storage, clock)
-    for t in "abc":
-        await seed(with_model, t, WANT)
-    await with_model.shared.refresh()
+    await shared_by_three(with_model)
     words = service(storage, clock, model=False)
     report = await words.shared.refresh()
     assert report.published == 0 and "no pattern was computed" in report.notes[0]
@@ -196,9 +197,7 @@ async def test_sharing_turned_off_refuses_opt_in_and_returns_nothing(
     storage: StorageUnderTest, clock: FrozenClock
 ) -> None:
     on = service(storage, clock)
-    for t in "abc":
-        await seed(on, t, WANT)
-    await on.shared.refresh()
+    await shared_by_three(on)
     off = service(storage, clock, shared_patterns=False)
     with pytest.raises(InvalidInputError, match="turned off"):
         await off.shared.opt_in("d")
