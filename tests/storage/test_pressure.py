@@ -4,12 +4,18 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import aiosqlite
+import pytest
+
 from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import Layer, MemoryDraft
 from memory_core.ports.pressure import PressureStore
 from memory_core.services.pressure import pressure_store
+from memory_core.storage.sqlite import SqliteMemoryRepository, SqliteSession, pressure
 from tests.backends import StorageUnderTest
 from tests.fakes import START
+
+MINUTE = timedelta(minutes=1)
 
 
 def draft(text: str, project: str = "p", **extra: object) -> MemoryDraft:
@@ -63,3 +69,22 @@ async def test_candidates_and_deletes_keep_what_must_stay(storage: StorageUnderT
     assert await store.eviction_candidates("p", bound, limit=10) == [newer.memory.id]
     assert await store.project_size("p") == 4
     assert await storage.fetchval("SELECT count(*) FROM context_snapshots") == 4
+
+
+async def test_sqlite_lists_in_pages_with_the_same_answer(
+    db: aiosqlite.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = SqliteMemoryRepository(SqliteSession(db))
+    # Nine rows at three instants (ties on the time), used 0-2 times.
+    ids: list[int] = []
+    for n in range(3):
+        added = await repo.add_many([draft(f"pg{n}-{i}") for i in range(3)], START + n * MINUTE)
+        ids += [o.memory.id for o in added]
+    await repo.hand_out("p", ids[0::2], START + 5 * MINUTE)  # used once
+    await repo.hand_out("p", ids[0::4], START + 5 * MINUTE)  # these twice
+    bound = START + timedelta(days=1)
+    whole = await repo.eviction_candidates("p", bound, limit=100)
+    monkeypatch.setattr(pressure, "LIST_PAGE", 2)
+    for limit in (1, 4, 9, 100):
+        assert await repo.eviction_candidates("p", bound, limit=limit) == whole[:limit]
+    assert len(whole) == 9 and whole[:4] == [ids[1], ids[3], ids[5], ids[7]]
