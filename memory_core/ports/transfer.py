@@ -373,6 +373,18 @@ class MemoryTransfer(Protocol):
         """After rows were written with their ids: new ids must continue above them."""
         ...
 
+    async def memory_ids(self, rows: Sequence[Row]) -> list[int | None]:
+        """Per memory row, the id of the stored memory holding its identity, or None.
+
+        The identity the store's uniqueness rules use: a key in its project and layer, else
+        the text's hash (or normalised hash) in its project, layer and working session.
+        """
+        ...
+
+    async def relink_superseded(self, links: Sequence[tuple[int, int | None]]) -> None:
+        """Set `superseded_by` of each stored memory (id, superseded by id or None)."""
+        ...
+
     async def backup(self, target: Path, *, progress: Progress | None = None) -> BackupReport:
         """Copy the live store to `target` (replacing it) and verify the copy's integrity."""
         ...

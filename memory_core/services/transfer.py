@@ -665,6 +665,31 @@ _REHASH: dict[str, Callable[[Row], Row]] = {
 }
 
 
+async def _link_memories(
+    transfer: MemoryTransfer, rows: list[Row], written: dict[Any, Any]
+) -> dict[Any, Any]:
+    """Point supersessions at the memories' ids in this store; returns {file id: stored id}.
+
+    A memory skipped because its identity is stored maps to the stored one, so its versions
+    and the memories it supersedes follow it there. A memory written now whose newer one was
+    renumbered or skipped gets that one's id in this store; one naming a memory the file
+    does not hold (an edited file) is left current rather than pointing at a stranger.
+    """
+    skipped = [row for row in rows if written.get(row["id"]) is None]
+    found = await transfer.memory_ids(skipped) if skipped else []
+    stored = {**written, **{row["id"]: got for row, got in zip(skipped, found, strict=True)}}
+    links: list[tuple[int, int | None]] = []
+    for row in rows:
+        new_id, newer = written.get(row["id"]), row["superseded_by"]
+        if new_id is None or newer is None:
+            continue
+        target = stored.get(newer)
+        if target != newer:
+            links.append((new_id, target))
+    await transfer.relink_superseded(links)
+    return stored
+
+
 async def import_records(
     transfer: MemoryTransfer,
     parsed: ParsedExport,
@@ -706,8 +731,12 @@ async def import_records(
             orphans = len(by_kind[spec.kind]) - len(rows)
             tally.add(spec.kind, "skipped", orphans)
             await tally.advance(orphans)
-        if rows:
-            parents.learn(spec.kind, await _write_kind(transfer, spec, rows, batch, tally))
+        if not rows:
+            continue
+        outcome = await _write_kind(transfer, spec, rows, batch, tally)
+        if spec.kind == "memory":
+            outcome = await _link_memories(transfer, rows, outcome)
+        parents.learn(spec.kind, outcome)
     await transfer.finish_import()
     memory = tally.kinds.get("memory", {})
     counts = ImportCounts(

@@ -14,7 +14,15 @@ from typing import Any
 
 from memory_core.ports.transfer import TableSpec, table
 
-__all__ = ["TABLE", "count_query", "import_columns", "page_query"]
+__all__ = [
+    "TABLE",
+    "count_query",
+    "import_columns",
+    "memory_identity",
+    "page_query",
+    "relink_statement",
+    "version_stored",
+]
 
 Mark = Callable[[int], str]  # the n-th (1-based) placeholder of a statement
 
@@ -83,3 +91,43 @@ def page_query(
         sql += " WHERE " + " AND ".join(where)
     params.append(limit)
     return f"{sql} ORDER BY {keys} LIMIT {mark(len(params))}", params
+
+
+def memory_identity(row: dict[str, Any], mark: Mark) -> tuple[str, list[Any]]:
+    """The statement and parameters finding the stored memory with a memory row's identity.
+
+    The store's own uniqueness rules (migrations 0001 and 0013): a key is unique in its
+    project and layer; unkeyed text by its hash, or its normalised hash, in its project and
+    layer, and in the working layer in its session too.
+    """
+    if row["key"] is not None:
+        return (
+            f"SELECT id FROM context_snapshots WHERE project = {mark(1)} AND layer = {mark(2)}"
+            f" AND key = {mark(3)}",
+            [row["project"], row["layer"], row["key"]],
+        )
+    session = (row["session_id"] or "") if row["layer"] == "working" else ""
+    return (
+        f"SELECT id FROM context_snapshots WHERE project = {mark(1)} AND layer = {mark(2)}"
+        " AND key IS NULL"
+        f" AND (CASE WHEN layer = 'working' THEN coalesce(session_id, '') ELSE '' END) = {mark(3)}"
+        f" AND (content_hash = {mark(4)} OR norm_hash = {mark(5)}) ORDER BY id LIMIT 1",
+        [row["project"], row["layer"], session, row["content_hash"], row["norm_hash"]],
+    )
+
+
+def version_stored(mark: Mark) -> str:
+    """Whether a memory already holds a version (memory_id, valid_from, content_hash, change).
+
+    Versions have no unique key of their own: this is their identity on import, so a file
+    imported twice, or after an import that died, adds no version twice.
+    """
+    return (
+        f"SELECT 1 FROM memory_versions WHERE memory_id = {mark(1)} AND valid_from = {mark(2)}"
+        f" AND content_hash = {mark(3)} AND change = {mark(4)}"
+    )
+
+
+def relink_statement(mark: Mark) -> str:
+    """The statement setting one memory's superseded_by: (superseded by, id)."""
+    return f"UPDATE context_snapshots SET superseded_by = {mark(1)} WHERE id = {mark(2)}"

@@ -20,6 +20,8 @@ import pytest
 from memory_core.domain.conversation import EntryType, Role
 from memory_core.domain.knowledge import PromotionTarget
 from memory_core.domain.models import Layer
+from memory_core.services.memories import MemoryService
+from memory_core.services.truth import TruthService
 from server.container import open_container
 from server.settings import Settings
 from tests.e2e.conftest import memstrata_exe, server_env
@@ -29,7 +31,8 @@ pytestmark = pytest.mark.e2e
 
 # Stores a seeded file must hold, with at least these many rows.
 EVERY_KIND = {
-    "memory": 4,
+    "memory": 6,
+    "memory_version": 2,
     "conversation_session": 2,
     "conversation_summary": 1,
     "conversation_entry": 20,
@@ -53,6 +56,7 @@ async def seed(settings: Settings) -> None:
         await c.memories.learn("alpha", "user.editor", "Helix")
         await c.memories.append("alpha", Layer.WORKING, "note", session_id="s1")
         await c.memories.append("beta", Layer.EPISODIC, "Beta kickoff", metadata={"by": "ci"})
+        await truth(c.memories)
 
         conv = c.conversations
         await conv.start("alpha", "s1")
@@ -93,6 +97,22 @@ async def seed(settings: Settings) -> None:
         )
         body = "\n\n".join(f"Section {n}. " + "Acme policy text. " * 40 for n in range(4))
         await c.knowledge.business.ingest("acme", "handbook.md", body)
+
+
+async def truth(memories: MemoryService) -> None:
+    """Issue 32's fields: a superseded memory, tags, a pin, and history (update and learn)."""
+    old = await memories.append("alpha", Layer.EPISODIC, "We deploy to Fly.io", tags=["deploy"])
+    new = await memories.append(
+        "alpha",
+        Layer.EPISODIC,
+        "We moved the deploys to AWS",
+        tags=["deploy", "infra"],
+        supersedes=[old.outcome.memory.id],
+    )
+    service = TruthService(memories)
+    await service.update("alpha", new.outcome.memory.id, content="We deploy to AWS eu-west-1")
+    await service.pin("alpha", [new.outcome.memory.id])
+    await memories.learn("alpha", "user.editor", "Zed")  # the key held Helix: a version
 
 
 def run(
@@ -175,6 +195,10 @@ async def test_every_store_round_trips_across_backends(
     assert any(json.loads(r)["qa_summary"] for r in first["conversation_session"])
     assert any(json.loads(r)["promoted_to"] for r in first["scratchpad_snippet"])
     assert all(json.loads(r)["embedding"] for r in first["document_chunk"])
+    memories = [json.loads(r) for r in first["memory"]]
+    assert any(m.get("pinned") for m in memories) and any(m.get("tags") for m in memories)
+    assert any(m.get("superseded_by") for m in memories)
+    assert {json.loads(r)["change"] for r in first["memory_version"]} == {"update", "learn"}
     for later in exports[1:]:
         assert body(later) == body(exports[0])
 
@@ -188,6 +212,14 @@ async def test_every_store_round_trips_across_backends(
         assert added.entry.id > max(e["entry_no"] for e in entries if e["session_id"] == "s1")
         found = await c.knowledge.business.search("acme", "policy")
         assert found.hits
+
+
+async def seeded_export(settings: Settings, tmp_path: Path) -> Path:
+    """tmp_path/all.jsonl: the export of a SQLite store seeded with every kind of row."""
+    source = tmp_path / "source.db"
+    await seed(settings.model_copy(update={"db": source}))
+    cli(env_for(str(source), tmp_path), "export", str(tmp_path / "all.jsonl"))
+    return tmp_path / "all.jsonl"
 
 
 def by_kind(path: Path) -> dict[str, list[str]]:
@@ -231,9 +263,7 @@ async def test_a_second_import_skips_every_stored_row_and_a_partial_store_is_com
 async def test_a_file_with_bad_lines_writes_nothing_to_any_store(
     settings: Settings, pg_url: str, tmp_path: Path, backend: str
 ) -> None:
-    source = tmp_path / "source.db"
-    await seed(settings.model_copy(update={"db": source}))
-    cli(env_for(str(source), tmp_path), "export", str(tmp_path / "all.jsonl"))
+    await seeded_export(settings, tmp_path)
     lines = (tmp_path / "all.jsonl").read_text().splitlines()
     records = [json.loads(line) for line in lines[1:]]
     chunk = next(i for i, r in enumerate(records) if r["kind"] == "document_chunk")
@@ -286,3 +316,79 @@ async def test_copy_store_moves_every_store_both_ways(
         await c.knowledge.preferences.update("ana", "units", "metric")
     done = run(env, "copy-store", "--from", f"sqlite://{source}", "--to", f"sqlite://{fresh}")
     assert done.returncode == 1 and "already holds 1 preference rows" in done.stderr
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+async def test_supersession_and_history_follow_renumbered_and_stored_memories(
+    settings: Settings, pg_url: str, tmp_path: Path, backend: str
+) -> None:
+    await seeded_export(settings, tmp_path)
+
+    # The target holds memories of its own under the file's ids, and the newer deploy fact
+    # itself: the file's memories are renumbered, and its newer fact is skipped as stored.
+    target = pg_url if backend == "postgres" else str(tmp_path / "target.db")
+    there = settings.model_copy(
+        update={"database_url": pg_url} if backend == "postgres" else {"db": Path(target)}
+    )
+    async with open_container(there, FrozenClock()) as c:
+        for n in range(12):
+            await c.memories.append("gamma", Layer.EPISODIC, f"Filler fact number {n}")
+        stored = await c.memories.append("alpha", Layer.EPISODIC, "We deploy to AWS eu-west-1")
+    env = env_for(target, tmp_path)
+    counts = cli(env, "import", str(tmp_path / "all.jsonl"))
+    assert counts["stores"]["memory"]["renumbered"] > 0
+    assert counts["stores"]["memory"]["skipped"] == 1
+
+    cli(env, "export", str(tmp_path / "after.jsonl"))
+    after = by_kind(tmp_path / "after.jsonl")
+    memories = {m["id"]: m for m in map(json.loads, after["memory"])}
+    by_content = {m["content"]: m for m in memories.values()}
+    old = by_content["We deploy to Fly.io"]
+    assert old["superseded_by"] == stored.outcome.memory.id
+    # History follows its memory: the update's version to the stored fact, learn's to the key.
+    versions = {v["content"]: v for v in map(json.loads, after["memory_version"])}
+    assert versions["We moved the deploys to AWS"]["memory_id"] == stored.outcome.memory.id
+    editor = next(m for m in memories.values() if m.get("key") == "user.editor")
+    assert versions["Helix"]["memory_id"] == editor["id"]
+    # A second import adds nothing, versions included.
+    again = cli(env, "import", str(tmp_path / "all.jsonl"))
+    assert again["stores"]["memory_version"]["imported"] == 0
+
+
+def test_values_past_the_columns_are_refused_by_line_and_field(tmp_path: Path) -> None:
+    # Issue 34.5: these went as far as the driver (an overflow) and printed a traceback.
+    header = {
+        "format": "memstrata-export",
+        "format_version": 2,
+        "schema_version": 1,
+        "exported_at": "2026-01-01T00:00:00Z",
+    }
+    memory = {
+        "kind": "memory",
+        "id": 1,
+        "project": "p",
+        "layer": "episodic",
+        "key": None,
+        "content": "x",
+        "metadata": {},
+        "session_id": None,
+        "created_at": "2026-01-01T00:00:00Z",
+        "updated_at": "2026-01-01T00:00:00Z",
+        "last_accessed": None,
+        "access_count": 0,
+        "memory_tier": "ACTIVE",
+        "content_hash": "h",
+        "token_count": 1,
+    }
+    bad = [
+        {**memory, "token_count": 2**70},
+        {**memory, "id": 2, "created_at": "9999-12-31T23:59:59-23:59"},
+        {**memory, "id": 3, "updated_at": "0001-01-01T00:00:00+23:59"},
+    ]
+    path = tmp_path / "bad.jsonl"
+    path.write_text("\n".join(json.dumps(r) for r in [header, *bad]) + "\n")
+    done = run(env_for(str(tmp_path / "m.db"), tmp_path), "import", str(path))
+    assert done.returncode == 1 and "Traceback" not in done.stderr, done.stderr
+    assert "3 bad lines, nothing imported" in done.stderr
+    for text in ("line 2: token_count:", "line 3: created_at:", "line 4: updated_at:"):
+        assert text in done.stderr, done.stderr

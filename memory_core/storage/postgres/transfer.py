@@ -8,6 +8,7 @@ from typing import Any
 
 from memory_core.errors import InvalidInputError
 from memory_core.ports.transfer import TABLES, BackupReport, Progress, Row, TableSpec, table
+from memory_core.storage import transfer_rows
 from memory_core.storage.postgres.migrate import schema_version
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.session import PostgresSession, maintenance_lock
@@ -103,7 +104,13 @@ class PostgresMemoryTransfer:
                 await maintenance_lock(conn, shared=True)
             if not keep_ids and spec.renumbered:
                 await conn.execute(_sync_sequence(kind))
+            stored = transfer_rows.version_stored(_mark) if kind == "memory_version" else None
             for row in rows:
+                if stored is not None and await conn.fetchval(
+                    stored, row["memory_id"], row["valid_from"], row["content_hash"], row["change"]
+                ):
+                    out.append(None)  # this version of its memory is stored already
+                    continue
                 got = await conn.fetchval(sql, *(row[n] for n in columns))
                 out.append(got)
         return out
@@ -114,6 +121,26 @@ class PostgresMemoryTransfer:
             for spec in TABLES:
                 if spec.renumbered:
                     await conn.execute(_sync_sequence(spec.kind))
+
+    async def memory_ids(self, rows: Sequence[Row]) -> list[int | None]:
+        """The stored memory with each row's identity (transfer_rows.memory_identity)."""
+        out: list[int | None] = []
+        async with self._session.read("finding stored memories") as conn:
+            for row in rows:
+                sql, params = transfer_rows.memory_identity(row, _mark)
+                found = await conn.fetchval(sql, *params)
+                out.append(None if found is None else int(found))
+        return out
+
+    async def relink_superseded(self, links: Sequence[tuple[int, int | None]]) -> None:
+        """One transaction setting each memory's superseded_by."""
+        if not links:
+            return
+        async with self._session.write("linking superseded memories") as conn:
+            await maintenance_lock(conn, shared=True)  # a write of memories, as any other
+            await conn.executemany(
+                transfer_rows.relink_statement(_mark), [(by, ident) for ident, by in links]
+            )
 
     async def backup(self, target: Path, *, progress: Progress | None = None) -> BackupReport:
         """Not this command's job on PostgreSQL: the server's own tools copy it consistently."""

@@ -15,6 +15,7 @@ import sqlite_vec
 from memory_core.errors import StorageError
 from memory_core.files import partial_beside
 from memory_core.ports.transfer import BackupReport, ColumnType, Progress, Row, TableSpec, table
+from memory_core.storage import transfer_rows
 from memory_core.storage.sqlite.connection import DriverError
 from memory_core.storage.sqlite.keyword_tables import indexed_write
 from memory_core.storage.sqlite.migrate import schema_version
@@ -146,8 +147,20 @@ class SqliteMemoryTransfer:
         sql = _insert_sql(spec, keep_ids=keep_ids)
         columns = [(n, t) for n, t in spec.columns if keep_ids or n != "id"]
         out: list[Any] = []
+        stored = transfer_rows.version_stored(_mark) if kind == "memory_version" else None
         async with indexed_write(self._session, f"importing {kind} rows"):
             for row in rows:
+                if stored is not None and await self._session.fetch(
+                    stored,
+                    [
+                        row["memory_id"],
+                        encode_time(row["valid_from"]),
+                        row["content_hash"],
+                        row["change"],
+                    ],
+                ):
+                    out.append(None)  # this version of its memory is stored already
+                    continue
                 got = await self._session.fetch(sql, [_encode(t, row[n]) for n, t in columns])
                 out.append(got[0][0] if got else None)
         if self._gap_s:
@@ -156,6 +169,25 @@ class SqliteMemoryTransfer:
 
     async def finish_import(self) -> None:
         """Nothing to do: SQLite gives new rows ids above the largest stored."""
+
+    async def memory_ids(self, rows: Sequence[Row]) -> list[int | None]:
+        """The stored memory with each row's identity (transfer_rows.memory_identity)."""
+        out: list[int | None] = []
+        async with self._session.read("finding stored memories"):
+            for row in rows:
+                sql, params = transfer_rows.memory_identity(row, _mark)
+                found = await self._session.fetch(sql, params)
+                out.append(int(found[0][0]) if found else None)
+        return out
+
+    async def relink_superseded(self, links: Sequence[tuple[int, int | None]]) -> None:
+        """One transaction setting each memory's superseded_by."""
+        if not links:
+            return
+        async with self._session.write("linking superseded memories") as db:
+            await db.executemany(
+                transfer_rows.relink_statement(_mark), [(by, ident) for ident, by in links]
+            )
 
     async def backup(self, target: Path, *, progress: Progress | None = None) -> BackupReport:
         """Copy the store with SQLite's online backup API (safe while a server writes)."""
