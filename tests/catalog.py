@@ -32,6 +32,7 @@ KNOWLEDGE_TOOLS = frozenset(
         "playbook_find",
         "ingest_document",
         "search_business_context",
+        "share_business_patterns",
         "seed_tenant_from_agent_md",
         "export_agent_md",
         # Issue 18: knowledge a person can review and correct.

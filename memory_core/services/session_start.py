@@ -21,6 +21,7 @@ would keep the same memories ACTIVE forever. Reading is a few indexed queries, n
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -152,6 +153,7 @@ class SessionStartService:
         max_chars: int = 9500,
         limit: int | None = None,
         hand_out_shown: bool = False,
+        handed_out: Collection[int] = (),
     ) -> StartContext:
         """The project's context for a new session, within `token_budget` and `max_chars`.
 
@@ -166,6 +168,8 @@ class SessionStartService:
             hand_out_shown: Record the memories and rules shown as used (access count, last
                 use): for a model that asked for the briefing (`load_context`). The hooks
                 never do: what they show counts as used only once the transcript shows it used.
+            handed_out: Ids the caller already recorded as used in this same request (not
+                counted twice).
 
         Returns:
             The context; its text is empty when the project has nothing to show and no
@@ -188,8 +192,10 @@ class SessionStartService:
         rule_lines, shown = await self._rules(project, budget, room)
         pref_lines = await self._preference_lines(user, budget)
         memory_lines = await self._memory_lines(project, budget, last, shown, room)
-        if hand_out_shown and shown:
-            await hand_out(self._repo, project, shown, self._clock.now())
+        already = set(handed_out)
+        fresh = [memory_id for memory_id in shown if memory_id not in already]
+        if hand_out_shown and fresh:
+            await hand_out(self._repo, project, fresh, self._clock.now())
         sections = {
             "rules": rule_lines,
             "memories": memory_lines,

@@ -359,6 +359,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
                 token_budget=token_budget or app.settings.hooks.start_tokens,
                 limit=limit,
                 hand_out_shown=True,
+                handed_out={item.memory.id for item in result.items},
             )
             briefing = start.text or None
         return ContextOut.of(name, result, briefing=briefing)

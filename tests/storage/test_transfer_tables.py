@@ -19,6 +19,11 @@ LEFT_OUT = {
     "meta": "the embedding model record and settings of this database",
     "schema_migrations": "the schema, not data",
     "sqlite_sequence": "SQLite's AUTOINCREMENT counters, which follow the ids written",
+    "shared_tenants": "opt-in to shared patterns: a moved store shares nothing until asked again",
+    "shared_documents": "derived; rebuilt by `memstrata documents refresh-patterns`",
+    "shared_passages": "derived; rebuilt by `memstrata documents refresh-patterns`",
+    "shared_patterns": "derived; rebuilt by `memstrata documents refresh-patterns`",
+    "shared_pattern_holders": "derived; rebuilt by `memstrata documents refresh-patterns`",
 }
 # Computed by the database from other columns, so never exported (PostgreSQL's full-text
 # vectors; date_start, migration 0010).
