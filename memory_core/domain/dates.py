@@ -207,7 +207,7 @@ _CUES: tuple[tuple[str, bool | None], ...] = (
     (
         r"\b(?:will|won't|shall|'ll|gonna|wanna|gotta|going\s+to|about\s+to|tomorrow|next|"
         r"upcoming|coming\s+up|soon|due|scheduled|deadline|let's|let\s+us|can't\s+wait|"
-        r"cannot\s+wait|looking\s+forward|look\s+forward|can|should|might|must|"
+        r"cannot\s+wait|looking\s+forward|look\s+forward|see\s+you|can|should|might|must|"
         r"(?:plan|plans|planning)\s+(?:to|on)|(?:hope|hopes|hoping)\s+to|"
         r"(?:want|wants|wanting)\s+to|(?:need|needs)\s+to|(?:have|has|got)\s+to|"
         r"(?:expect|expects|expecting|intend|intends|intending)\s+to)\b",

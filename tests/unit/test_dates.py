@@ -191,6 +191,9 @@ TENSE_TABLE: list[tuple[str, str | None]] = [
     ("He\u2019s presenting on Thursday", THU_AHEAD),  # a curly apostrophe
     ("The sprint review, which is on Monday, needs slides", MON_AHEAD),
     ("What's happening on Friday?", FRI_AHEAD),
+    ("See you on Monday", MON_AHEAD),
+    ("It would be great to see you on Friday", FRI_AHEAD),
+    ("I hope you have fun on Saturday", "2026-11-28"),
     # Past: the last one.
     ("We shipped it on Friday", FRI_BACK),
     ("We shipped it last March", MAR_BACK),
@@ -206,6 +209,8 @@ TENSE_TABLE: list[tuple[str, str | None]] = [
     ("I didn't sleep well on Monday", MON_BACK),
     ("I was booked on Friday", FRI_BACK),
     ("What happened on Friday?", FRI_BACK),
+    ("I hope you had fun on Saturday", "2026-11-21"),
+    ("Remember the meeting we had on Tuesday?", "2026-11-24"),
     # Each clause its own tense; the nearest verb governs.
     ("We shipped v1 on Friday and the retro is on Monday", f"{FRI_BACK} {MON_AHEAD}"),
     ("Priya said the party is on Friday", FRI_AHEAD),
@@ -218,7 +223,7 @@ TENSE_TABLE: list[tuple[str, str | None]] = [
     ("We do yoga on Fridays", None),
     ("I go to the market on Saturdays", None),
     ("We were going to ship it on Friday", None),
-    ("It would be great to see you on Friday", None),
+    ("We would usually meet on Friday", None),
     ("Thanks for the notes from Monday", None),
     ("When is the team lunch?", None),
     # Where both readings agree, or the text says which, the tense does not matter.
