@@ -22,6 +22,7 @@ from server import scheduler as maintenance_scheduler
 from server.app_context import AppContext, LiveContext
 from server.container import Container, open_container
 from server.instructions import instructions_for
+from server.live import LiveUpdates
 from server.settings import Settings
 from server.surface import MemstrataServer
 from server.toolsets import Toolset
@@ -173,8 +174,11 @@ def build_server(
             finally:
                 if live is not None:
                     live.current = None
+                await following.stop()
                 await _stop(context, listening, warming)
 
+    # Resource subscriptions and event log lines (server.live), over stdio and HTTP.
+    following = LiveUpdates(token_verifier)
     mcp = MemstrataServer(
         "memstrata",
         title="memstrata memory",
@@ -186,7 +190,9 @@ def build_server(
         token_verifier=token_verifier,
         auth=auth,
         toolsets=settings.enabled_toolsets,
+        subscriptions=following.bus,
     )
+    following.register(mcp)
     for module, served in TOOL_MODULES:
         mcp.defer_module(served, _registration(module, mcp, settings))
     if runtime_toolsets:

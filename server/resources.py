@@ -1,9 +1,13 @@
-"""MCP resources: a project's stats, its recent context and single memories, as JSON."""
+"""MCP resources: a project's stats, recent context and single memories (JSON), sessions (text).
+
+Sessions, stats and context can be subscribed to (server.live).
+"""
 
 from mcp.server.mcpserver import Context
 from mcp.types import Resource
 
 from memory_core.errors import InvalidInputError
+from memory_core.services.session_state import SessionStateService, session_view_text
 from server.app_context import AppContext
 from server.container import Container
 from server.errors import domain_errors_as_resource_errors
@@ -15,6 +19,7 @@ from server.surface import MemstrataServer
 __all__ = ["register"]
 
 JSON = "application/json"
+TEXT = "text/plain"
 
 
 def _container(ctx: Context) -> Container:
@@ -25,7 +30,7 @@ def _container(ctx: Context) -> Container:
 
 
 def register(mcp: MemstrataServer, settings: Settings) -> None:
-    """Register memory://{project}/stats, /context and /snapshot/{id}.
+    """Register memory://{project}/stats, /context, /snapshot/{id} and /session/{session_id}.
 
     The default project's stats and context are also listed (resources/list), so clients
     that offer resources by name (@-mentions) show them; the templates serve the reads.
@@ -84,3 +89,24 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
                 raise InvalidInputError("memory_id", "must be a whole number, as in search hits")
             memory = await app.memories.read(project, int(memory_id))
         return MemoryOut.of(memory).model_dump_json(indent=2)
+
+    session_uri = "memory://{project}/session/{session_id}"
+
+    @mcp.resource(session_uri, name="session", title="A session's memory state", mime_type=TEXT)
+    async def session(project: str, session_id: str, ctx: Context) -> str:
+        """A session's memory state, as text written for a model.
+
+        Entries active and compressed, summaries with sizes and ratios, compressions by
+        source, cached tool results with the exchanges they have left, token totals, and what
+        get_session_context hands the model now.
+        """
+        with domain_errors_as_resource_errors(f"memory://{project}/session/{session_id}"):
+            return await _session_view(_container(ctx), project, session_id)
+
+
+async def _session_view(app: Container, project: str, session_id: str) -> str:
+    """The session view through the container's conversation service and store."""
+    if app.backend is None:
+        raise InvalidInputError("session_id", "conversation memory is not open")
+    service = SessionStateService(app.conversations, app.backend.conversations)
+    return session_view_text(await service.read(project, session_id))

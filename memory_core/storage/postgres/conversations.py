@@ -9,7 +9,7 @@ Writers of different sessions do not wait for each other.
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import JsonValue
 
@@ -38,6 +38,9 @@ from memory_core.storage.conversation_steps import (
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.session import PostgresSession, rowcount
 from memory_core.storage.records import RowReader, RowWriter, json_text
+
+if TYPE_CHECKING:
+    from memory_core.storage.postgres.change_marks import PostgresChangeMarks
 
 __all__ = ["PostgresConversationStore"]
 
@@ -420,3 +423,9 @@ class PostgresConversationStore:
                 f"DELETE FROM conversation_sessions WHERE {_SCOPE}", project, session_id
             )
         return int(count or 0)
+
+    def change_marks(self) -> PostgresChangeMarks:
+        """Marks of sessions and projects on this store's pool (server.live watches them)."""
+        from memory_core.storage.postgres.change_marks import PostgresChangeMarks
+
+        return PostgresChangeMarks(self._s)

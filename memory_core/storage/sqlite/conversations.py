@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 from pydantic import JsonValue
@@ -34,6 +34,9 @@ from memory_core.storage.conversation_steps import (
 from memory_core.storage.records import RowReader, RowWriter, json_text
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
+
+if TYPE_CHECKING:
+    from memory_core.storage.sqlite.change_marks import SqliteChangeMarks
 
 __all__ = ["SqliteConversationStore"]
 
@@ -398,3 +401,9 @@ class SqliteConversationStore:
                 count = await cur.fetchone()
             await db.execute(f"DELETE FROM conversation_sessions WHERE {_SCOPE}", scope)
         return int(count[0]) if count else 0
+
+    def change_marks(self) -> SqliteChangeMarks:
+        """Marks of sessions and projects on this store's connection (server.live watches them)."""
+        from memory_core.storage.sqlite.change_marks import SqliteChangeMarks
+
+        return SqliteChangeMarks(self._s)
