@@ -54,6 +54,7 @@ class JobRuns:
 RECALCULATE_JOB = "recalculate_tiers"
 PRUNE_JOB = "prune_expired"
 CAP_JOB = "enforce_cap"
+PATTERNS_JOB = "shared_patterns"
 
 
 async def recalculate_job(container: Container) -> int:
@@ -79,6 +80,13 @@ async def cap_job(container: Container) -> int:
     deleted = sum(len(o.ids) for o in outcomes)
     log.info("job.ran", job=CAP_JOB, projects=len(outcomes), deleted=deleted)
     return deleted
+
+
+async def patterns_job(container: Container) -> int:
+    """Read opted-in tenants' new documents into the pattern pool and publish anew (33.6)."""
+    done = await container.knowledge.business.shared.refresh()
+    log.info("job.ran", job=PATTERNS_JOB, published=done.published, left=done.documents_left)
+    return done.published
 
 
 MISFIRE_GRACE_S = 3600
@@ -154,10 +162,14 @@ def build_scheduler(container: Container, runs: JobRuns | None = None) -> Any | 
     # ones). A write over the cap enforces it at once; this catches the writes of processes
     # that exited before their enforcement ended (the hooks).
     capped = container.settings.pressure.max_memories is not None
+    sharing = container.settings.knowledge.shared_patterns
     jobs = (
         (RECALCULATE_JOB, schedule.recalculate_cron, recalculate_job),
         (PRUNE_JOB, schedule.prune_cron, prune_job),
         (CAP_JOB, schedule.recalculate_cron if capped else None, cap_job),
+        # Daily, beside the recalculation: whether a sentence may be shared depends on the
+        # whole pool, so it is computed by a bounded job, not on each ingest.
+        (PATTERNS_JOB, schedule.recalculate_cron if sharing else None, patterns_job),
     )
     for job_id, cron, func in jobs:
         if not cron:

@@ -14,11 +14,13 @@ from server.app_context import LiveContext
 from server.container import Container, open_container
 from server.cron import parse_cron
 from server.scheduler import (
+    PATTERNS_JOB,
     PRUNE_JOB,
     RECALCULATE_JOB,
     JobRuns,
     build_scheduler,
     once_per_schedule,
+    patterns_job,
     prune_job,
     recalculate_job,
 )
@@ -50,7 +52,7 @@ async def test_jobs_run_directly(container: Container, clock: FrozenClock) -> No
 async def test_live_scheduler_runs_a_job_on_demand(container: Container) -> None:
     scheduler = build_scheduler(container)
     assert scheduler is not None
-    assert {j.id for j in scheduler.get_jobs()} == {RECALCULATE_JOB, PRUNE_JOB}
+    assert {j.id for j in scheduler.get_jobs()} == {RECALCULATE_JOB, PRUNE_JOB, PATTERNS_JOB}
     done: asyncio.Future[int] = asyncio.get_running_loop().create_future()
     scheduler.add_listener(
         lambda ev: done.set_result(ev.code), EVENT_JOB_EXECUTED | EVENT_JOB_ERROR
@@ -203,7 +205,7 @@ async def test_over_stdio_the_scheduler_starts_after_the_first_tools_list(
         await client.list_tools()
         scheduler = await _scheduler_of(live)
         assert scheduler is not None
-        assert {j.id for j in scheduler.get_jobs()} == {RECALCULATE_JOB, PRUNE_JOB}
+        assert {j.id for j in scheduler.get_jobs()} == {RECALCULATE_JOB, PRUNE_JOB, PATTERNS_JOB}
 
 
 async def test_a_client_that_never_lists_tools_gets_the_scheduler_anyway(
@@ -226,3 +228,21 @@ async def test_a_server_stopped_before_warming_up_stops_cleanly(
     async with asyncio.timeout(10), hosted(enabled, live=live, warm_up_after_listing=True):
         pass
     assert live.current is None
+
+
+async def test_the_shared_pattern_job_publishes_and_is_left_out_when_sharing_is_off(
+    settings: Settings, clock: FrozenClock
+) -> None:
+    """Issue 33.6: the pool is refreshed daily beside the recalculation, unless turned off."""
+    enabled = settings.model_copy(update={"schedule": ScheduleSettings()})
+    async with open_container(enabled, clock) as c:
+        with capture_logs() as logs:
+            assert await patterns_job(c) == 0  # nobody opted in: nothing to publish
+        assert [e["job"] for e in logs if e["event"] == "job.ran"] == [PATTERNS_JOB]
+    off = enabled.model_copy(
+        update={"knowledge": enabled.knowledge.model_copy(update={"shared_patterns": False})}
+    )
+    async with open_container(off, clock) as c:
+        scheduler = build_scheduler(c)
+        assert scheduler is not None
+        assert PATTERNS_JOB not in {j.id for j in scheduler.get_jobs()}
