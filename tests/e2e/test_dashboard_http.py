@@ -3,6 +3,7 @@ Host checks; bearer headers; switching it off; and `memstrata ui`."""
 
 from __future__ import annotations
 
+import json
 import re
 import subprocess
 import time
@@ -10,12 +11,14 @@ import urllib.error
 import urllib.parse
 import urllib.request
 from datetime import UTC, datetime, timedelta
+from email.message import Message
 from pathlib import Path
 
 import pytest
 
 from memory_core.domain.models import Layer
 from memory_core.services.memories import AppendItem
+from memory_core.services.truth import TruthService
 from server.container import open_container
 from server.settings import Settings
 from tests.e2e.conftest import free_port, memstrata_exe, server_env
@@ -184,5 +187,172 @@ async def test_the_forgetting_page_is_paged(tmp_path: Path):
         assert len(set(ids)) == 60  # no row twice, and not the fresh one
         status, body = _get(server, "/p/e2e/forgetting?after=5&at=yesterday", auth)
         assert status == 400 and "at: must be an ISO 8601 time" in body
+    finally:
+        server.stop()
+
+
+READER = "reader-token-0123456789abcdef"
+
+
+async def _seed_truth(db: Path) -> dict[str, int]:
+    """A correction, an updated memory, tagged and pinned ones: the curation pages' material."""
+    settings = Settings(db=db, embedding_model="none", project="e2e")
+    async with open_container(settings) as store:
+        memories = store.memories
+        truth = TruthService(memories)
+        old = await memories.append("e2e", Layer.EPISODIC, "We deploy the backend to Fly.io")
+        new = await memories.append(
+            "e2e", Layer.EPISODIC, "Backend deploys moved to AWS", supersedes=[old.memory.id]
+        )
+        edited = await memories.append("e2e", Layer.EPISODIC, "Tokens expire after 15 minutes")
+        await truth.update("e2e", edited.memory.id, content="Tokens expire after 60 minutes")
+        drafts = [
+            (await memories.append("e2e", Layer.EPISODIC, f"draft {n}", tags=["draft"])).memory.id
+            for n in range(3)
+        ]
+        kept = await memories.append("e2e", Layer.EPISODIC, "draft kept", tags=["draft"])
+        await truth.pin("e2e", [kept.memory.id])
+    return {
+        "old": old.memory.id,
+        "new": new.memory.id,
+        "edited": edited.memory.id,
+        "kept": kept.memory.id,
+        **{f"draft{n}": i for n, i in enumerate(drafts)},
+    }
+
+
+def _signed_in(server: HttpServer, token: str) -> tuple[str, str]:
+    """A signed-in session through the login form: its cookie pair and its CSRF token."""
+    _, cookie, csrf = _session(server)
+    status, _, headers = _post(server, "/login?next=/", cookie, {"csrf": csrf, "token": token})
+    assert status == 303, status
+    signed = headers["set-cookie"].split(";", 1)[0]
+    status, body = _get(server, "/", {"Cookie": signed})
+    found = re.search(r'name="csrf" value="([^"]+)"', body)
+    assert status == 200 and found is not None
+    return signed, found.group(1)
+
+
+def _post(
+    server: HttpServer, path: str, cookie: str, form: dict[str, str]
+) -> tuple[int, str, Message]:
+    """A form POST with a session cookie: status, body and headers (redirects not followed)."""
+    request = urllib.request.Request(
+        f"http://127.0.0.1:{server.port}{path}",
+        data=urllib.parse.urlencode(form).encode(),
+        headers={"Cookie": cookie},
+    )
+    opener = urllib.request.build_opener(_NoRedirect)
+    try:
+        with opener.open(request, timeout=10) as response:
+            return int(response.status), response.read().decode(), response.headers
+    except urllib.error.HTTPError as exc:
+        with exc:
+            return exc.code, exc.read().decode(), exc.headers
+
+
+def _truth_server(tmp_path: Path) -> HttpServer:
+    tokens = tmp_path / "tokens.json"
+    tokens.write_text(
+        json.dumps(
+            {
+                "tokens": [
+                    {"name": "admin", "token": TOKEN},
+                    {"name": "reader", "token": READER, "read_only": True},
+                ]
+            }
+        )
+    )
+    return _start(tmp_path, {"MEMSTRATA_AUTH_TOKENS_FILE": str(tokens)}, ["serve", "--http"])
+
+
+async def test_detail_shows_history_supersession_and_pins(tmp_path: Path):
+    ids = await _seed_truth(tmp_path / "memory.db")
+    server = _truth_server(tmp_path)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        _, body = _get(server, f"/p/e2e/memories/{ids['old']}", auth)
+        assert f'Superseded by <a href="/p/e2e/memories/{ids["new"]}">#{ids["new"]}</a>' in body
+        _, body = _get(server, f"/p/e2e/memories/{ids['new']}", auth)
+        assert f'<li data-id="{ids["old"]}">Supersedes' in body and 'id="superseded-by"' not in body
+        _, body = _get(server, f"/p/e2e/memories/{ids['edited']}", auth)
+        assert "Tokens expire after 60 minutes" in body
+        assert re.search(r'<tr data-version="\d+">.*Tokens expire after 15 minutes', body)
+        cookie, csrf = _signed_in(server, TOKEN)
+        pin = f"/p/e2e/memories/{ids['edited']}/pin"
+        status, _, headers = _post(server, pin, cookie, {"csrf": csrf, "pinned": "true"})
+        location = headers["location"]
+        assert status == 303 and location.endswith(f"?done=pinned-{ids['edited']}")
+        _, body = _get(server, location, {"Cookie": cookie})
+        assert 'data-pinned="true"' in body and "Unpin</button>" in body
+        assert f"Pinned memory {ids['edited']}" in body
+        # Without the CSRF token, or with a read-only token, nothing changes.
+        assert _post(server, pin, cookie, {"pinned": "false"})[0] == 403
+        reader, reader_csrf = _signed_in(server, READER)
+        status, body, _ = _post(server, pin, reader, {"csrf": reader_csrf, "pinned": "false"})
+        assert status == 403 and "read-only" in body
+        _, body = _get(server, f"/p/e2e/memories/{ids['edited']}", {"Cookie": reader})
+        assert 'data-pinned="true"' in body and 'id="pin"' not in body
+        status, _, headers = _post(server, pin, cookie, {"csrf": csrf, "pinned": "false"})
+        assert status == 303 and headers["location"].endswith(f"?done=unpinned-{ids['edited']}")
+        assert _post(server, pin, cookie, {"csrf": csrf, "pinned": "maybe"})[0] == 400
+    finally:
+        server.stop()
+
+
+async def test_listing_filters_by_tag_and_marks_pins_and_supersession(tmp_path: Path):
+    ids = await _seed_truth(tmp_path / "memory.db")
+    server = _truth_server(tmp_path)
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        _, body = _get(server, "/p/e2e/memories?tags=Draft", auth)
+        listed = {int(i) for i in re.findall(r'<tr data-id="(\d+)"', body)}
+        assert listed == {ids["draft0"], ids["draft1"], ids["draft2"], ids["kept"]}
+        assert '<span class="badge pinned">pinned</span>' in body
+        _, body = _get(server, "/p/e2e/memories", auth)
+        assert f"superseded by #{ids['new']}" in body
+        _, body = _get(server, "/p/e2e/memories?q=draft&tags=draft&mode=keyword", auth)
+        assert {int(i) for i in re.findall(r'<tr data-id="(\d+)"', body)} == listed
+        status, body = _get(server, "/p/e2e/memories?tags=no%20way!", auth)
+        assert status == 400 and "tags[1]" in body
+    finally:
+        server.stop()
+
+
+async def test_forget_by_filter_previews_then_deletes_with_a_receipt(tmp_path: Path):
+    ids = await _seed_truth(tmp_path / "memory.db")
+    server = _truth_server(tmp_path)
+    drafts = sorted(ids[f"draft{n}"] for n in range(3))
+    try:
+        cookie, csrf = _signed_in(server, TOKEN)
+        status, body = _get(server, "/p/e2e/forgetting/where", {"Cookie": cookie})
+        assert status == 200 and "No filter yet" in body and 'id="preview-count"' not in body
+        # Only "keep pinned" selects everything else: not a filter on its own.
+        status, body = _get(server, "/p/e2e/forgetting/where?pinned=keep", {"Cookie": cookie})
+        assert "No filter yet" in body
+        status, body = _get(server, "/p/e2e/forgetting/where?tags=draft", {"Cookie": cookie})
+        assert status == 200 and 'data-count="3"' in body  # the pinned draft is kept
+        assert sorted(int(i) for i in re.findall(r'<tr data-id="(\d+)"', body)) == drafts
+        shown = re.search(r'name="ids" value="([\d,]+)"', body)
+        assert shown is not None and sorted(map(int, shown.group(1).split(","))) == drafts
+        _, listing = _get(server, "/p/e2e/memories?tags=draft", {"Cookie": cookie})
+        assert len(re.findall(r"<tr data-id=", listing)) == 4  # the preview deleted nothing
+        form = {"csrf": csrf, "tags": "draft", "pinned": "keep", "ids": shown.group(1)}
+        reader, reader_csrf = _signed_in(server, READER)
+        refused = _post(
+            server, "/p/e2e/forgetting/where/run", reader, {**form, "csrf": reader_csrf}
+        )
+        assert refused[0] == 403 and "read-only" in refused[1]
+        status, body, _ = _post(server, "/p/e2e/forgetting/where/run", cookie, form)
+        assert status == 200 and "Forgot 3 memories." in body
+        assert re.search(r'data-removed="rows">3<', body)
+        assert re.findall(r'data-remaining="\w+">(\d+)<', body) == ["0"] * 5
+        _, listing = _get(server, "/p/e2e/memories?tags=draft", {"Cookie": cookie})
+        assert [int(i) for i in re.findall(r'<tr data-id="(\d+)"', listing)] == [ids["kept"]]
+        # No filter, no delete, even with ids.
+        status, body, _ = _post(
+            server, "/p/e2e/forgetting/where/run", cookie, {"csrf": csrf, "ids": str(ids["old"])}
+        )
+        assert status == 400 and "filter: is required" in body
     finally:
         server.stop()

@@ -29,6 +29,7 @@ from memory_core.services.memories import SearchRequest
 from memory_core.services.prune_preview import PrunePreview, prune_preview
 from server.app_context import AppContext
 from server.http.dashboard.chart import AgeBar, TierBand, age_bars, tier_bands
+from server.http.dashboard.curation import Supersession, supersession
 
 __all__ = [
     "BrowsePage",
@@ -90,11 +91,12 @@ class BrowsePage:
 
 @dataclass(frozen=True)
 class DetailPage:
-    """One memory, its live tier and its nearest neighbours."""
+    """One memory, its live tier, its nearest neighbours, its history and supersession."""
 
     memory: Memory
     tier: Tier
     neighbours: list[tuple[Memory, float]]
+    history: Supersession
 
 
 ForgettingPage = PrunePreview
@@ -169,8 +171,12 @@ async def browse_page(
     tier: Tier | None,
     session_id: str | None,
     before_id: int | None,
+    tags: tuple[str, ...] = (),
 ) -> BrowsePage:
-    """The memories of `project` newest first, or the hits of a search for `text`."""
+    """The memories of `project` newest first, or the hits of a search for `text`.
+
+    `tags` keeps only memories holding every one of them (as the tools' filter).
+    """
     memories = app.container.memories
     if text:
         result = await memories.search(
@@ -180,6 +186,7 @@ async def browse_page(
                 mode=mode,
                 layer=layer,
                 session_id=session_id,
+                tags=tags,
                 limit=PAGE_SIZE,
                 mark_used=False,
             )
@@ -195,6 +202,7 @@ async def browse_page(
             tier=tier,
             session_id=session_id,
             before_id=before_id,
+            tags=tags,
             limit=PAGE_SIZE,
         )
     )
@@ -217,7 +225,12 @@ async def detail_page(app: AppContext, project: str, memory_id: int) -> DetailPa
     c = app.container
     memory = await c.memories.peek(project, memory_id)
     tier = classify_tier(memory.reference_time, tier_cutoffs(c.clock.now(), c.settings.tiers))
-    return DetailPage(memory=memory, tier=tier, neighbours=await c.memories.neighbours(memory))
+    return DetailPage(
+        memory=memory,
+        tier=tier,
+        neighbours=await c.memories.neighbours(memory),
+        history=await supersession(app, memory),
+    )
 
 
 async def forgetting_page(

@@ -23,10 +23,12 @@ from starlette.requests import Request
 from starlette.responses import HTMLResponse, RedirectResponse, Response
 from starlette.routing import BaseRoute, Route
 
+from memory_core.domain.inputs import MAX_IDS
 from memory_core.domain.models import Layer, SearchMode, Tier
 from memory_core.errors import InvalidInputError, MemoryNotFoundError
+from memory_core.services.truth import TruthService
 from server.app_context import AppContext, LiveContext
-from server.http.dashboard import pages
+from server.http.dashboard import curation, pages
 from server.http.dashboard.access import COOKIE, SESSION_SECONDS, DashboardAccess, Visitor
 from server.http.throttle import AuthThrottle, peer
 
@@ -80,6 +82,14 @@ def _int(value: str | None, field: str) -> int | None:
     return int(value)
 
 
+def _memory_path(request: Request) -> tuple[str, int]:
+    """The project and memory id of a /p/{project}/memories/{memory_id} path."""
+    memory_id = _int(request.path_params["memory_id"], "memory_id")
+    if memory_id is None:
+        raise InvalidInputError("memory_id", "must be a whole number")
+    return request.path_params["project"], memory_id
+
+
 def _mark(at: str | None, memory_id: int | None) -> tuple[datetime, int] | None:
     """The keyset mark of a prune preview page: the previous page's last time and id."""
     if memory_id is None:
@@ -100,6 +110,10 @@ def _done(code: str | None) -> str | None:
         return f"Forgot memory {number}."
     if kind == "pruned":
         return f"Deleted {number} expired memories."
+    if kind == "pinned":
+        return f"Pinned memory {number}: it never expires and is never pruned."
+    if kind == "unpinned":
+        return f"Unpinned memory {number}: it ages like the others again."
     return None
 
 
@@ -148,7 +162,18 @@ class Dashboard:
                 page(self.forget, write=True),
                 methods=["POST"],
             ),
+            Route(
+                "/p/{project}/memories/{memory_id}/pin",
+                page(self.pin, write=True),
+                methods=["POST"],
+            ),
             Route("/p/{project}/forgetting", page(self.forgetting)),
+            Route("/p/{project}/forgetting/where", page(self.forget_where)),
+            Route(
+                "/p/{project}/forgetting/where/run",
+                page(self.forget_where_run, write=True),
+                methods=["POST"],
+            ),
             Route("/p/{project}/forgetting/prune", page(self.prune, write=True), methods=["POST"]),
             Route("/p/{project}/conversations", page(self.conversations)),
         ]
@@ -388,6 +413,7 @@ class Dashboard:
             "layer": q.get("layer") or "",
             "tier": q.get("tier") or "",
             "session": q.get("session") or "",
+            "tags": (q.get("tags") or "").strip(),
         }
         data = await pages.browse_page(
             self._app(),
@@ -398,6 +424,7 @@ class Dashboard:
             tier=_enum(filters["tier"], Tier, "tier"),
             session_id=filters["session"] or None,
             before_id=_int(q.get("before"), "before"),
+            tags=curation.tag_list(filters["tags"]),
         )
         more = None
         if data.next_before is not None:
@@ -418,22 +445,36 @@ class Dashboard:
         )
 
     async def detail(self, request: Request, visitor: Visitor) -> Response:
-        """One memory with its metadata, use and neighbours."""
-        project = request.path_params["project"]
-        memory_id = _int(request.path_params["memory_id"], "memory_id")
-        if memory_id is None:
-            raise InvalidInputError("memory_id", "must be a whole number")
+        """One memory with its metadata, use, neighbours, pin, history and supersession."""
+        project, memory_id = _memory_path(request)
         data = await pages.detail_page(self._app(), project, memory_id)
         return self._render(
-            request, visitor, "memory.html", project=project, page=data, section="memories"
+            request,
+            visitor,
+            "memory.html",
+            project=project,
+            page=data,
+            done=_done(request.query_params.get("done")),
+            section="memories",
         )
+
+    async def pin(self, request: Request, visitor: Visitor) -> Response:
+        """Pin or unpin one memory (the `pin` / `unpin` tools' service call)."""
+        project, memory_id = _memory_path(request)
+        form = await request.form()
+        wanted = form.get("pinned")
+        if wanted not in ("true", "false"):
+            raise InvalidInputError("pinned", "must be true or false")
+        on = wanted == "true"
+        await TruthService(self._app().container.memories).pin(project, [memory_id], pinned=on)
+        log.info("dashboard.pinned", client=visitor.name, memory_id=memory_id, pinned=on)
+        done = f"{'pinned' if on else 'unpinned'}-{memory_id}"
+        target = _project_url(project, "memories", memory_id) + f"?done={done}"
+        return RedirectResponse(target, status_code=303)
 
     async def forget(self, request: Request, visitor: Visitor) -> Response:
         """Delete one memory (the `forget` tool's service call)."""
-        project = request.path_params["project"]
-        memory_id = _int(request.path_params["memory_id"], "memory_id")
-        if memory_id is None:
-            raise InvalidInputError("memory_id", "must be a whole number")
+        project, memory_id = _memory_path(request)
         await self._app().container.memories.forget(project, memory_id)
         log.info("dashboard.forgot", client=visitor.name, project=project, memory_id=memory_id)
         target = _project_url(project, "memories") + f"?done=forgot-{memory_id}"
@@ -469,6 +510,44 @@ class Dashboard:
         log.info("dashboard.pruned", client=visitor.name, project=project, deleted=len(deleted))
         target = _project_url(project, "forgetting") + f"?done=pruned-{len(deleted)}"
         return RedirectResponse(target, status_code=303)
+
+    async def forget_where(self, request: Request, visitor: Visitor) -> Response:
+        """The filtered forget's form and, once a filter is given, its dry run."""
+        project = request.path_params["project"]
+        chosen = curation.forget_filter(project, request.query_params)
+        preview = await curation.forget_preview(self._app(), chosen) if chosen.given else None
+        return self._forget_page(request, visitor, chosen, preview=preview)
+
+    def _forget_page(
+        self, request: Request, visitor: Visitor, chosen: curation.ForgetFilter, **parts: Any
+    ) -> Response:
+        """The filtered forget's page: the form and a preview, or a receipt (`parts`)."""
+        return self._render(
+            request,
+            visitor,
+            "forget_where.html",
+            project=request.path_params["project"],
+            chosen=chosen,
+            max_ids=MAX_IDS,
+            section="forgetting",
+            **{"preview": None, "receipt": None, **parts},
+        )
+
+    async def forget_where_run(self, request: Request, visitor: Visitor) -> Response:
+        """Delete what the preview showed (and still matches); the page is the receipt.
+
+        Not a redirect: the receipt (what left from every place) is the answer itself.
+        """
+        project = request.path_params["project"]
+        form = await request.form()
+        fields = {k: v for k, v in form.items() if isinstance(v, str)}
+        chosen = curation.forget_filter(project, fields)
+        if not chosen.given:
+            raise InvalidInputError("filter", "is required (a whole project is `clear`)")
+        receipt = await curation.forget_run(self._app(), chosen, fields.get("ids", ""))
+        log.info("dashboard.forgot_where", client=visitor.name, project=project, rows=receipt.rows)
+        previewed = len([p for p in fields.get("ids", "").split(",") if p.strip()])
+        return self._forget_page(request, visitor, chosen, receipt=receipt, previewed=previewed)
 
     async def conversations(self, request: Request, visitor: Visitor) -> Response:
         """Sessions, their summaries and their tool-result caches."""
