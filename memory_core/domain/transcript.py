@@ -175,15 +175,19 @@ def _known_tools(lines: list[str]) -> dict[str, str]:
     return tools
 
 
-def read_transcript(lines: Iterable[str], cursor: TranscriptCursor | None = None) -> TranscriptRead:
+def read_transcript(
+    lines: Iterable[str], cursor: TranscriptCursor | None = None, *, first_line: int = 0
+) -> TranscriptRead:
     """The entries of the transcript `lines` after `cursor` (all of them without one).
 
-    A last line without its newline may still be being written; it is left for the next read
-    (the cursor stops before it) unless it parses as a whole JSON object.
+    `lines` are the file's lines from line number `first_line` on (a read that resumed near
+    the cursor); cursors in and out count from the file's start. A last line without its
+    newline may still be being written; it is left for the next read (the cursor stops before
+    it) unless it parses as a whole JSON object.
     """
     cursor = cursor or TranscriptCursor()
     all_lines = list(lines)
-    start = _start(all_lines, cursor)
+    start = _start(all_lines, TranscriptCursor(max(0, cursor.lines - first_line), cursor.uuid))
     tools = _known_tools(all_lines[:start])
     entries: list[TranscriptEntry] = []
     titles: list[str] = []
@@ -212,14 +216,14 @@ def read_transcript(lines: Iterable[str], cursor: TranscriptCursor | None = None
         if line.get("type") == "summary" and isinstance(line.get("summary"), str):
             titles.append(line["summary"].strip())
             continue
-        after = TranscriptCursor(lines=read_until, uuid=last_uuid)
+        after = TranscriptCursor(lines=first_line + read_until, uuid=last_uuid)
         at = _timestamp(line.get("timestamp"))
         entries.extend(replace(e, after=after, at=at) for e in _entries(line, tools))
     if read_until == start:
         last_uuid = cursor.uuid  # nothing new: the place stays where it was
     return TranscriptRead(
         entries=entries,
-        cursor=TranscriptCursor(lines=read_until, uuid=last_uuid),
+        cursor=TranscriptCursor(lines=first_line + read_until, uuid=last_uuid),
         malformed_lines=malformed,
         titles=titles,
     )

@@ -6,6 +6,7 @@ from collections.abc import Sequence
 from datetime import datetime
 from typing import Protocol
 
+from memory_core.domain.capture_place import CapturePlace
 from memory_core.domain.hook_session import HookSession, TranscriptCursor
 
 __all__ = ["HookSessionStore"]
@@ -16,6 +17,10 @@ class HookSessionStore(Protocol):
 
     async def get(self, project: str, session_id: str) -> HookSession | None:
         """The session's state, or None before any hook wrote it."""
+        ...
+
+    async def get_place(self, project: str, session_id: str) -> CapturePlace:
+        """Where the session's transcript capture stands (CapturePlace() before any capture)."""
         ...
 
     async def latest_summary(self, project: str, exclude_session: str | None) -> int | None:
@@ -44,8 +49,15 @@ class HookSessionStore(Protocol):
         cursor: TranscriptCursor,
         summary_id: int | None,
         now: datetime,
+        *,
+        offset: int = 0,
+        entry_mark: int | None = None,
     ) -> None:
-        """Record how far the transcript was read and where the session's summary is."""
+        """Record how far the transcript was read and where the session's summary is.
+
+        `offset`: the byte offset just after the cursor's line (0: unknown). `entry_mark`: the
+        last conversation entry the capture wrote as of the cursor (None: unknown).
+        """
         ...
 
     async def save_stop_offset(

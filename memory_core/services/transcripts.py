@@ -25,7 +25,7 @@ Each recording reads the transcript's new lines (domain.transcript) and does fou
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -33,6 +33,7 @@ import structlog
 from pydantic import JsonValue
 
 from memory_core.domain.boilerplate import is_acknowledgement
+from memory_core.domain.capture_place import CapturePlace, TranscriptText
 from memory_core.domain.conversation import Entry, EntryType, Role
 from memory_core.domain.hook_session import (
     PROMPT_SOURCE,
@@ -40,7 +41,7 @@ from memory_core.domain.hook_session import (
     START_SOURCE,
     TranscriptCursor,
 )
-from memory_core.domain.models import Layer
+from memory_core.domain.models import BrowseQuery, Layer, Memory
 from memory_core.domain.transcript import TranscriptEntry, read_transcript
 from memory_core.domain.turns import SAID_KIND, has_substance, said_items, session_digest
 from memory_core.domain.usage import uses
@@ -61,6 +62,7 @@ __all__ = [
     "START_SOURCE",
     "RecordResult",
     "TranscriptRecorder",
+    "TranscriptSource",
     "session_summary",
 ]
 
@@ -69,6 +71,10 @@ log = structlog.get_logger(__name__)
 # `source` of context entries: a Claude Code compaction summary (what the hooks injected is
 # START_SOURCE and PROMPT_SOURCE, domain.hook_session).
 COMPACTION_SOURCE = "claude-code:compaction"
+# How a capture reads the transcript from where it stands (server.hooks.transcript_file).
+TranscriptSource = Callable[[CapturePlace], Awaitable[TranscriptText]]
+# Pages of the session's newest episodic rows searched for its digests (domain limit each).
+_DIGEST_PAGES = 3
 # The earliest turn time kept (as for any client's occurred_at).
 _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -151,43 +157,70 @@ class TranscriptRecorder:
         self._authors = dict(authors or {})
 
     async def record(
-        self, project: str, session_id: str, lines: Sequence[str], *, summarize: bool = True
+        self,
+        project: str,
+        session_id: str,
+        lines: Sequence[str] | TranscriptSource,
+        *,
+        summarize: bool = True,
     ) -> RecordResult:
         """Record the transcript's new lines (see the module docstring).
 
+        `lines`: the whole transcript, or how to read it from where the capture stands (a
+        bounded read of the file from the place's byte offset, server.hooks.transcript_file).
         `summarize` stores or replaces the session's digest when the session has substance.
+
+        A run cut short anywhere (a kill, the hook's budget) loses and repeats nothing:
+        what was said is stored first, and the same texts are the same memories; each line's
+        entries are followed by the cursor, and the entries a cut-short run wrote after the
+        last cursor are found by the cursor's entry mark (`_written_after`) and not written
+        again; the digest is replaced by the one built from every entry.
         """
         state = await self._hooks.get(project, session_id)
-        summary_id = state.summary_id if state else None
-        read = read_transcript(lines, state.cursor if state else None)
-        # What was said first, then the cursor: a run cut short between the two reads the
-        # same lines again, and the same texts are the same memories (no duplicate).
+        place = await self._hooks.get_place(project, session_id)
+        text = await lines(place) if callable(lines) else TranscriptText.whole(lines)
+        read = read_transcript(text.lines, place.cursor, first_line=text.first_line)
+        summary_id = place.summary_id
         said = await self._store_said(project, session_id, read.entries)
-        await self._conversations.start(project, session_id)
+        info, _ = await self._conversations.start(project, session_id)
+        mark = place.entry_mark
+        if mark is None:
+            # First capture of the session (or since the mark exists): nothing this capture
+            # writes is in the session yet, so its entries start after the last one there.
+            mark = info.last_entry
+            await self._hooks.save_transcript(
+                project, session_id, place.cursor, summary_id, self._clock.now(),
+                offset=place.offset, entry_mark=mark,
+            )  # fmt: skip
+        written = await self._written_after(project, session_id, mark, info.last_entry)
         added = skipped = 0
         for index, entry in enumerate(read.entries):
-            try:
-                # A boundary is a marker of Claude Code's, not an entry.
-                if entry.kind != "boundary":
-                    await self._conversations.add_entry(project, session_id, **_entry_kwargs(entry))  # type: ignore[arg-type]
+            # A boundary is a marker of Claude Code's, not an entry.
+            if entry.kind != "boundary":
+                if written and _same(written[0], entry):
+                    mark = written.pop(0).id  # a cut-short run stored it already
                     added += 1
-            except InvalidInputError as exc:
-                # A block this store cannot hold (e.g. a tool name over 128 characters): skip
-                # it, keep the rest of the session.
-                log.warning("hooks.entry_skipped", session_id=session_id, field=exc.field)
-                skipped += 1
+                else:
+                    stored = await self._add_entry(project, session_id, entry)
+                    if stored is None:
+                        skipped += 1
+                    else:
+                        mark, added = stored, added + 1
             last_of_line = (
                 index + 1 == len(read.entries) or read.entries[index + 1].after != entry.after
             )
             if last_of_line and entry.after is not None:
+                written = []  # only the line after the cursor can have been cut short
                 await self._hooks.save_transcript(
-                    project, session_id, entry.after, summary_id, self._clock.now()
-                )
+                    project, session_id, entry.after, summary_id, self._clock.now(),
+                    offset=text.offset_after(entry.after.lines), entry_mark=mark,
+                )  # fmt: skip
         await self._hooks.save_transcript(
-            project, session_id, read.cursor, summary_id, self._clock.now()
-        )
+            project, session_id, read.cursor, summary_id, self._clock.now(),
+            offset=text.offset_after(read.cursor.lines), entry_mark=mark,
+        )  # fmt: skip
         used = await self._record_use(project, state.injected if state else (), read.entries)
-        if summarize and (added or summary_id is None):
+        if summarize:
             summary_id = await self._store_summary(
                 project,
                 session_id,
@@ -196,8 +229,9 @@ class TranscriptRecorder:
                 _first_time(read.entries),
             )
             await self._hooks.save_transcript(
-                project, session_id, read.cursor, summary_id, self._clock.now()
-            )
+                project, session_id, read.cursor, summary_id, self._clock.now(),
+                offset=text.offset_after(read.cursor.lines), entry_mark=mark,
+            )  # fmt: skip
         return RecordResult(
             entries_added=added,
             entries_skipped=skipped,
@@ -207,6 +241,35 @@ class TranscriptRecorder:
             said_added=said,
             used=used,
         )
+
+    async def _add_entry(self, project: str, session_id: str, entry: TranscriptEntry) -> int | None:
+        """Store one entry; its number, or None when this store cannot hold it."""
+        try:
+            done = await self._conversations.add_entry(project, session_id, **_entry_kwargs(entry))  # type: ignore[arg-type]
+        except InvalidInputError as exc:
+            # A block this store cannot hold (e.g. a tool name over 128 characters): skip it,
+            # keep the rest of the session.
+            log.warning("hooks.entry_skipped", session_id=session_id, field=exc.field)
+            return None
+        return done.entry.id
+
+    async def _written_after(
+        self, project: str, session_id: str, mark: int, last: int
+    ) -> list[Entry]:
+        """The entries a capture wrote after entry `mark`, oldest first.
+
+        Only a capture cut short between an entry and its cursor leaves any: they are the
+        first entries of the line after the cursor. What the hooks injected meanwhile (their
+        context entries) is left out: it is not the transcript's.
+        """
+        if last <= mark:
+            return []  # the usual case: nothing after the mark, no read
+        data = await self._conversations.export(project, session_id)
+        return [
+            e
+            for e in data.entries
+            if e.id > mark and (e.type is not EntryType.CONTEXT or e.source == COMPACTION_SOURCE)
+        ]
 
     def _turn_time(self, at: datetime | None) -> datetime | None:
         """A turn's time as `occurred_at` accepts it; None (now) when it is out of range."""
@@ -273,6 +336,31 @@ class TranscriptRecorder:
             log.info("hooks.memories_used", count=len(found))
         return len(found)
 
+    async def _session_digests(self, project: str, session_id: str) -> list[Memory]:
+        """The session's digests, newest first, from its newest episodic rows.
+
+        Normally one (the `summary_id` of the state); two when a run was cut short between
+        writing a new digest and recording it. A digest is written after the said turns of
+        its capture, so it is among the newest rows of the session.
+        """
+        found: list[Memory] = []
+        before: int | None = None
+        for _ in range(_DIGEST_PAGES):
+            page = await self._memories.browse(
+                BrowseQuery(
+                    project=project,
+                    layer=Layer.EPISODIC,
+                    session_id=session_id,
+                    limit=self._memories.limits.max_limit,
+                    before_id=before,
+                )
+            )
+            found += [m for m in page if m.metadata.get("kind") == SESSION_SUMMARY_KIND]
+            if len(page) < self._memories.limits.max_limit:
+                break
+            before = page[-1].id
+        return found
+
     async def _store_summary(
         self,
         project: str,
@@ -284,14 +372,17 @@ class TranscriptRecorder:
         data = await self._conversations.export(project, session_id)
         if not data.entries:
             return previous
-        old = await self._memories.repo.get(project, previous) if previous is not None else None
+        digests = await self._session_digests(project, session_id)
+        old = next((m for m in digests if m.id == previous), digests[0] if digests else None)
         if title is None and old is not None:
             title_value = old.metadata.get("title")
             title = title_value if isinstance(title_value, str) else None
         started = old.occurred_at if old is not None else self._turn_time(first_time)
         text = session_summary(title, data.entries, started)
         new_id: int | None = None
-        if text is not None:
+        if text is not None and old is not None and old.content == text:
+            new_id = old.id  # nothing new since: the same digest
+        elif text is not None:
             metadata: dict[str, JsonValue] = {
                 "kind": SESSION_SUMMARY_KIND,
                 "session_id": session_id,
@@ -307,11 +398,23 @@ class TranscriptRecorder:
                 occurred_at=started,
             )
             new_id = result.memory.id
-        if previous is not None and previous != new_id:
+        # The one replaced, and one a cut-short run wrote but never recorded.
+        stale = {m.id for m in digests} | ({previous} if previous is not None else set())
+        for memory_id in sorted(stale - {new_id}):
             # Already forgotten by someone: nothing left to replace.
             with contextlib.suppress(MemoryNotFoundError):
-                await self._memories.forget(project, previous)
+                await self._memories.forget(project, memory_id)
         return new_id
+
+
+def _same(stored: Entry, entry: TranscriptEntry) -> bool:
+    """Whether `stored` is what recording `entry` writes (its kind, role and tool)."""
+    wanted = _entry_kwargs(entry)
+    return (
+        stored.type is wanted["type"]
+        and stored.role is wanted.get("role", stored.role)
+        and stored.tool_name == wanted.get("tool_name", stored.tool_name)
+    )
 
 
 def _first_time(entries: Sequence[TranscriptEntry]) -> datetime | None:

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import contextlib
-import os
-import stat
 from collections.abc import Sequence
-from pathlib import Path
+from typing import TYPE_CHECKING
 
 import structlog
 
@@ -28,6 +26,9 @@ from memory_core.hook_config import HookPolicy
 from server.hooks.payload import HookInputError, HookPayload
 from server.hooks.screen import screen_context
 from server.hooks.services import HookServices
+
+if TYPE_CHECKING:
+    from memory_core.domain.capture_place import CapturePlace, TranscriptText
 
 __all__ = [
     "STOP_ASK",
@@ -284,18 +285,18 @@ async def pre_tool_use(svc: HookServices, payload: HookPayload) -> str | None:
 
 
 async def _record(svc: HookServices, payload: HookPayload) -> None:
+    """Record the transcript's lines after the capture's place (a bounded read, off the loop)."""
+    from server.hooks.transcript_file import read_capture
+
     path = payload.transcript_path
     if path is None:
         raise HookInputError("transcript_path is missing")
-    try:
-        with path.open(encoding="utf-8", errors="replace", newline="") as handle:
-            lines = handle.read().splitlines(keepends=True)
-    except FileNotFoundError:
-        raise HookInputError("transcript_path names no file") from None
-    except OSError as exc:
-        raise HookInputError(f"transcript_path cannot be read ({exc.strerror})") from None
+
+    async def read(place: CapturePlace) -> TranscriptText:
+        return await read_capture(path, place)
+
     project = svc.settings.default_project(payload.cwd)
-    result = await svc.recorder.record(project, payload.session_id, lines, summarize=True)
+    result = await svc.recorder.record(project, payload.session_id, read, summarize=True)
     log.info(
         "hooks.recorded",
         hook_event=payload.event,
@@ -335,24 +336,6 @@ def _saves(tool_name: str | None) -> bool:
     return "memstrata" in name and name.rsplit("__", 1)[-1] in ("append", "append_many", "learn")
 
 
-def _read_from(path: Path, offset: int) -> tuple[list[str], int]:
-    """The complete lines after byte `offset` (from 0 if the file shrank) and the new offset.
-
-    Only a regular file is read, at most _STOP_READ_MAX bytes: a FIFO or a device named as the
-    transcript must not stall the end of every turn.
-    """
-    if not stat.S_ISREG(path.stat().st_mode):
-        raise HookInputError("transcript_path is not a regular file")
-    with path.open("rb") as handle:
-        size = handle.seek(0, os.SEEK_END)
-        start = offset if offset <= size else 0
-        handle.seek(start)
-        data = handle.read(_STOP_READ_MAX)
-    complete = data[: data.rfind(b"\n") + 1]
-    text = complete.decode("utf-8", errors="replace")
-    return text.splitlines(keepends=True), start + len(complete)
-
-
 async def stop(svc: HookServices, payload: HookPayload) -> str | None:
     """Ask the model, at most once per flow of substance, to store what it learned.
 
@@ -368,13 +351,10 @@ async def stop(svc: HookServices, payload: HookPayload) -> str | None:
     project = svc.settings.default_project(payload.cwd)
     state = await svc.hook_sessions.get(project, payload.session_id)
     offset = state.stop_offset if state is not None else 0
-    try:
-        lines, end = _read_from(payload.transcript_path, offset)
-    except FileNotFoundError:
-        raise HookInputError("transcript_path names no file") from None
-    except OSError as exc:
-        raise HookInputError(f"transcript_path cannot be read ({exc.strerror})") from None
     from memory_core.domain.transcript import read_transcript
+    from server.hooks.transcript_file import read_after
+
+    lines, end = await read_after(payload.transcript_path, offset, _STOP_READ_MAX)
 
     entries = read_transcript(lines).entries
     saved = any(e.kind == "tool_call" and _saves(e.tool_name) for e in entries)

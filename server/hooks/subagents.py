@@ -15,7 +15,6 @@ memory. Claude Code's own sub-agents (the compaction, whose agent type is empty)
 from __future__ import annotations
 
 import json
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -25,8 +24,9 @@ from memory_core.domain.boilerplate import said_text
 from memory_core.domain.fence import fence_intro, fenced
 from memory_core.domain.hook_session import SUBAGENT_RESULT_KIND
 from memory_core.domain.models import Layer
-from server.hooks.payload import HookInputError, HookPayload
+from server.hooks.payload import HookPayload
 from server.hooks.services import HookServices
+from server.hooks.transcript_file import read_head, read_tail
 
 __all__ = ["SUBAGENT_RESULT_KIND", "subagent_start", "subagent_stop", "task_of"]
 
@@ -36,23 +36,6 @@ _TAIL_BYTES = 1_000_000  # where the spawning Task call is: the end of the trans
 _HEAD_BYTES = 256_000  # where a sub-agent's task is: the start of its own transcript
 _SPAWNING_TOOLS = ("Task", "Agent")
 _TASK_CHARS = 300
-
-
-def _read(path: Path, *, tail: bool, limit: int) -> list[str]:
-    """Complete lines from the start or the end of a regular file, at most `limit` bytes."""
-    try:
-        if not stat.S_ISREG(path.stat().st_mode):
-            raise HookInputError("a transcript path is not a regular file")
-        with path.open("rb") as handle:
-            size = handle.seek(0, 2)
-            handle.seek(max(0, size - limit) if tail else 0)
-            data = handle.read(limit)
-    except FileNotFoundError:
-        return []
-    except OSError as exc:
-        raise HookInputError(f"a transcript cannot be read ({exc.strerror})") from None
-    lines = data.decode("utf-8", errors="replace").splitlines()
-    return lines[1:] if tail and size > limit else lines  # the first may be cut
 
 
 def _spawning_input(line: str) -> dict[str, Any] | None:
@@ -73,9 +56,9 @@ def _spawning_input(line: str) -> dict[str, Any] | None:
     return None
 
 
-def task_of(transcript: Path) -> str | None:
+async def task_of(transcript: Path) -> str | None:
     """The task of the sub-agent being spawned: the last Task call's description and prompt."""
-    for line in reversed(_read(transcript, tail=True, limit=_TAIL_BYTES)):
+    for line in reversed(await read_tail(transcript, "transcript_path", _TAIL_BYTES)):
         if '"tool_use"' not in line:
             continue
         data = _spawning_input(line)
@@ -86,9 +69,9 @@ def task_of(transcript: Path) -> str | None:
     return None
 
 
-def _first_prompt(transcript: Path) -> str | None:
+async def _first_prompt(transcript: Path) -> str | None:
     """A sub-agent's task as its own transcript opens with it."""
-    for line in _read(transcript, tail=False, limit=_HEAD_BYTES):
+    for line in await read_head(transcript, "agent_transcript_path", _HEAD_BYTES):
         try:
             record = json.loads(line)
         except ValueError:
@@ -111,7 +94,7 @@ async def subagent_start(svc: HookServices, payload: HookPayload) -> str | None:
     policy = svc.settings.hooks
     if not policy.subagents or not payload.agent_type or payload.transcript_path is None:
         return None
-    task = task_of(payload.transcript_path)
+    task = await task_of(payload.transcript_path)
     if task is None:
         return None
     project = svc.settings.default_project(payload.cwd)
@@ -130,7 +113,8 @@ async def subagent_stop(svc: HookServices, payload: HookPayload) -> None:
     result = said_text(payload.last_assistant_message or "")
     if not policy.subagents or not payload.agent_type or payload.stop_hook_active or not result:
         return
-    task = _first_prompt(payload.agent_transcript_path) if payload.agent_transcript_path else None
+    agent_path = payload.agent_transcript_path
+    task = await _first_prompt(agent_path) if agent_path is not None else None
     project = svc.settings.default_project(payload.cwd)
     items = [
         AppendItem(

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any, TypeVar
 
-from memory_core.domain.hook_session import HookSession, TranscriptCursor
+from memory_core.domain.capture_place import CapturePlace
+from memory_core.domain.hook_session import HookSession
+from memory_core.storage.hook_rows import HookSessionWrites, capture_place, fresh
 from memory_core.storage.postgres.rows import aware
 from memory_core.storage.postgres.session import PostgresSession
 from memory_core.storage.records import RowReader
@@ -19,11 +22,13 @@ _ENSURE = (
     "INSERT INTO hook_sessions (project, session_id, created_at, updated_at)"
     " VALUES ($1, $2, $3, $3) ON CONFLICT (project, session_id) DO NOTHING"
 )
+_SELECT = "SELECT * FROM hook_sessions WHERE project = $1 AND session_id = $2"
 # FOR UPDATE: two hooks of one session (and replicas) change the row one after the other.
-_LOCKED = "SELECT * FROM hook_sessions WHERE project = $1 AND session_id = $2 FOR UPDATE"
+_LOCKED = _SELECT + " FOR UPDATE"
+_T = TypeVar("_T", int, str)
 
 
-class PostgresHookSessionStore:
+class PostgresHookSessionStore(HookSessionWrites):
     """Each change locks the session's row for its transaction."""
 
     def __init__(self, session: PostgresSession) -> None:
@@ -32,12 +37,14 @@ class PostgresHookSessionStore:
     async def get(self, project: str, session_id: str) -> HookSession | None:
         """The session's state, or None."""
         async with self._session.read("reading a hook session") as conn:
-            row = await conn.fetchrow(
-                "SELECT * FROM hook_sessions WHERE project = $1 AND session_id = $2",
-                project,
-                session_id,
-            )
+            row = await conn.fetchrow(_SELECT, project, session_id)
         return _ROWS.hook_session(row) if row is not None else None
+
+    async def get_place(self, project: str, session_id: str) -> CapturePlace:
+        """Where the session's transcript capture stands (the start, before any)."""
+        async with self._session.read("reading a transcript capture's place") as conn:
+            row = await conn.fetchrow(_SELECT, project, session_id)
+        return capture_place(row) if row is not None else CapturePlace()
 
     async def latest_summary(self, project: str, exclude_session: str | None) -> int | None:
         """The summary of the most recently recorded other session."""
@@ -69,81 +76,50 @@ class PostgresHookSessionStore:
             row = await conn.fetchrow(_LOCKED, project, session_id)
         return _ROWS.hook_session(row)
 
-    async def add_injected(
-        self, project: str, session_id: str, ids: Sequence[int], now: datetime
-    ) -> list[int]:
-        """Record memories as injected; the new ones are returned."""
-        stamp = aware(now)
-        async with self._session.write("recording injected memories") as conn:
-            await conn.execute(_ENSURE, project, session_id, stamp)
-            state = _ROWS.hook_session(await conn.fetchrow(_LOCKED, project, session_id))
-            new = state.not_injected(ids)
-            if new:
-                await conn.execute(
-                    "UPDATE hook_sessions SET injected = $1, updated_at = $2"
-                    " WHERE project = $3 AND session_id = $4",
-                    json.dumps([*state.injected, *new]),
-                    stamp,
-                    project,
-                    session_id,
-                )
-        return new
-
-    async def save_transcript(
+    async def _append_unique(
         self,
+        operation: str,
         project: str,
         session_id: str,
-        cursor: TranscriptCursor,
-        summary_id: int | None,
+        column: str,
+        values: Sequence[_T],
         now: datetime,
-    ) -> None:
-        """Record the transcript cursor and the summary's memory id."""
-        stamp = aware(now)
-        async with self._session.write("saving a transcript cursor") as conn:
-            await conn.execute(_ENSURE, project, session_id, stamp)
-            await conn.execute(
-                "UPDATE hook_sessions SET transcript_lines = $1, transcript_uuid = $2,"
-                " summary_id = $3, updated_at = $4 WHERE project = $5 AND session_id = $6",
-                cursor.lines,
-                cursor.uuid,
-                summary_id,
-                stamp,
-                project,
-                session_id,
-            )
+    ) -> list[_T]:
+        """Append `values` not yet in the JSON list `column`; the appended ones are returned.
 
-    async def save_stop_offset(
-        self, project: str, session_id: str, offset: int, now: datetime
-    ) -> None:
-        """Record the Stop hook's place in the transcript."""
+        The row is locked for the transaction: two hooks of a session adding the same value
+        at once hand it out once.
+        """
         stamp = aware(now)
-        async with self._session.write("saving the stop hook's place") as conn:
+        async with self._session.write(operation) as conn:
             await conn.execute(_ENSURE, project, session_id, stamp)
-            await conn.execute(
-                "UPDATE hook_sessions SET stop_offset = $1, updated_at = $2"
-                " WHERE project = $3 AND session_id = $4",
-                offset,
-                stamp,
-                project,
-                session_id,
-            )
-
-    async def add_tool_rules(
-        self, project: str, session_id: str, marks: Sequence[str], now: datetime
-    ) -> list[str]:
-        """Record rules as shown at a tool call; the new marks are returned."""
-        stamp = aware(now)
-        async with self._session.write("recording rules shown at a tool call") as conn:
-            await conn.execute(_ENSURE, project, session_id, stamp)
-            shown = _ROWS.hook_session(await conn.fetchrow(_LOCKED, project, session_id)).tool_rules
-            new = [m for m in dict.fromkeys(marks) if m not in shown]
+            row = await conn.fetchrow(_LOCKED, project, session_id)
+            known: list[_T] = json.loads(row[column])
+            new: list[_T] = fresh(known, values)
             if new:
                 await conn.execute(
-                    "UPDATE hook_sessions SET tool_rules = $1, updated_at = $2"
+                    f"UPDATE hook_sessions SET {column} = $1, updated_at = $2"
                     " WHERE project = $3 AND session_id = $4",
-                    json.dumps([*shown, *new]),
+                    json.dumps([*known, *new]),
                     stamp,
                     project,
                     session_id,
                 )
         return new
+
+    async def _set(
+        self, operation: str, project: str, session_id: str, now: datetime, **columns: Any
+    ) -> None:
+        """Set columns of the session's row (created if need be) in one transaction."""
+        stamp = aware(now)
+        names = ", ".join(f"{name} = ${n}" for n, name in enumerate(columns, start=4))
+        async with self._session.write(operation) as conn:
+            await conn.execute(_ENSURE, project, session_id, stamp)
+            await conn.execute(
+                f"UPDATE hook_sessions SET {names}, updated_at = $3"
+                " WHERE project = $1 AND session_id = $2",
+                project,
+                session_id,
+                stamp,
+                *columns.values(),
+            )

@@ -5,8 +5,11 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any, TypeVar
 
-from memory_core.domain.hook_session import HookSession, TranscriptCursor
+from memory_core.domain.capture_place import CapturePlace
+from memory_core.domain.hook_session import HookSession
+from memory_core.storage.hook_rows import HookSessionWrites, capture_place, fresh
 from memory_core.storage.records import RowReader
 from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
@@ -20,9 +23,10 @@ _ENSURE = (
     " VALUES (?, ?, ?, ?) ON CONFLICT (project, session_id) DO NOTHING"
 )
 _SELECT = "SELECT * FROM hook_sessions WHERE project = ? AND session_id = ?"
+_T = TypeVar("_T", int, str)
 
 
-class SqliteHookSessionStore:
+class SqliteHookSessionStore(HookSessionWrites):
     """Each change is one IMMEDIATE transaction: concurrent hooks of a session take turns."""
 
     def __init__(self, session: SqliteSession) -> None:
@@ -33,6 +37,12 @@ class SqliteHookSessionStore:
         async with self._session.read("reading a hook session"):
             rows = await self._session.fetch(_SELECT, (project, session_id))
         return _ROWS.hook_session(rows[0]) if rows else None
+
+    async def get_place(self, project: str, session_id: str) -> CapturePlace:
+        """Where the session's transcript capture stands (the start, before any)."""
+        async with self._session.read("reading a transcript capture's place"):
+            rows = await self._session.fetch(_SELECT, (project, session_id))
+        return capture_place(rows[0]) if rows else CapturePlace()
 
     async def latest_summary(self, project: str, exclude_session: str | None) -> int | None:
         """The summary of the most recently recorded other session."""
@@ -59,69 +69,47 @@ class SqliteHookSessionStore:
             rows = await self._session.fetch(_SELECT, (project, session_id))
         return _ROWS.hook_session(rows[0])
 
-    async def add_injected(
-        self, project: str, session_id: str, ids: Sequence[int], now: datetime
-    ) -> list[int]:
-        """Record memories as injected; the new ones are returned."""
-        stamp = encode_time(now)
-        async with self._session.write("recording injected memories"):
-            await self._session.fetch(_ENSURE, (project, session_id, stamp, stamp))
-            rows = await self._session.fetch(_SELECT, (project, session_id))
-            state = _ROWS.hook_session(rows[0])
-            new = state.not_injected(ids)
-            if new:
-                await self._session.fetch(
-                    "UPDATE hook_sessions SET injected = ?, updated_at = ?"
-                    " WHERE project = ? AND session_id = ?",
-                    (json.dumps([*state.injected, *new]), stamp, project, session_id),
-                )
-        return new
-
-    async def save_transcript(
+    async def _append_unique(
         self,
+        operation: str,
         project: str,
         session_id: str,
-        cursor: TranscriptCursor,
-        summary_id: int | None,
+        column: str,
+        values: Sequence[_T],
         now: datetime,
-    ) -> None:
-        """Record the transcript cursor and the summary's memory id."""
-        stamp = encode_time(now)
-        async with self._session.write("saving a transcript cursor"):
-            await self._session.fetch(_ENSURE, (project, session_id, stamp, stamp))
-            await self._session.fetch(
-                "UPDATE hook_sessions SET transcript_lines = ?, transcript_uuid = ?,"
-                " summary_id = ?, updated_at = ? WHERE project = ? AND session_id = ?",
-                (cursor.lines, cursor.uuid, summary_id, stamp, project, session_id),
-            )
+    ) -> list[_T]:
+        """Append `values` not yet in the JSON list `column`; the appended ones are returned.
 
-    async def save_stop_offset(
-        self, project: str, session_id: str, offset: int, now: datetime
-    ) -> None:
-        """Record the Stop hook's place in the transcript."""
+        Read and written in one IMMEDIATE transaction: two hooks of a session adding the
+        same value at once hand it out once.
+        """
         stamp = encode_time(now)
-        async with self._session.write("saving the stop hook's place"):
+        async with self._session.write(operation):
             await self._session.fetch(_ENSURE, (project, session_id, stamp, stamp))
-            await self._session.fetch(
-                "UPDATE hook_sessions SET stop_offset = ?, updated_at = ?"
-                " WHERE project = ? AND session_id = ?",
-                (offset, stamp, project, session_id),
+            rows = await self._session.fetch(
+                f"SELECT {column} FROM hook_sessions WHERE project = ? AND session_id = ?",
+                (project, session_id),
             )
-
-    async def add_tool_rules(
-        self, project: str, session_id: str, marks: Sequence[str], now: datetime
-    ) -> list[str]:
-        """Record rules as shown at a tool call; the new marks are returned."""
-        stamp = encode_time(now)
-        async with self._session.write("recording rules shown at a tool call"):
-            await self._session.fetch(_ENSURE, (project, session_id, stamp, stamp))
-            rows = await self._session.fetch(_SELECT, (project, session_id))
-            shown = _ROWS.hook_session(rows[0]).tool_rules
-            new = [m for m in dict.fromkeys(marks) if m not in shown]
+            known: list[_T] = json.loads(rows[0][0])
+            new: list[_T] = fresh(known, values)
             if new:
                 await self._session.fetch(
-                    "UPDATE hook_sessions SET tool_rules = ?, updated_at = ?"
+                    f"UPDATE hook_sessions SET {column} = ?, updated_at = ?"
                     " WHERE project = ? AND session_id = ?",
-                    (json.dumps([*shown, *new]), stamp, project, session_id),
+                    (json.dumps([*known, *new]), stamp, project, session_id),
                 )
         return new
+
+    async def _set(
+        self, operation: str, project: str, session_id: str, now: datetime, **columns: Any
+    ) -> None:
+        """Set columns of the session's row (created if need be) in one transaction."""
+        stamp = encode_time(now)
+        names = ", ".join(f"{name} = ?" for name in columns)
+        async with self._session.write(operation):
+            await self._session.fetch(_ENSURE, (project, session_id, stamp, stamp))
+            await self._session.fetch(
+                f"UPDATE hook_sessions SET {names}, updated_at = ?"
+                " WHERE project = ? AND session_id = ?",
+                (*columns.values(), stamp, project, session_id),
+            )
