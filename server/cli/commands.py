@@ -316,6 +316,7 @@ _PARSER_MODULES: tuple[tuple[str, frozenset[str]], ...] = (
     ("server.cli.ui", frozenset({"ui"})),
     ("server.cli.pins", frozenset({"pin", "unpin"})),
     ("server.cli.projects", frozenset({"projects"})),
+    ("server.cli.session", frozenset({"session"})),
     ("server.hooks.entry", frozenset({"hook"})),
 )
 # The commands defined above in `_parser` itself.
@@ -467,6 +468,7 @@ _RUNNERS = {
     "search": ("memory", "run_search"),
     "recall": ("memory", "run_recall"),
     "ingest": ("ingest", "run_ingest"),
+    "session": ("session", "run_command"),
     # knowledge.COMMANDS, named here so listing them does not import the module.
     "preferences": ("knowledge", "run_command"),
     "documents": ("knowledge", "run_command"),
@@ -474,7 +476,7 @@ _RUNNERS = {
 }
 _ASYNC_COMMANDS = frozenset(
     {"maintain", "reindex", "stats", "search", "recall", "ingest", "compact-file"}
-    | {"pin", "unpin"}
+    | {"pin", "unpin", "session"}
 )
 
 
