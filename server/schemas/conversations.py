@@ -185,6 +185,7 @@ class SessionContextOut(BaseModel):
     exchanges: int
     omitted_summaries: int = Field(description="Summaries left out to fit token_budget.")
     omitted_entries: int = Field(description="Older entries left out to fit token_budget.")
+    omitted_exchanges: int = Field(0, description="Exchanges left out to fit token_budget.")
     cached_results: int = Field(0, description="Cached tool results shown in the text.")
     omitted_cached_results: int = Field(
         0, description="Cached tool results left out to fit token_budget."

@@ -187,6 +187,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
             exchanges=len(c.exchanges),
             omitted_summaries=c.omitted_summaries,
             omitted_entries=c.omitted_entries,
+            omitted_exchanges=c.omitted_exchanges,
             cached_results=c.cached_results,
             omitted_cached_results=c.omitted_cached_results,
             tokens=c.tokens,
