@@ -34,6 +34,8 @@ SECRET = "the staging root password is hunter2-swordfish"
 SESSION = f"memory://{PROJECT}/session/s1"
 OTHER = f"memory://{PROJECT}/session/s2"
 STATS = f"memory://{PROJECT}/stats"
+# resources/subscribe and logging/setLevel are the handshake era's (deprecated at 2026-07-28).
+HANDSHAKE_ERA = "ignore::mcp.shared.exceptions.MCPDeprecationWarning"
 
 
 class Inbox:
@@ -96,7 +98,7 @@ async def _say(client: Client, session: str, content: str, **extra: Any) -> None
     ok(await client.call_tool("add_session_entry", {**args, **extra}))
 
 
-@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # setLevel and subscribe: 2025 era
+@pytest.mark.filterwarnings(HANDSHAKE_ERA)
 async def test_a_subscribed_stdio_client_hears_its_own_and_another_process_writes(
     db_path: Path, tmp_path: Path
 ) -> None:
@@ -196,7 +198,7 @@ async def _http(server: HttpServer, token: str, **kw: Any) -> AsyncIterator[Clie
         yield client
 
 
-@pytest.mark.filterwarnings("ignore::mcp.shared.exceptions.MCPDeprecationWarning")  # subscribe: 2025 era
+@pytest.mark.filterwarnings(HANDSHAKE_ERA)
 async def test_http_listen_hears_another_process_and_grants_bound_who_may_follow(
     tmp_path: Path,
 ) -> None:
