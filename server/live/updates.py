@@ -12,8 +12,8 @@ Two eras of the protocol, one watcher (server.live.watcher):
   that carries the `_meta` log level gets the event lines on its own stream.
 
 Over streamable HTTP (stateless: every POST stands alone) only the listen stream can carry
-notifications after its request; a `resources/subscribe` there is accepted but nothing can
-reach the client, so its answer says to listen instead.
+notifications after its request: `resources/subscribe` there is refused with a message that
+says to listen instead, and `logging/setLevel` is accepted but changes nothing.
 
 A token limited to projects may follow only their resources (server.live.uris.may_follow).
 """
@@ -128,6 +128,14 @@ class LiveUpdates:
 
     async def _subscribe(self, ctx: Ctx, params: types.SubscribeRequestParams) -> types.EmptyResult:
         followed = self._followed(str(params.uri))
+        if not ctx.session.can_send_request:
+            # Trigger: stateless streamable HTTP (no session, no standing stream). Why: an
+            # update could never reach the client, and the follower would never be dropped.
+            raise MCPError(
+                types.INVALID_REQUEST,
+                "This server cannot send updates after a request ends (stateless HTTP): "
+                f"follow {followed.uri} with subscriptions/listen (protocol 2026-07-28).",
+            )
         self._attach(ctx)
         key, follower = self._connection_follower(ctx.session)
         await self.watcher.follow(key, follower, followed)
@@ -140,6 +148,8 @@ class LiveUpdates:
         return types.EmptyResult()
 
     async def _set_level(self, ctx: Ctx, params: types.SetLevelRequestParams) -> types.EmptyResult:
+        if not ctx.session.can_send_request:
+            return types.EmptyResult()  # stateless HTTP: no line could reach the client
         self._attach(ctx)
         key, follower = self._connection_follower(ctx.session)
         follower.level = params.level

@@ -221,6 +221,10 @@ async def test_http_listen_hears_another_process_and_grants_bound_who_may_follow
         async with _http(server, BETA, mode="legacy") as beta_legacy:
             with pytest.raises(MCPError, match="outside this token's grant"):
                 await beta_legacy.subscribe_resource(ALPHA_SESSION)
+        async with _http(server, ADMIN, mode="legacy") as admin_legacy:
+            # Stateless HTTP cannot carry an update after the request: listen instead.
+            with pytest.raises(MCPError, match="subscriptions/listen"):
+                await admin_legacy.subscribe_resource(ALPHA_SESSION)
 
         # A second process writes to the same database: a stdio server beside the HTTP one.
         env_db = server.db
