@@ -13,10 +13,13 @@ ACTIVE, 4 % RECENT, 35 % ARCHIVED, 60 % EXPIRED); use counts 0-5.
 
 Measured per size (median and p95 unless said):
 - the check a write makes: `project_size` (the kept counters), alone;
-- an append with no cap, and with a cap the project is under (the check on its path);
-- listing the candidates of an enforcement (5 % of the project: the low-water mark's share);
+- an append with no cap, and with a cap the project is under (the check on its path),
+  alternated between two stores open on the file;
+- listing the candidates of an enforcement (5 % of the project: the low-water mark's share),
+  and its longest statement (the listing reads in pages, releasing the connection between);
 - one enforcement from just over the cap down to 95 % of it: total, rows/s, and each batch
-  (one transaction, the longest the write lock is held);
+  (one transaction, the longest the write lock is held); the prune's batch of 5,000 on the
+  same store for comparison;
 - the append that crosses the cap with enforcement in the background (the default) and,
   on a fresh copy of the same over-cap state, inline (what a write would wait for).
 """
@@ -46,7 +49,7 @@ from memory_core.config import PressurePolicy
 from memory_core.domain.models import Layer
 from memory_core.domain.tiers import tier_cutoffs
 from memory_core.services.pressure import CapOnWrite, pressure_store
-from server.container import Container, open_container
+from server.container import open_container
 from server.settings import ScheduleSettings, Settings
 
 PROJECT = "main"
@@ -135,21 +138,29 @@ async def timed(calls: list[Callable[[], Awaitable[Any]]]) -> dict[str, float]:
 
 
 async def append_costs(db: Path, size: int, serial: list[int]) -> dict[str, Any]:
-    """The check alone, and appends without a cap and under one."""
-    figures: dict[str, Any] = {}
-    for label, cap in (("no_cap", None), ("under_cap", size * 10)):
-        async with open_container(settings_for(db, cap), FixedClock()) as c:
-            store = pressure_store(c.repo)
-            assert store is not None
-            if cap is not None:
-                check = partial(store.project_size, PROJECT)
-                figures["check_ms"] = await timed([check] * 2000)
+    """The check alone, and appends without a cap and under one, alternated.
 
-            def one(c: Container = c) -> Awaitable[Any]:
+    One store without a cap and one with a cap the project is under, open side by side on
+    the file; their appends alternate, so the machine's load weighs on both series alike.
+    """
+    samples: dict[str, list[float]] = {"no_cap": [], "under_cap": []}
+    async with (
+        open_container(settings_for(db, None), FixedClock()) as plain,
+        open_container(settings_for(db, size * 10), FixedClock()) as capped,
+    ):
+        store = pressure_store(capped.repo)
+        assert store is not None
+        assert capped.memories.cap is not None
+        check = partial(store.project_size, PROJECT)
+        figures: dict[str, Any] = {"check_ms": await timed([check] * 2000)}
+        for n in range(300):
+            for label, c in (("no_cap", plain), ("under_cap", capped))[:: 1 if n % 2 else -1]:
                 serial[0] += 1
-                return c.memories.append(PROJECT, Layer.EPISODIC, f"fresh write {serial[0]}")
-
-            figures[f"append_{label}_ms"] = await timed([one for _ in range(300)])
+                tick = time.perf_counter()
+                await c.memories.append(PROJECT, Layer.EPISODIC, f"fresh write {serial[0]}")
+                samples[label].append((time.perf_counter() - tick) * 1000)
+    for label, found in samples.items():
+        figures[f"append_{label}_ms"] = summary(found[3:])
     return figures
 
 
@@ -163,9 +174,24 @@ async def enforcement(db: Path, size: int, serial: list[int]) -> dict[str, Any]:
         held = await store.project_size(PROJECT)
         need = held - c.settings.pressure.target()  # type: ignore[operator]
         bound = tier_cutoffs(NOW, c.settings.tiers).archived_after
+        # The longest statement of a listing: how long it holds the store's one connection.
+        session = c.repo._session  # type: ignore[attr-defined]
+        statements: list[float] = []
+        fetch = session.fetch
+
+        async def timed_fetch(*args: Any) -> Any:
+            tick = time.perf_counter()
+            found = await fetch(*args)
+            statements.append((time.perf_counter() - tick) * 1000)
+            return found
+
+        session.fetch = timed_fetch
         figures["listing_ms"] = await timed(
             [lambda: store.eviction_candidates(PROJECT, bound, limit=need) for _ in range(3)]
         )
+        session.fetch = fetch
+        figures["listing_statement_max_ms"] = round(max(statements), 1)
+        figures["listing_statements"] = len(statements) // 3
         # Each batch is one call of the store's evict (one transaction): time it there.
         batches: list[float] = []
         evict = store.evict
@@ -180,6 +206,12 @@ async def enforcement(db: Path, size: int, serial: list[int]) -> dict[str, Any]:
         started = time.perf_counter()
         outcome = await c.maintenance.enforce_cap(PROJECT)
         spent = time.perf_counter() - started
+        # The prune's own batch delete on rows of the same store, for comparison.
+        cutoffs = tier_cutoffs(NOW, c.settings.tiers)
+        listed = await c.repo.prune_expired(cutoffs, PROJECT, limit=5000, dry_run=True)
+        tick = time.perf_counter()
+        await c.repo.delete_expired(listed.ids, cutoffs)
+        figures["prune_batch_ms"] = round((time.perf_counter() - tick) * 1000, 1)
         figures["enforce"] = {
             "rows": len(outcome.ids),
             "s": round(spent, 2),
@@ -254,17 +286,18 @@ def markdown(results: list[dict[str, Any]]) -> str:
 
     rows = [
         "| memories | check (ms p50/p95) | append, no cap | append, under a cap | "
-        "listing 5 % (ms) | enforcement | batch of 5,000 (ms p50 / max) | crossing write "
-        "background / inline (ms) |",
+        "listing 5 % (ms; longest statement) | enforcement | batch of 5,000 (ms p50 / max; "
+        "prune's) | crossing write background / inline (ms) |",
         "|---|---|---|---|---|---|---|---|",
     ]
     for r in results:
         e = r["enforce"]
         rows.append(
             f"| {r['size']:,} | {cell(r['check_ms'])} | {cell(r['append_no_cap_ms'])} | "
-            f"{cell(r['append_under_cap_ms'])} | {r['listing_ms']['p50']} | "
+            f"{cell(r['append_under_cap_ms'])} | {r['listing_ms']['p50']}; "
+            f"{r['listing_statement_max_ms']} | "
             f"{e['rows']:,} rows in {e['s']} s ({e['rows_per_s']:,}/s) | "
-            f"{e['batch_ms']['p50']} / {e['batch_ms']['max']} | "
+            f"{e['batch_ms']['p50']} / {e['batch_ms']['max']}; {r['prune_batch_ms']} | "
             f"{r['crossing_background_ms']} / {r['crossing_inline_ms']} |"
         )
     loads = [
