@@ -184,3 +184,42 @@ def test_inspector_calls_every_tool(inspector: Inspector, tool: str):  # noqa: C
             assert out == {"project": INSPECTOR_PROJECT, "layer": "working", "deleted": 1}
         case _:
             pytest.fail(f"no case for {tool}")
+
+
+def test_inspector_curates_memories(inspector: Inspector):
+    """update, pin/unpin, list_memories and forget_where (dry run, then for real)."""
+    first = inspector.call(
+        "append", layer="episodic", content="Curated: the API listens on port 8080", tags=["cur"]
+    )
+    second = inspector.call(
+        "append", layer="episodic", content="Curated: staging runs PostgreSQL 15", tags=["cur"]
+    )
+    updated = inspector.call("update", id=first["id"], content="Curated: the API port is 9090")
+    assert updated["status"] == "updated" and updated["changed"] == ["content"]
+    assert updated["previous_content"] == "Curated: the API listens on port 8080"
+    history = inspector.call("history", id=first["id"])
+    assert [v["content"] for v in history["versions"]] == ["Curated: the API listens on port 8080"]
+
+    pinned = inspector.call("pin", ids=[first["id"], 999_999])
+    assert pinned == {"pinned": True, "ids": [first["id"]], "missing": [999_999]}
+    listed = inspector.call("list_memories", tags=["cur"], limit=1)
+    assert [m["id"] for m in listed["memories"]] == [second["id"]]
+    assert listed["next_cursor"] == second["id"]
+    rest = inspector.call("list_memories", tags=["cur"], before_id=listed["next_cursor"])
+    assert [m["id"] for m in rest["memories"]] == [first["id"]]
+    assert rest["memories"][0]["pinned"] is True and "next_cursor" not in rest
+    assert rest["memories"][0]["content"] == "Curated: the API port is 9090"
+    unpinned = inspector.call("unpin", ids=[first["id"]])
+    assert unpinned["pinned"] is False and unpinned["ids"] == [first["id"]]
+    assert inspector.call("list_memories", tags=["cur"], pinned=True).get("memories", []) == []
+
+    preview = inspector.call("forget_where", tags=["cur"])
+    assert preview["dry_run"] is True and preview["count"] == 2
+    assert sorted(preview["ids"]) == sorted([first["id"], second["id"]])
+    assert len(preview["sample"]) == 2
+    assert len(inspector.call("list_memories", tags=["cur"])["memories"]) == 2
+    receipt = inspector.call("forget_where", tags=["cur"], dry_run=False)
+    assert receipt["dry_run"] is False and receipt["count"] == 2
+    assert receipt["removed"]["rows"] == 2 and receipt["removed"]["versions"] == 1
+    assert set(receipt["remaining"].values()) == {0}
+    assert inspector.call("list_memories", tags=["cur"]).get("memories", []) == []
