@@ -29,6 +29,7 @@ from memory_core.domain.models import (
 from memory_core.domain.versions import ForgetReceipt, MemoryChange, MemoryVersion, UpdateOutcome
 from memory_core.storage.counts_fold import fold_counts
 from memory_core.storage.postgres import expired_pages
+from memory_core.storage.postgres.pressure import PostgresPressure
 from memory_core.storage.postgres.rows import COLUMNS, aware, row_to_memory, row_to_version
 from memory_core.storage.postgres.session import PostgresSession, maintenance_lock, rowcount
 from memory_core.storage.postgres.tsquery import any_word_tsquery, to_tsquery_text
@@ -231,7 +232,7 @@ async def _superseding(conn: Any, draft: MemoryDraft, outcome: AddOutcome) -> Ad
     return outcome
 
 
-class PostgresMemoryRepository:
+class PostgresMemoryRepository(PostgresPressure):
     """Rows of context_snapshots in PostgreSQL, a tsvector + GIN index for keyword search."""
 
     def __init__(self, session: PostgresSession) -> None:

@@ -56,6 +56,7 @@ from memory_core.storage.sqlite.kept_counts import (
 from memory_core.storage.sqlite.kept_counts import LIVE_TIER as _LIVE_TIER
 from memory_core.storage.sqlite.kept_counts import REFERENCE as _REFERENCE
 from memory_core.storage.sqlite.keyword_tables import indexed_write, keyword_table
+from memory_core.storage.sqlite.pressure import SqlitePressure, delete_listed
 from memory_core.storage.sqlite.rows import (
     decode_time,
     encode_time,
@@ -245,7 +246,7 @@ def _insert_params(draft: MemoryDraft, stamp: str) -> dict[str, Any]:
     }
 
 
-class SqliteMemoryRepository:
+class SqliteMemoryRepository(SqlitePressure):
     """Rows of context_snapshots in SQLite, FTS5 for keyword search (see SqliteSession)."""
 
     def __init__(self, session: SqliteSession) -> None:
@@ -987,7 +988,7 @@ class SqliteMemoryRepository:
         if not ids:
             return []
         listed = ", ".join(str(int(i)) for i in ids)  # ints from our own listing
-        async with indexed_write(self._session, "prune") as db:
+        async with indexed_write(self._session, "prune"):
             # The live condition keeps a row that was used since it was listed.
             doomed = [
                 int(r[0])
@@ -997,16 +998,7 @@ class SqliteMemoryRepository:
                     (encode_time(cutoffs.archived_after),),
                 )
             ]
-            if not doomed:
-                return []
-            marks = ", ".join(map(str, doomed))
-            vec0 = await self._session.fetch(
-                "SELECT 1 FROM sqlite_master WHERE name = 'context_vectors'"
-            )
-            if vec0:
-                await db.execute(f"DELETE FROM context_vectors WHERE id IN ({marks})")
-            await db.execute(f"DELETE FROM context_embeddings WHERE id IN ({marks})")
-            await db.execute(f"DELETE FROM context_snapshots WHERE id IN ({marks})")
+            await delete_listed(self._session, doomed)
         return doomed
 
     async def stats(self, project: str, cutoffs: TierCutoffs) -> StoreStats:
