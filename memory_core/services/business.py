@@ -9,10 +9,11 @@ from typing import TYPE_CHECKING, Literal
 from memory_core.domain.agent_md import AgentSection, parse_agent_md, render_agent_md
 from memory_core.domain.chunking import chunk_text
 from memory_core.domain.diversity import cap_per_group
-from memory_core.domain.fts_query import to_fts5_query
+from memory_core.domain.fts_query import search_words, to_fts5_query
 from memory_core.domain.inputs import check_text, content_hash
 from memory_core.domain.knowledge import Chunk, DocumentDraft, DocumentOrigin, DocumentRecord
 from memory_core.domain.knowledge_inputs import check_name
+from memory_core.domain.match import Match, MatchThresholds, match_strength, word_share
 from memory_core.domain.ranking import fuse_ranks
 from memory_core.domain.redaction import RedactionPolicy, Redactor
 from memory_core.errors import ConfirmationRequiredError, InvalidInputError, InvalidQueryError
@@ -20,6 +21,7 @@ from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports import Clock
 from memory_core.ports.knowledge import DocumentStore
 from memory_core.services.embedding_access import EmbeddingAccess
+from memory_core.services.preferences import default_match
 from memory_core.services.shared_patterns import SharedHit, SharedPatternService
 
 if TYPE_CHECKING:
@@ -53,24 +55,31 @@ class IngestResult:
 
 @dataclass(frozen=True)
 class BusinessHit:
-    """A chunk in the answer, with the ranks that put it there."""
+    """A chunk in the answer, how well it matches (absolute) and the ranks that put it there."""
 
     chunk: Chunk
     score: float
     keyword_rank: int | None
     vector_rank: int | None
     similarity: float | None
+    match: Match = Match.STRONG
 
 
 @dataclass(frozen=True)
 class BusinessSearch:
-    """The best chunks, the mode used and notes for the client."""
+    """The best chunks, the mode used and notes for the client.
+
+    `dropped`: candidates left out because they matched below `min_match`. `shared_match`:
+    the match strength of each of `shared`, in order.
+    """
 
     hits: list[BusinessHit]
     mode: Literal["hybrid", "keyword"]
     candidates: int
     notes: list[str] = field(default_factory=list)
     shared: list[SharedHit] = field(default_factory=list)  # anonymised patterns of k tenants
+    dropped: int = 0
+    shared_match: list[Match] = field(default_factory=list)
 
 
 @dataclass
@@ -82,6 +91,9 @@ class BusinessService:
     clock: Clock
     policy: KnowledgePolicy
     redaction: RedactionPolicy = field(default_factory=RedactionPolicy)
+    # Memory search's bands (settings.ranking's match_*): chunks are embedded by the same
+    # model, and a question against a passage is what those bands were measured on.
+    match: MatchThresholds = field(default_factory=default_match)
     shared: SharedPatternService = field(init=False)
 
     def __post_init__(self) -> None:
@@ -193,6 +205,7 @@ class BusinessService:
         *,
         limit: int | None = None,
         include_shared: bool = False,
+        min_match: Match | None = None,
     ) -> BusinessSearch:
         """The chunks of a tenant that best answer `query`, at most a few per document.
 
@@ -202,6 +215,11 @@ class BusinessService:
         slot. Without a ready model the search is keyword-only and says so. With
         `include_shared`, up to `shared_results` published shared patterns that match the
         query come in `shared` (never among the tenant's own hits).
+
+        Every hit has an absolute match strength, as a memory search hit has: from its
+        cosine to the query (a vector candidate) and the share of the query's words it holds,
+        on memory search's bands (`match`). With `min_match`, chunks matching more weakly are
+        left out before the limit (counted in `dropped`).
 
         Raises:
             InvalidQueryError: The query holds no searchable word and no model is ready.
@@ -235,7 +253,18 @@ class BusinessService:
         fused = fuse_ranks({"keyword": keyword, "vector": vector_ids}, {}, self.policy.rrf_k)
         order = sorted(fused, key=lambda cid: (-fused[cid], cid))
         by_id = {c.id: c for c in await self.store.chunks(tenant, order)}
+        sims = dict(similar)
+        words = search_words(query, drop_stopwords=True)
+        bands = {
+            cid: match_strength(sims.get(cid), word_share(words, c.text), self.match)
+            for cid, c in by_id.items()
+        }
         ranked = [by_id[cid] for cid in order if cid in by_id]
+        if min_match is not None:
+            kept = [c for c in ranked if bands[c.id].order >= min_match.order]
+            dropped, ranked = len(ranked) - len(kept), kept
+        else:
+            dropped = 0
         chosen = cap_per_group(
             ranked,
             lambda c: c.source,
@@ -244,7 +273,6 @@ class BusinessService:
         )
         keyword_rank = {cid: i for i, cid in enumerate(keyword, start=1)}
         vector_rank = {cid: i for i, cid in enumerate(vector_ids, start=1)}
-        sims = dict(similar)
         best = max(fused.values(), default=1.0)
         hits = [
             BusinessHit(
@@ -253,6 +281,7 @@ class BusinessService:
                 keyword_rank=keyword_rank.get(c.id),
                 vector_rank=vector_rank.get(c.id),
                 similarity=round(sims[c.id], 6) if c.id in sims else None,
+                match=bands[c.id],
             )
             for c in chosen
         ]
@@ -266,6 +295,14 @@ class BusinessService:
             candidates=len(fused),
             notes=notes,
             shared=shared,
+            dropped=dropped,
+            # A pattern's score is its cosine to the query (the share of its words, no model).
+            shared_match=[
+                match_strength(
+                    h.score if vector is not None else None, word_share(words, h.text), self.match
+                )
+                for h in shared
+            ],
         )
 
     async def seed_from_agent_md(

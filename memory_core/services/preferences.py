@@ -8,6 +8,8 @@ from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar
 
 from pydantic import JsonValue
 
+from memory_core.config import RankingPolicy
+from memory_core.domain.fts_query import search_words
 from memory_core.domain.inputs import check_text
 from memory_core.domain.knowledge import (
     Playbook,
@@ -17,8 +19,9 @@ from memory_core.domain.knowledge import (
     playbook_hash,
 )
 from memory_core.domain.knowledge_inputs import check_json_size, check_name, check_optional_name
+from memory_core.domain.match import Match, MatchThresholds, match_strength, word_share
+from memory_core.domain.ranking import match_thresholds
 from memory_core.domain.redaction import RedactionPolicy, Redactor, redact_key
-from memory_core.domain.similarity import keyword_overlap
 from memory_core.errors import ConfirmationRequiredError, InvalidInputError
 from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports import Clock, Embedder
@@ -46,8 +49,8 @@ class _HasId(Protocol):
 T = TypeVar("T")
 R = TypeVar("R", bound=_HasId)
 _SetVectors = Callable[[Sequence[tuple[int, "Vector"]], str], Awaitable[None]]
-# "weak": under the similarity cut, returned only because the user has few rules.
-MatchKind = Literal["flow", "semantic", "keyword", "weak"]
+# How an item was found: its flow, by meaning, or by words (no model).
+MatchKind = Literal["flow", "semantic", "keyword"]
 MAX_KEY_CHARS = 512
 FIND_LIMIT_MAX = 50
 MAX_DELETE_ITEMS = 1_000
@@ -55,11 +58,17 @@ MAX_DELETE_ITEMS = 1_000
 
 @dataclass(frozen=True)
 class Found(Generic[T]):
-    """A found item, its score in [0, 1] and how it matched."""
+    """A found item, its score, how it was found and how well it matches (absolute).
+
+    `score` is the cosine to the query (the share of its words without a model; 1.0 for a
+    rule of the flow asked for). `match` is weak for an item under the cut, returned only
+    because the user has few items.
+    """
 
     item: T
     score: float
     how: MatchKind
+    match: Match
 
 
 @dataclass(frozen=True)
@@ -114,6 +123,11 @@ def _preference_text(p: Preference) -> str:
     return f"{p.key}: {p.value}"
 
 
+def default_match() -> MatchThresholds:
+    """The match bands of memory search (RankingPolicy's defaults): one scale for every hit."""
+    return match_thresholds(RankingPolicy())
+
+
 def _check_limit(limit: int) -> int:
     if not 1 <= limit <= FIND_LIMIT_MAX:
         raise InvalidInputError("limit", f"must be between 1 and {FIND_LIMIT_MAX}")
@@ -130,6 +144,32 @@ class PreferenceService:
     clock: Clock
     policy: KnowledgePolicy
     redaction: RedactionPolicy = field(default_factory=RedactionPolicy)
+    # The bands of memory search (settings.ranking's match_*), which playbooks use as they are
+    # (a request against a request, embedded by the same model, as the hooks' recipes do) and
+    # rules with their own calibrated cut (`_rule_bands`).
+    match: MatchThresholds = field(default_factory=default_match)
+
+    def _rule_bands(self) -> MatchThresholds:
+        """Rules: partial from `preference_similarity`, calibrated on rules.
+
+        0.25 with MiniLM (docs/benchmarks.md, preference matching): a rule is short and
+        imperative, so one that applies scores lower against a situation than a memory does.
+        """
+        return MatchThresholds(
+            strong_cosine=self.match.strong_cosine,
+            partial_cosine=self.policy.preference_similarity,
+            strong_words=self.match.strong_words,
+            partial_words=self.policy.keyword_overlap,
+        )
+
+    def _playbook_bands(self) -> MatchThresholds:
+        """Playbooks: memory search's bands; by words, partial from `keyword_overlap`."""
+        return MatchThresholds(
+            strong_cosine=self.match.strong_cosine,
+            partial_cosine=self.match.partial_cosine,
+            strong_words=self.match.strong_words,
+            partial_words=self.policy.keyword_overlap,
+        )
 
     async def _vector(self, text: str) -> tuple[Vector | None, str | None, list[str]]:
         embedder, why = await self.embedding.for_write()
@@ -216,12 +256,13 @@ class PreferenceService:
     async def find(
         self, user: str, situation: str, *, flow_id: str | None = None, limit: int = 5
     ) -> FindResult[Preference]:
-        """Rules of `user` that apply to a situation.
+        """Rules of `user` that apply to a situation, strongest first.
 
         Inside a known flow (rules recorded with this `flow_id`), those rules are the answer,
-        exactly. Otherwise rules are ranked by cosine similarity between the situation and
-        "key: value" (at least `preference_similarity`), or, without a model, by the share of
-        the situation's words they contain (at least `keyword_overlap`).
+        exactly (strong). Otherwise each rule is scored by the cosine between the situation
+        and "key: value" (without a model, the share of the situation's words it holds) and
+        banded strong, partial or weak (`_rule_bands`); weak rules are left out unless the
+        user has few (`_cut`).
         """
         user = check_name("user", user)
         situation = check_text("situation", situation, max_chars=self.policy.max_value_chars)
@@ -230,53 +271,23 @@ class PreferenceService:
         embedder, why = await self.embedding.for_read()
         rows = await self.preferences.list_user(user, embedder.model_id if embedder else None)
         if flow_id is not None:
-            in_flow = [Found(p, 1.0, "flow") for p, _ in rows if p.flow_id == flow_id]
+            in_flow = [Found(p, 1.0, "flow", Match.STRONG) for p, _ in rows if p.flow_id == flow_id]
             if in_flow:
                 return FindResult(in_flow[:limit], "flow")
         notes = [] if flow_id is None else [f"No rules recorded for flow {flow_id!r}."]
+        items = [p for p, _ in rows]
+        cosines: list[float] | None = None
         if embedder is None:
-            scored = [
-                Found(p, round(keyword_overlap(situation, _preference_text(p)), 4), "keyword")
-                for p, _ in rows
-            ]
             notes.append(f"{why}; matched by words.")
-            return self._cut(scored, self.policy.keyword_overlap, limit, "keyword", notes)
-        vectors = await self._fill_vectors(
-            embedder, rows, _preference_text, self.preferences.set_vectors
-        )
-        query = (await self.embedding.embed(embedder, [situation]))[0]
-        scored = [
-            Found(p, round(cosine(query, v), 4), "semantic")
-            for (p, _), v in zip(rows, vectors, strict=True)
-        ]
-        return self._cut(scored, self.policy.preference_similarity, limit, "semantic", notes)
-
-    def _cut(
-        self,
-        scored: list[Found[Preference]],
-        cut: float,
-        limit: int,
-        mode: Literal["semantic", "keyword"],
-        notes: list[str],
-    ) -> FindResult[Preference]:
-        """The matches at or above `cut`, best first; all of them when the user has few rules.
-
-        Trigger: a rule such as "Use metric units." scores cosine 0.11 against "how far is it
-        from Paris to Berlin", under any cut that keeps noise out. Why: a user has few rules,
-        and a model reading all of them ranked decides better than a threshold returning none.
-        Outcome: up to `preference_rank_all_max` rules come back ranked, those under the cut
-        marked "weak".
-        """
-        scored.sort(key=lambda m: (-m.score, m.item.id))
-        if not 0 < len(scored) <= self.policy.preference_rank_all_max:
-            return FindResult([m for m in scored if m.score >= cut][:limit], mode, notes)
-        shown = [m if m.score >= cut else Found(m.item, m.score, "weak") for m in scored][:limit]
-        if any(m.how == "weak" for m in shown):
-            notes.append(
-                f"This user has {len(scored)} rules, so all are ranked; match=weak scored "
-                f"under {cut}: follow one only if it fits the situation."
+        else:
+            vectors = await self._fill_vectors(
+                embedder, rows, _preference_text, self.preferences.set_vectors
             )
-        return FindResult(shown, mode, notes)
+            query = (await self.embedding.embed(embedder, [situation]))[0]
+            cosines = [cosine(query, v) for v in vectors]
+        scored = _banded(items, cosines, situation, _preference_text, self._rule_bands())
+        mode: Literal["semantic", "keyword"] = "semantic" if embedder else "keyword"
+        return _cut(scored, limit, mode, notes, self.policy.preference_rank_all_max)
 
     async def _fill_vectors(
         self,
@@ -377,12 +388,13 @@ class PreferenceService:
     async def find_playbooks(
         self, user: str, query: str, *, flow: str | None = None, limit: int = 5
     ) -> FindResult[Playbook]:
-        """Playbooks of `user` for a flow, or whose recorded query means what `query` means.
+        """Playbooks of `user` for a flow, or whose recorded request means what `query` means.
 
-        With `flow`, that flow's playbooks are the answer, exactly (match "flow"): ranked by
-        similarity to `query`, never cut, and none from other flows. Without it, only
-        playbooks at or above `playbook_similarity` (cosine) are returned, best first; without
-        a model, those holding at least `keyword_overlap` of the query's words.
+        Each playbook is scored by the cosine of its request to `query` (without a model, the
+        share of the query's words it holds) and banded strong, partial or weak on memory
+        search's scale (`_playbook_bands`). With `flow`, that flow's playbooks are the answer,
+        exactly (how "flow"): strongest first, never cut, none from other flows. Without it,
+        as rules (`_cut`): weak ones are left out unless the user has few playbooks.
         """
         user = check_name("user", user)
         query = check_text("query", query, max_chars=self.policy.max_value_chars)
@@ -391,16 +403,14 @@ class PreferenceService:
         embedder, why = await self.embedding.for_read()
         rows = await self.playbooks.list_user(user, flow, embedder.model_id if embedder else None)
         notes = [] if embedder is not None else [f"{why}; ranked by words."]
+        ranked = await self._rank_playbooks(embedder, rows, query)
         if flow is not None:
-            ranked = await self._rank_playbooks(embedder, rows, query)
             if not ranked:
                 notes.insert(0, f"No playbooks recorded for flow {flow!r}.")
-            exact = [Found(m.item, m.score, "flow") for m in ranked]
+            exact = [Found(m.item, m.score, "flow", m.match) for m in ranked]
             return FindResult(exact[:limit], "flow", notes)
-        ranked = await self._rank_playbooks(embedder, rows, query)
-        cut = self.policy.playbook_similarity if embedder else self.policy.keyword_overlap
-        kept = [m for m in ranked if m.score >= cut]
-        return FindResult(kept[:limit], "semantic" if embedder else "keyword", notes)
+        mode: Literal["semantic", "keyword"] = "semantic" if embedder else "keyword"
+        return _cut(ranked, limit, mode, notes, self.policy.preference_rank_all_max, "playbook")
 
     async def _rank_playbooks(
         self,
@@ -408,19 +418,69 @@ class PreferenceService:
         rows: Sequence[tuple[Playbook, Vector | None]],
         query: str,
     ) -> list[Found[Playbook]]:
-        """Playbooks scored against `query` (cosine, else word overlap), best then newest first."""
-        if embedder is None:
-            scored = [
-                Found(p, round(keyword_overlap(query, p.user_query), 4), "keyword") for p, _ in rows
-            ]
-        else:
+        """Playbooks scored and banded against `query`, strongest, then best, then newest."""
+        cosines: list[float] | None = None
+        if embedder is not None:
             vectors = await self._fill_vectors(
                 embedder, rows, lambda p: p.user_query, self.playbooks.set_vectors
             )
             vector = (await self.embedding.embed(embedder, [query]))[0]
-            scored = [
-                Found(p, round(cosine(vector, v), 4), "semantic")
-                for (p, _), v in zip(rows, vectors, strict=True)
-            ]
-        scored.sort(key=lambda m: (-m.score, -m.item.id))
-        return scored
+            cosines = [cosine(vector, v) for v in vectors]
+        items = [p for p, _ in rows]
+        return _banded(items, cosines, query, lambda p: p.user_query, self._playbook_bands())
+
+
+def _banded(
+    items: Sequence[R],
+    cosines: Sequence[float] | None,
+    query: str,
+    text_of: Callable[[R], str],
+    bands: MatchThresholds,
+) -> list[Found[R]]:
+    """Items scored against `query` and banded: strongest first, then by score, then newest.
+
+    With `cosines` (one per item) the score is the cosine; without (no model), the share of
+    the query's words the item holds. Either way the band also counts the query's words the
+    item holds, as memory search's does (domain.match).
+    """
+    words = search_words(query, drop_stopwords=True)
+    found: list[Found[R]] = []
+    for n, item in enumerate(items):
+        share = word_share(words, text_of(item))
+        if cosines is None:
+            band = match_strength(None, share, bands)
+            found.append(Found(item, round(share, 4), "keyword", band))
+        else:
+            band = match_strength(cosines[n], share, bands)
+            found.append(Found(item, round(cosines[n], 4), "semantic", band))
+    found.sort(key=lambda m: (-m.match.order, -m.score, -m.item.id))
+    return found
+
+
+def _cut(
+    scored: list[Found[R]],
+    limit: int,
+    mode: Literal["semantic", "keyword"],
+    notes: list[str],
+    rank_all_max: int,
+    noun: str = "rule",
+) -> FindResult[R]:
+    """The strong and partial matches, best first; the weak ones too when the user has few.
+
+    Trigger: a rule such as "Use metric units." scores cosine 0.11 against "how far is it
+    from Paris to Berlin", under any cut that keeps noise out; "ship the app to the test
+    server" scored 0.53 against the playbook of "deploy the web app to staging", under
+    playbook_find's former 0.6 cut. Why: a user has few rules and playbooks, and a model
+    reading all of them ranked decides better than a threshold returning none. Outcome: up
+    to `rank_all_max` items come back ranked, those under the cut marked weak, and said so.
+    """
+    if not 0 < len(scored) <= rank_all_max:
+        return FindResult([m for m in scored if m.match is not Match.WEAK][:limit], mode, notes)
+    shown = scored[:limit]
+    if any(m.match is Match.WEAK for m in shown):
+        plural = "" if len(scored) == 1 else "s"
+        notes.append(
+            f"This user has {len(scored)} {noun}{plural}, so all are ranked; weak ones matched "
+            "under the cut: follow one only if it fits."
+        )
+    return FindResult(shown, mode, notes)

@@ -1,13 +1,21 @@
-"""Wire shapes of the scratchpad, preference, playbook and business-context tools."""
+"""Wire shapes of the scratchpad, preference, playbook and business-context tools.
+
+Structured content is complete (offsets, ranks, times) for clients that read it; each
+answer's `as_text()` is what a model reads: one line per item, the match strength (strong,
+partial or weak, the scale memory `search` uses) on every hit, no offsets or ranks.
+"""
 
 from __future__ import annotations
 
+import json
+import re
 from datetime import datetime
 from typing import Literal
 
 from pydantic import BaseModel, Field, JsonValue
 
 from memory_core.domain.knowledge import DocumentRecord, Playbook, Preference, Snippet
+from memory_core.domain.match import Match
 from memory_core.ports.knowledge import SharingStatus
 from memory_core.services.business import BusinessHit, IngestResult
 from memory_core.services.scratchpad import Promotion
@@ -47,6 +55,41 @@ __all__ = [
 ]
 
 Target = Literal["preferences", "business_context"]
+
+_MATCH_DESCRIPTION = (
+    "How well it matches: strong, partial or weak (absolute, on memory search's scale: a weak "
+    "best hit means nothing relevant was found)."
+)
+_BLANK_LINES = re.compile(r"\n\s*\n")
+
+
+def _text(content: str) -> str:
+    """Stored text on an answer line: blank lines dropped, continuation lines indented."""
+    return _BLANK_LINES.sub("\n", content.strip()).replace("\n", "\n  ")
+
+
+def _json(value: JsonValue) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _name(name: str) -> str:
+    """A key or source on an answer line: quoted when a space or colon would blur it."""
+    return _json(name) if not name or re.search(r"[\s:]", name) else name
+
+
+def _notes(notes: list[str]) -> list[str]:
+    return [f"note: {n}" for n in notes]
+
+
+def _redacted(redacted: dict[str, int]) -> str:
+    if not redacted:
+        return ""
+    kinds = ", ".join(f"{kind} x{n}" for kind, n in sorted(redacted.items()))
+    return f"; credentials redacted: {kinds}"
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n:,} {noun}" if n == 1 else f"{n:,} {noun}s"
 
 
 class PromotionOut(BaseModel):
@@ -182,6 +225,13 @@ class PreferenceUpdateOut(BaseModel):
         description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
     )
 
+    def as_text(self) -> str:
+        """`units created for ann`, with the value it replaced."""
+        line = f"{_name(self.preference.key)} {self.status} for {self.user}"
+        if self.previous_value is not None:
+            line += f"; was: {_text(self.previous_value)}"
+        return "\n".join([line + _redacted(self.redacted), *_notes(self.notes)])
+
 
 class PreferenceGetOut(BaseModel):
     """The result of `preferences_get`."""
@@ -192,25 +242,46 @@ class PreferenceGetOut(BaseModel):
     preference: PreferenceOut | None
     message: str
 
+    def as_text(self) -> str:
+        """`units = Use metric units.`, or the message saying what to do instead."""
+        p = self.preference
+        if p is None:
+            return self.message
+        flow = f"  (flow {p.flow_id})" if p.flow_id else ""
+        return f"{_name(p.key)} = {_text(p.value)}{flow}"
+
 
 class PreferenceMatchOut(BaseModel):
-    """A rule that applies, with how well and how it matched."""
+    """A rule that applies, with how well it matched."""
 
     preference: PreferenceOut
-    score: float
-    match: Literal["flow", "semantic", "keyword", "weak"] = Field(
-        description="weak: under the cut, listed because the user has few rules."
+    score: float = Field(
+        description="Cosine to the situation (share of its words without a model; 1 in a flow)."
+    )
+    match: Match = Field(
+        description="strong, partial or weak (under the cut, listed because the user has few "
+        "rules); a rule of the flow asked for is strong."
     )
 
 
 class PreferenceFindOut(BaseModel):
-    """Rules that apply to a situation, best first."""
+    """Rules that apply to a situation, strongest first."""
 
     user: str
     mode: Literal["flow", "semantic", "keyword"]
     count: int
     matches: list[PreferenceMatchOut]
     notes: list[str]
+
+    def as_text(self) -> str:
+        """A header line, one line per rule (key, match strength, value), then the notes."""
+        head = f"{_count(self.count, 'rule')} of {self.user} ({self.mode})"
+        lines = [head + (":" if self.count else ": nothing matched.")]
+        for m in self.matches:
+            p = m.preference
+            flow = f" flow={p.flow_id}" if p.flow_id and self.mode != "flow" else ""
+            lines.append(f"{_name(p.key)} {m.match.value}{flow}: {_text(p.value)}")
+        return "\n".join(lines + _notes(self.notes))
 
 
 class PlaybookOut(BaseModel):
@@ -250,29 +321,62 @@ class PlaybookRecordOut(BaseModel):
         description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
     )
 
+    def as_text(self) -> str:
+        """`playbook #3 (flow booking) created for ann`."""
+        p = self.playbook
+        status = "created" if self.status == "created" else "already recorded (duplicate)"
+        line = f"playbook #{p.id} (flow {p.flow}) {status} for {self.user}"
+        return "\n".join([line + _redacted(self.redacted), *_notes(self.notes)])
+
+
+def _playbook_line(p: PlaybookOut) -> str:
+    """A playbook's request, outcome, slots and calls: what a model follows."""
+    line = f"{_json(p.user_query)} -> {_text(p.outcome)}"
+    if p.slots:
+        line += f"; slots {_json(p.slots)}"
+    if p.tool_calls:
+        line += f"; calls {_json(p.tool_calls)}"
+    return line
+
 
 class PlaybookMatchOut(BaseModel):
     """A playbook whose query means what was asked."""
 
     playbook: PlaybookOut
-    similarity: float
-    match: Literal["flow", "semantic", "keyword"] = Field(
-        description="flow: a playbook of the flow asked for, whatever its similarity."
+    similarity: float = Field(
+        description="Cosine of its request to the query (share of the query's words, no model)."
     )
+    match: Match = Field(description=_MATCH_DESCRIPTION)
 
 
 class PlaybookFindOut(BaseModel):
-    """Playbooks at or above the similarity threshold, best first."""
+    """Playbooks that match a request, strongest first."""
 
     user: str
-    mode: Literal["flow", "semantic", "keyword"]
-    threshold: float
+    mode: Literal["flow", "semantic", "keyword"] = Field(
+        description="flow: every playbook of the flow asked for, whatever its match."
+    )
+    threshold: float = Field(
+        description="Where a partial match starts: the cosine (keyword mode: the share of the "
+        "query's words)."
+    )
     count: int
     matches: list[PlaybookMatchOut]
     notes: list[str]
     scratchpad_snippet_id: int | None = Field(
         None, description="The note the best playbook became in the session's scratchpad."
     )
+
+    def as_text(self) -> str:
+        """A header, one line per playbook (id, flow, match, request -> outcome, steps)."""
+        head = f"{_count(self.count, 'playbook')} of {self.user} ({self.mode})"
+        if self.scratchpad_snippet_id is not None:
+            head += f"; the first written to scratchpad note #{self.scratchpad_snippet_id}"
+        lines = [head + (":" if self.count else ": nothing matched.")]
+        for m in self.matches:
+            p = m.playbook
+            lines.append(f"#{p.id} {p.flow} {m.match.value}: {_playbook_line(p)}")
+        return "\n".join(lines + _notes(self.notes))
 
 
 class IngestOut(BaseModel):
@@ -304,11 +408,22 @@ class IngestOut(BaseModel):
             redacted=r.redacted,
         )
 
+    def line(self) -> str:
+        """`handbook.md created: 3 chunks, 2,345 chars`."""
+        words = "" if self.embedded else ", found by words only (no vectors)"
+        size = f"{_count(self.chunks, 'chunk')}, {_count(self.chars, 'char')}"
+        return f"{_name(self.source)} {self.status}: {size}{words}{_redacted(self.redacted)}"
+
+    def as_text(self) -> str:
+        """Its line, then the notes."""
+        return "\n".join([self.line(), *_notes(self.notes)])
+
 
 class BusinessHitOut(BaseModel):
-    """A chunk of a business document, where it sits, and why it ranked."""
+    """A chunk of a business document, how well it matches, where it sits, why it ranked."""
 
     source: str
+    match: Match = Field(description=_MATCH_DESCRIPTION)
     position: int = Field(description="The chunk's number in its document, from 0.")
     start: int = Field(description="Offset of the chunk's first character in the document.")
     end: int
@@ -324,6 +439,7 @@ class BusinessHitOut(BaseModel):
         c = h.chunk
         return cls(
             source=c.source,
+            match=h.match,
             position=c.position,
             start=c.start,
             end=c.end,
@@ -343,11 +459,12 @@ class SharedPatternOut(BaseModel):
     )
     text: str = Field(description="Names, identifiers and secrets are replaced by [name], ...")
     score: float = Field(description="Cosine to the query (or share of its words, no model).")
+    match: Match = Field(description=_MATCH_DESCRIPTION)
 
     @classmethod
-    def of(cls, h: SharedHit) -> SharedPatternOut:
-        """From a SharedHit."""
-        return cls(text=h.text, score=h.score)
+    def of(cls, h: SharedHit, match: Match) -> SharedPatternOut:
+        """From a SharedHit and its match strength."""
+        return cls(text=h.text, score=h.score, match=match)
 
 
 class BusinessSearchOut(BaseModel):
@@ -357,6 +474,7 @@ class BusinessSearchOut(BaseModel):
     mode: Literal["hybrid", "keyword"]
     count: int
     candidates: int
+    weaker: int = Field(0, description="Chunks left out because they matched below `min_match`.")
     hits: list[BusinessHitOut]
     notes: list[str]
     shared: list[SharedPatternOut] = Field(
@@ -364,6 +482,17 @@ class BusinessSearchOut(BaseModel):
         description="With include_shared: anonymised patterns held by at least k opted-in "
         "tenants (never which ones), apart from the tenant's own hits.",
     )
+
+    def as_text(self) -> str:
+        """A header, one line per chunk (source, match, text), the shared patterns, notes."""
+        head = f"{_count(self.count, 'chunk')} of {self.tenant} ({self.mode})"
+        if self.weaker:
+            head += f", {self.weaker} weaker left out by min_match"
+        lines = [head + (":" if self.count else ": nothing matched.")]
+        lines += [f"{_name(h.source)} {h.match.value}: {_text(h.text)}" for h in self.hits]
+        # Labelled on every line: another tenant's pattern, never this tenant's document.
+        lines += [f"shared pattern {p.match.value}: {_text(p.text)}" for p in self.shared]
+        return "\n".join(lines + _notes(self.notes))
 
 
 class SharingOut(BaseModel):
@@ -408,6 +537,15 @@ class SeedOut(BaseModel):
         description="Credentials replaced by [REDACTED:<kind>] before storing: kind -> count.",
     )
 
+    def as_text(self) -> str:
+        """The counts, then one line per section."""
+        head = (
+            f"agent.md for {self.tenant}: {self.created} created, {self.replaced} replaced, "
+            f"{self.unchanged} unchanged"
+        )
+        notes = list(dict.fromkeys(n for s in self.sections for n in s.notes))
+        return "\n".join([head + ":", *(s.line() for s in self.sections), *_notes(notes)])
+
 
 class ExportOut(BaseModel):
     """A tenant's seeded sections and promoted snippets as one agent.md text."""
@@ -446,6 +584,20 @@ class PreferenceListOut(BaseModel):
     rules: list[PreferenceOut]
     playbooks: list[PlaybookBriefOut]
 
+    def as_text(self) -> str:
+        """A count, one line per rule (key = value), then one per playbook."""
+        head = f"{_count(len(self.rules), 'rule')} and "
+        head += f"{_count(len(self.playbooks), 'playbook')} of {self.user}"
+        lines = [head + (":" if self.rules or self.playbooks else ".")]
+        for r in self.rules:
+            flow = f"  (flow {r.flow_id})" if r.flow_id else ""
+            lines.append(f"{_name(r.key)} = {_text(r.value)}{flow}")
+        lines += [
+            f"playbook #{p.id} {p.flow}: {_json(p.user_query)} -> {_text(p.outcome)}"
+            for p in self.playbooks
+        ]
+        return "\n".join(lines)
+
 
 class PreferenceDeleteOut(BaseModel):
     """What `preferences_delete` removed, and what it was asked for but did not find."""
@@ -454,6 +606,18 @@ class PreferenceDeleteOut(BaseModel):
     deleted_keys: list[str]
     deleted_playbook_ids: list[int]
     not_found: list[str] = Field(description="Keys and playbook ids (as text) not stored.")
+
+    def as_text(self) -> str:
+        """What was deleted, and what was asked for but not stored."""
+        parts = []
+        if self.deleted_keys:
+            parts.append(f"rules {', '.join(_name(k) for k in self.deleted_keys)}")
+        if self.deleted_playbook_ids:
+            parts.append(f"playbooks {', '.join(f'#{i}' for i in self.deleted_playbook_ids)}")
+        line = f"Deleted {' and '.join(parts) or 'nothing'} of {self.user}"
+        if self.not_found:
+            line += f"; not found: {', '.join(self.not_found)}"
+        return line + "."
 
 
 class ScratchpadDeleteOut(BaseModel):
@@ -494,6 +658,19 @@ class DocumentListOut(BaseModel):
     count: int
     documents: list[DocumentOut]
 
+    def as_text(self) -> str:
+        """A count, then one line per document: source, origin, size, last update."""
+        lines = [
+            f"{_count(self.count, 'document')} of {self.tenant}"
+            + (":" if self.count else "; none stored.")
+        ]
+        lines += [
+            f"{_name(d.source)} ({d.origin}): {_count(d.chunks, 'chunk')}, "
+            f"{_count(d.chars, 'char')}, updated {d.updated_at.date()}"
+            for d in self.documents
+        ]
+        return "\n".join(lines)
+
 
 class DocumentDeleteOut(BaseModel):
     """What `delete_documents` removed."""
@@ -501,3 +678,12 @@ class DocumentDeleteOut(BaseModel):
     tenant: str
     deleted: list[str]
     not_found: list[str]
+
+    def as_text(self) -> str:
+        """What was deleted, and what was asked for but not stored."""
+        shown = ", ".join(_name(s) for s in self.deleted)
+        line = f"Deleted {_count(len(self.deleted), 'document')} of {self.tenant}"
+        line += f": {shown}" if shown else "."
+        if self.not_found:
+            line += f"; not found: {', '.join(_name(s) for s in self.not_found)}"
+        return line

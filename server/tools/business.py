@@ -1,12 +1,13 @@
 """Tools of business context (per tenant): ingest, search, seed from and export to agent.md."""
 
 from collections import Counter
-from typing import Annotated
+from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field
 
+from memory_core.domain.match import Match
 from server.app_context import AppContext
 from server.schemas.knowledge import (
     BusinessHitOut,
@@ -98,14 +99,23 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
                 "(under `shared`, labelled, never naming them)."
             ),
         ] = False,
+        min_match: Annotated[
+            Literal["strong", "partial", "weak"],
+            Field(description="Leave out chunks that match more weakly (weak: keep all)."),
+        ] = "partial",
     ) -> BusinessSearchOut:
         """Search a tenant's documents by meaning and words; each hit names its source.
 
-        About 100 keyword and vector candidates are fused and then spread across documents
-        (a few chunks per document at most while others match), so the answer covers more
-        than one long document. Quote `source` when you use a hit.
+        Each chunk is marked strong, partial or weak (as memory `search` hits are); weak ones
+        are left out unless min_match="weak", so "nothing matched" means no document is about
+        the query. Quote `source` when you use a hit.
 
         Details:
+        About 100 keyword and vector candidates are fused and then spread across documents
+        (a few chunks per document at most while others match), so the answer covers more
+        than one long document. The match strength is absolute, from a chunk's cosine
+        similarity to the query and the share of the query's words it holds, on memory
+        search's bands (strong from cosine 0.5 or every word, partial from 0.35 or half).
         With include_shared=true, up to 3 shared patterns that match the query come under
         `shared`, each marked `"shared": true`: sentences at least k (default 3) opted-in
         tenants hold, with names, identifiers and secrets replaced by [name], [email], [url],
@@ -113,16 +123,20 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         """
         app = container(ctx)
         found = await app.knowledge.business.search(
-            tenant, query, limit=limit, include_shared=include_shared
+            tenant, query, limit=limit, include_shared=include_shared, min_match=Match(min_match)
         )
         return BusinessSearchOut(
             tenant=tenant,
             mode=found.mode,
             count=len(found.hits),
             candidates=found.candidates,
+            weaker=found.dropped,
             hits=[BusinessHitOut.of(h) for h in found.hits],
             notes=found.notes,
-            shared=[SharedPatternOut.of(h) for h in found.shared],
+            shared=[
+                SharedPatternOut.of(h, m)
+                for h, m in zip(found.shared, found.shared_match, strict=True)
+            ],
         )
 
     @tool(mcp, toolset=Toolset.DOCUMENTS, title="Share anonymised patterns", annotations=_SHARE)

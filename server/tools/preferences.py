@@ -6,6 +6,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field, JsonValue
 
+from memory_core.domain.match import Match
 from server.app_context import AppContext
 from server.schemas.knowledge import (
     PlaybookBriefOut,
@@ -42,7 +43,8 @@ Limit = Annotated[int, Field(ge=1, le=50, description="Most results, 1-50.")]
 
 def register(mcp: MemstrataServer, settings: Settings) -> None:
     """Register preferences_update/get/find/list/delete and playbook_record/find."""
-    threshold = settings.knowledge.playbook_similarity
+    # Where a partial playbook match starts (PreferenceService._playbook_bands).
+    threshold = settings.ranking.match_partial_cosine
 
     @tool(mcp, toolset=Toolset.PREFERENCES, title="Set a user preference", annotations=_WRITE)
     async def preferences_update(
@@ -111,13 +113,13 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
         ] = None,
         limit: Limit = 5,
     ) -> PreferenceFindOut:
-        """Find the user's rules that apply to what you are about to do.
+        """Find the user's rules that apply to what you are about to do, strongest first.
 
         Inside a known flow (`flow_id` with rules recorded for it) those rules come back
-        exactly (match="flow"); otherwise rules are matched by meaning against their keys
-        and values (match="semantic"), or by words when no embedding model is available.
-        A user with few rules gets all of them ranked; match="weak" ones scored under the
-        cut: follow those only if they fit. Call it before acting for a user.
+        exactly; otherwise rules are matched by meaning against their keys and values, or by
+        words when no embedding model is available. Each is marked strong, partial or weak;
+        a user with few rules gets all of them ranked, weak ones too: follow those only if
+        they fit. Call it before acting for a user.
         """
         app = container(ctx)
         result = await app.knowledge.preferences.find(user, situation, flow_id=flow_id, limit=limit)
@@ -126,7 +128,9 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
             mode=result.mode,
             count=len(result.matches),
             matches=[
-                PreferenceMatchOut(preference=PreferenceOut.of(m.item), score=m.score, match=m.how)
+                PreferenceMatchOut(
+                    preference=PreferenceOut.of(m.item), score=m.score, match=m.match
+                )
                 for m in result.matches
             ],
             notes=result.notes,
@@ -236,26 +240,26 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:
     ) -> PlaybookFindOut:
         """Find proven recipes: the user's playbooks whose request means what `query` means.
 
-        With `flow`, every playbook of that flow comes back (match="flow"), closest first.
-        Without it, only playbooks at or above the similarity `threshold`, best first; an
-        empty list means none is close enough, so plan from scratch. With `session_id`, the
-        best one is also written into that session's scratchpad.
+        Each is marked strong, partial or weak, strongest first. With `flow`, every playbook
+        of that flow comes back. Without it, weak ones are left out unless the user has few
+        playbooks; nothing strong or partial means plan from scratch. With `session_id`, the
+        best one is also written into that session's scratchpad (a weak one only of `flow`).
         """
         app = container(ctx)
         seeded: int | None = None
         result = await app.knowledge.preferences.find_playbooks(user, query, flow=flow, limit=limit)
-        if session_id is not None and result.matches:
-            note = await app.knowledge.scratchpad.seed_playbook(session_id, result.matches[0].item)
+        # A weak best match is no recipe to follow, unless it is of the flow asked for.
+        best = result.matches[0] if result.matches else None
+        if session_id is not None and best and (flow or best.match is not Match.WEAK):
+            note = await app.knowledge.scratchpad.seed_playbook(session_id, best.item)
             seeded = note.id
         return PlaybookFindOut(
             user=user,
             mode=result.mode,
-            threshold=threshold
-            if result.mode == "semantic"
-            else settings.knowledge.keyword_overlap,
+            threshold=settings.knowledge.keyword_overlap if result.mode == "keyword" else threshold,
             count=len(result.matches),
             matches=[
-                PlaybookMatchOut(playbook=PlaybookOut.of(m.item), similarity=m.score, match=m.how)
+                PlaybookMatchOut(playbook=PlaybookOut.of(m.item), similarity=m.score, match=m.match)
                 for m in result.matches
             ],
             notes=result.notes,

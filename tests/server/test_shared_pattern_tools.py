@@ -58,7 +58,9 @@ async def test_a_pattern_k_opted_in_tenants_hold_reaches_others_labelled_and_ano
     found = await call(
         client, "search_business_context", tenant="west", query=WANT, include_shared=True
     )
-    assert found["shared"] == [{"shared": True, "text": WANT, "score": pytest.approx(1.0)}]
+    assert found["shared"] == [
+        {"shared": True, "text": WANT, "score": pytest.approx(1.0), "match": "strong"}
+    ]
     said = json.dumps(found)
     for tenant in ("north", "south", "east", "mine"):
         assert tenant not in said  # no contributor is named, nor how many there are
