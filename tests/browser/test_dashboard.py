@@ -399,3 +399,110 @@ def test_a_read_only_token_cannot_change_anything(browser: Any, fresh: HttpServe
         assert "read-only" in response.text()
     after = _tool(fresh, "prune_expired_contexts", {"project": "alpha", "dry_run": True})
     assert after["ids"] == dry["ids"]
+
+
+def _csrf(page: Any) -> str:
+    return page.locator('form[action="/logout"] input[name="csrf"]').get_attribute("value") or ""
+
+
+def test_the_memory_page_pins_and_shows_history_and_supersession(browser: Any, fresh: HttpServer):
+    old = _tool(fresh, "append", {"layer": "episodic", "content": "We deploy the API to Fly.io"})
+    new = _tool(
+        fresh,
+        "append",
+        {"layer": "episodic", "content": "API deploys moved to AWS", "supersedes": [old["id"]]},
+    )
+    _tool(fresh, "update", {"id": new["id"], "content": "API deploys moved to AWS in March"})
+    page = _page(browser, fresh, ADMIN)
+    page.goto(_base(fresh) + f"/p/alpha/memories/{old['id']}")
+    assert page.locator("#superseded-by").inner_text().startswith(f"Superseded by #{new['id']}")
+    page.locator("#superseded-by").get_by_role("link").click()
+    assert page.url.endswith(f"/p/alpha/memories/{new['id']}")
+    assert page.locator("#content").inner_text() == "API deploys moved to AWS in March"
+    assert page.locator("#supersedes li").first.get_attribute("data-id") == str(old["id"])
+    history = _tool(fresh, "history", {"id": new["id"]})["versions"]
+    rows = page.locator("#history tbody tr td.text").all_inner_texts()
+    assert rows == [v["content"] for v in reversed(history)] == ["API deploys moved to AWS"]
+    _shot(page, "memory-history.png")
+
+    page.get_by_role("button", name="Pin", exact=True).click()
+    assert page.get_by_role("status").inner_text().startswith(f"Pinned memory {new['id']}")
+    assert page.locator("#pinned").get_attribute("data-pinned") == "true"
+    listed = _tool(fresh, "list_memories", {"pinned": True, "project": "alpha"})["memories"]
+    assert [m["id"] for m in listed] == [new["id"]]
+    page.get_by_role("button", name="Unpin").click()
+    assert page.locator("#pinned").get_attribute("data-pinned") == "false"
+    assert "memories" not in _tool(fresh, "list_memories", {"pinned": True, "project": "alpha"})
+
+    # A read-only token sees the history but no pin button, and its POST is refused.
+    reader = _page(browser, fresh, READER)
+    reader.goto(_base(fresh) + f"/p/alpha/memories/{new['id']}")
+    assert reader.locator("#history tbody tr").count() == 1
+    assert reader.get_by_role("button", name="Pin", exact=True).count() == 0
+    url = _base(fresh) + f"/p/alpha/memories/{new['id']}/pin"
+    response = reader.request.post(
+        url, form={"csrf": _csrf(reader), "pinned": "true"}, max_redirects=0
+    )
+    assert response.status == 403 and "read-only" in response.text()
+    assert "memories" not in _tool(fresh, "list_memories", {"pinned": True, "project": "alpha"})
+
+
+def test_tag_filters_and_forget_by_filter_with_preview_and_receipt(browser: Any, fresh: HttpServer):
+    tagged = [
+        _tool(fresh, "append", {"layer": "episodic", "content": text, "tags": tags})["id"]
+        for text, tags in (
+            ("Old deploy checklist, first draft", ["draft", "deploy"]),
+            ("Old deploy checklist, second draft", ["draft"]),
+            ("The deploy checklist everyone uses", ["deploy"]),
+        )
+    ]
+    keep = _tool(
+        fresh, "append", {"layer": "episodic", "content": "Pinned draft", "tags": ["draft"]}
+    )
+    _tool(fresh, "pin", {"ids": [keep["id"]]})
+    page = _page(browser, fresh, ADMIN)
+    page.get_by_role("link", name="Memories").click()
+    page.get_by_label("Tags (all of)").fill("draft")
+    page.get_by_role("button", name="Show").click()
+    assert sorted(_ids(page, "#memories")) == sorted([*tagged[:2], keep["id"]])
+    assert page.locator("#memories .badge.pinned").count() == 1
+    page.get_by_label("Search text").fill("deploy checklist")
+    page.get_by_label("Search mode").select_option("keyword")
+    page.get_by_label("Tags (all of)").fill("deploy, draft")
+    page.get_by_role("button", name="Show").click()
+    assert _ids(page, "#hits") == [tagged[0]]
+
+    page.get_by_role("link", name="Forgetting").click()
+    page.get_by_role("link", name="Forget by filter").click()
+    page.get_by_label("Tags (all of)").fill("draft")
+    page.get_by_role("button", name="Preview").click()
+    dry = _tool(fresh, "forget_where", {"tags": ["draft"], "project": "alpha"})
+    # The tool's preview counts the pinned draft too; the page keeps pinned memories by default.
+    assert dry["count"] == 3
+    assert page.locator("#preview-count").get_attribute("data-count") == "2"
+    assert sorted(_ids(page, "#sample")) == sorted(tagged[:2])
+    _shot(page, "forget-where-preview.png")
+    unpinned = _tool(fresh, "list_memories", {"tags": ["draft"], "pinned": False})
+    assert sorted(_ids(page, "#sample")) == sorted(m["id"] for m in unpinned["memories"])
+
+    # A read-only token previews but has no button, and its POST is refused.
+    reader = _page(browser, fresh, READER)
+    reader.goto(page.url)
+    assert reader.locator("#preview-count").get_attribute("data-count") == "2"
+    assert reader.get_by_role("button", name=re.compile("Forget these")).count() == 0
+    form = {"csrf": _csrf(reader), "tags": "draft", "pinned": "keep", "ids": str(tagged[0])}
+    run = _base(fresh) + "/p/alpha/forgetting/where/run"
+    response = reader.request.post(run, form=form, max_redirects=0)
+    assert response.status == 403 and "read-only" in response.text()
+
+    page.get_by_role("button", name="Forget these 2 memories").click()
+    assert page.get_by_role("status").inner_text() == "Forgot 2 memories."
+    assert page.locator('#receipt td[data-removed="rows"]').inner_text() == "2"
+    remaining = page.locator("#receipt td[data-remaining]").all_inner_texts()
+    assert remaining == ["0"] * 5
+    _shot(page, "forget-where-receipt.png")
+    left = _tool(fresh, "list_memories", {"tags": ["draft"], "project": "alpha"})["memories"]
+    assert [m["id"] for m in left] == [keep["id"]]
+    for memory_id in tagged[:2]:
+        page.goto(_base(fresh) + f"/p/alpha/memories/{memory_id}")
+        assert page.get_by_role("alert").inner_text() == "No such memory."
