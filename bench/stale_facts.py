@@ -10,6 +10,12 @@ SQLite store with the default embedding model:
   (the same sentence about another component). A question about each fact is then searched
   (limit 5). The fact is *stale* when the outdated version ranks above its correction, or is
   returned while the correction is not.
+- the prompt hook: the same question is then the prompt of a UserPromptSubmit
+  (server.hooks.events.user_prompt_submit, called in-process, a fresh session per question,
+  the project resolved from its working directory as Claude Code's hooks do). The fact is
+  stale *by the hook* when the outdated version is among the memories it injects. Measured
+  with the hook's defaults (keyword search: a cold hook process does not wait for the model)
+  and with the model ready (`hybrid`: the prompt hook of a warm server, or one allowed to wait).
 - duplicate rows: one "session" of notes captured twice (append_many, as the hooks capture),
   then every note appended again as a retry would send it (other case, spacing, end mark):
   rows added by the second capture and by the retries.
@@ -17,7 +23,11 @@ SQLite store with the default embedding model:
   its own) written after the original: counted when the write is taken for a duplicate.
 
 `--json FILE` writes {"overall": {"stale_rate_with_supersedes", "stale_rate_without",
-"duplicate_rows", "false_merges"}, "facts": [...]}.
+"duplicate_rows", "false_merges", "hook_stale_rate_with_supersedes", "hook_stale_rate_without",
+"hook_hybrid_stale_rate_with_supersedes", "hook_hybrid_stale_rate_without",
+"either_stale_rate_with_supersedes", "either_stale_rate_without"}, "facts": [...]}; the
+`stale_rate_*` keys are search's ranking alone (as before), `either_*` is the issue's
+definition: ranked above its correction, or injected by the prompt hook (either mode).
 Targets (issue 32): stale rate <= 5% with supersedes, <= 25% without; 0 false merges; 0
 duplicate rows.
 """
@@ -29,8 +39,10 @@ import asyncio
 import itertools
 import json
 import random
+import re
 import tempfile
-from dataclasses import asdict, dataclass
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -38,6 +50,9 @@ from typing import Any
 from memory_core.domain.models import Layer
 from memory_core.services.memories import AppendItem, MemoryService, SearchRequest
 from server.container import open_container
+from server.hooks.events import user_prompt_submit
+from server.hooks.payload import HookPayload
+from server.hooks.services import open_hook_services
 from server.logging import configure_logging
 from server.settings import ScheduleSettings, Settings
 
@@ -152,7 +167,7 @@ class _Clock:
 
 @dataclass
 class FactResult:
-    """One fact's outcome."""
+    """One fact's outcome (hook_*: what the prompt hook injected, by mode)."""
 
     question: str
     supersedes: bool
@@ -160,6 +175,11 @@ class FactResult:
     old_rank: int | None
     new_rank: int | None
     stale: bool
+    old_id: int = 0
+    new_id: int = 0
+    project: str = ""
+    hook_old: dict[str, bool] = field(default_factory=dict)
+    hook_new: dict[str, bool] = field(default_factory=dict)
 
 
 def _rank(hits: list[int], memory_id: int) -> int | None:
@@ -167,13 +187,13 @@ def _rank(hits: list[int], memory_id: int) -> int | None:
 
 
 async def _facts(
-    service: MemoryService, clock: _Clock, rng: random.Random, n: int
+    service: MemoryService, clock: _Clock, rng: random.Random, n: int, projects_of: list[str]
 ) -> list[FactResult]:
     plan = []
     for i in range(n):
         statement, paraphrase, question, values, _ = FACTS[i % len(FACTS)]
         old_value, new_value = rng.sample(values, 2)
-        project = f"stale{i // len(FACTS)}"
+        project = projects_of[i // len(FACTS)]
         plan.append((project, statement, paraphrase, question, old_value, new_value, i % 2 == 0))
     projects = sorted({p[0] for p in plan})
     for project in projects:
@@ -199,8 +219,49 @@ async def _facts(
         hits = [h.memory.id for h in found.hits]
         old_rank, new_rank = _rank(hits, olds[n_].memory.id), _rank(hits, news[n_].memory.id)
         stale = old_rank is not None and (new_rank is None or old_rank < new_rank)
-        results.append(FactResult(question, with_supersedes, n_ % 4 < 2, old_rank, new_rank, stale))
+        results.append(
+            FactResult(
+                question,
+                with_supersedes,
+                n_ % 4 < 2,
+                old_rank,
+                new_rank,
+                stale,
+                old_id=olds[n_].memory.id,
+                new_id=news[n_].memory.id,
+                project=project,
+            )
+        )
     return results
+
+
+_INJECTED = re.compile(r"^- #(\d+) ", re.MULTILINE)  # server.hooks.events._hit_line
+
+
+async def _hook(
+    settings: Settings, clock: _Clock, results: list[FactResult], folders: dict[str, Path]
+) -> None:
+    """Each question as a prompt to the UserPromptSubmit hook, in its two modes."""
+    for mode in ("keyword", "hybrid"):
+        hybrid = mode == "hybrid"
+        hooks = settings.hooks.model_copy(update={"prompt_semantic_wait": 5.0 if hybrid else 0.0})
+        chosen = settings.model_copy(update={"hooks": hooks})
+        async with open_hook_services(chosen, semantic=hybrid) as svc:
+            svc.clock = clock  # the bench's time, as the memories were written in it
+            if svc.embedder is not None:
+                await svc.embedder.wait(120)
+            for n, r in enumerate(results):
+                payload = HookPayload(
+                    event="UserPromptSubmit",
+                    session_id=f"stale-{mode}-{n}",
+                    cwd=folders[r.project],
+                    transcript_path=None,
+                    prompt=r.question,
+                )
+                text = await user_prompt_submit(svc, payload) or ""
+                shown = {int(i) for i in _INJECTED.findall(text)}
+                r.hook_old[mode] = r.old_id in shown
+                r.hook_new[mode] = r.new_id in shown
 
 
 def _retried(text: str, rng: random.Random) -> str:
@@ -252,19 +313,44 @@ async def run(seed: int, facts: int) -> dict[str, Any]:
             db=Path(tmp) / "truth.db",
             schedule=ScheduleSettings(enabled=False),
             embedding_wait=60,  # every write waits for the model: the bench is about vectors
+            # The prompt hook names the project after its working directory, as it does for
+            # Claude Code (the plugin's `git` scope; `path` needs no repository).
+            project_scope="path",
         )
+        folders: dict[str, Path] = {}
+        for k in range((facts + len(FACTS) - 1) // len(FACTS)):
+            folder = Path(tmp) / f"stale{k}"
+            folder.mkdir()
+            folders[settings.default_project(folder)] = folder
         async with open_container(settings, clock) as c:
-            results = await _facts(c.memories, clock, rng, facts)
+            results = await _facts(c.memories, clock, rng, facts, list(folders))
             duplicate_rows = await _duplicates(c.memories, rng)
             false_merges = await _false_merges(c.memories)
+        await _hook(settings, clock, results, folders)
     with_s = [r for r in results if r.supersedes]
     without = [r for r in results if not r.supersedes]
+
+    def rate(group: list[FactResult], stale: Callable[[FactResult], bool]) -> float:
+        return round(sum(stale(r) for r in group) / len(group), 3)
+
+    def hook(mode: str) -> Callable[[FactResult], bool]:
+        return lambda r: r.hook_old[mode]
+
+    def either(r: FactResult) -> bool:
+        return r.stale or any(r.hook_old.values())
+
     return {
         "overall": {
-            "stale_rate_with_supersedes": round(sum(r.stale for r in with_s) / len(with_s), 3),
-            "stale_rate_without": round(sum(r.stale for r in without) / len(without), 3),
+            "stale_rate_with_supersedes": rate(with_s, lambda r: r.stale),
+            "stale_rate_without": rate(without, lambda r: r.stale),
             "duplicate_rows": duplicate_rows,
             "false_merges": false_merges,
+            "hook_stale_rate_with_supersedes": rate(with_s, hook("keyword")),
+            "hook_stale_rate_without": rate(without, hook("keyword")),
+            "hook_hybrid_stale_rate_with_supersedes": rate(with_s, hook("hybrid")),
+            "hook_hybrid_stale_rate_without": rate(without, hook("hybrid")),
+            "either_stale_rate_with_supersedes": rate(with_s, either),
+            "either_stale_rate_without": rate(without, either),
         },
         "facts": [asdict(r) for r in results],
         "seed": seed,
@@ -285,6 +371,11 @@ def main() -> None:
     for f in stale:
         ranks = f"old {f['old_rank']} new {f['new_rank']}"
         print(f"stale: {f['question']} (supersedes={f['supersedes']}, ranks {ranks})")
+    for f in report["facts"]:
+        for mode, injected in f["hook_old"].items():
+            if injected:
+                also = "with" if f["hook_new"][mode] else "without"
+                print(f"injected stale ({mode} hook): {f['question']} ({also} the correction)")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 
