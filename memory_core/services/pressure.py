@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import structlog
 
@@ -40,6 +40,7 @@ from memory_core.ports.pressure import PressureStore
 
 __all__ = [
     "EVICT_BATCH",
+    "RETRY_SHORT",
     "CapOnWrite",
     "CapOutcome",
     "cap_on_write",
@@ -53,6 +54,9 @@ log = structlog.get_logger(__name__)
 # Rows one transaction of the cap deletes: as the prune's batch (maintenance.PRUNE_BATCH),
 # which keeps the write lock under half a second at a time at 1M rows.
 EVICT_BATCH = 5000
+# How long writes to a project left over its cap start no enforcement (the daily job still
+# runs): without it every write would list the whole project again to find nothing.
+RETRY_SHORT = timedelta(hours=1)
 # Listings per enforcement: a second (and third) only when rows listed were used or pinned
 # meanwhile and the project is still over its target.
 _ROUNDS = 3
@@ -196,7 +200,8 @@ class CapOnWrite:
     """The cap's check after a write, and the background enforcement it may start.
 
     One enforcement per project at a time; a write to a project being enforced skips even the
-    check. `drain` awaits those running (tests, a clean shutdown). A failure is logged, never
+    check, and so does one to a project an enforcement left over its cap, for RETRY_SHORT.
+    `drain` awaits those running (tests, a clean shutdown). A failure is logged, never
     raised into a later write: the daily job enforces the cap again.
     """
 
@@ -206,6 +211,9 @@ class CapOnWrite:
     policy: PressurePolicy
     background: bool = True
     running: dict[str, asyncio.Task[CapOutcome | None]] = field(default_factory=dict)
+    # Projects an enforcement left over their cap (nothing else may go), and until when their
+    # writes start none: rows only become EXPIRED with time, and listing reads them all.
+    resting: dict[str, datetime] = field(default_factory=dict)
 
     async def after_write(self, projects: Sequence[str]) -> None:
         """Check the projects just written to; start an enforcement for those over the cap."""
@@ -216,6 +224,8 @@ class CapOnWrite:
             task = self.running.get(project)
             if task is not None and not task.done():
                 continue
+            if project in self.resting and self.clock.now() < self.resting[project]:
+                continue
             if await self.store.project_size(project) <= cap:
                 continue
             if not self.background:
@@ -225,10 +235,15 @@ class CapOnWrite:
 
     async def _enforce(self, project: str) -> CapOutcome | None:
         try:
-            return await enforce_cap(self.store, self.clock, self.tiers, self.policy, project)
+            outcome = await enforce_cap(self.store, self.clock, self.tiers, self.policy, project)
         except Exception:
             log.exception("memories.cap_failed", project=project)
             return None
+        if outcome.short:
+            self.resting[project] = self.clock.now() + RETRY_SHORT
+        else:
+            self.resting.pop(project, None)
+        return outcome
 
     async def close(self) -> None:
         """Stop the enforcements still running (a batch in flight rolls back; the job resumes)."""

@@ -54,7 +54,7 @@ async def test_the_daily_job_runs_only_with_a_cap(settings: Settings, clock: Fro
     async with open_container(scheduled, clock) as c:
         scheduler = build_scheduler(c)
         assert scheduler is not None
-        assert {j.id for j in scheduler.get_jobs()} == {RECALCULATE_JOB, PRUNE_JOB, CAP_JOB}
+        assert {RECALCULATE_JOB, PRUNE_JOB, CAP_JOB} <= {j.id for j in scheduler.get_jobs()}
         for i in range(5):
             await c.memories.append("p", Layer.EPISODIC, f"job note {i}")
         clock.advance(days=40)

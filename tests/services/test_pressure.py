@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from memory_core.config import PressurePolicy, TierPolicy
 from memory_core.domain.health_findings import health_findings
 from memory_core.domain.models import Layer
@@ -203,3 +205,29 @@ def test_health_findings_put_the_cap_first() -> None:
     assert codes[0] == "over_cap" and "prune_suggested" in codes
     assert next(c for c, _ in health_findings(10, by_tier, 0, cap=11)) == "near_cap"
     assert "over_cap" not in [c for c, _ in health_findings(10, by_tier, 0, cap=20)]
+
+
+async def test_a_project_nothing_more_may_leave_rests_between_writes(
+    service: MemoryService, clock: FrozenClock
+) -> None:
+    policy = PressurePolicy(max_memories=2, low_water=0.5)
+    store = store_of(service)
+    guard = CapOnWrite(store=store, clock=clock, tiers=TIERS, policy=policy, background=False)
+    capped = dataclasses.replace(service, cap=guard)
+    listings = 0
+    listed = store.eviction_candidates
+
+    async def counted(*args: object, **kw: object) -> list[int]:
+        nonlocal listings
+        listings += 1
+        return await listed(*args, **kw)  # type: ignore[arg-type]
+
+    store.eviction_candidates = counted  # type: ignore[method-assign]
+    await write(capped, ["fresh one", "fresh two", "fresh three"])  # over, nothing EXPIRED
+    assert listings == 1 and guard.resting
+    await write(capped, ["fresh four"])
+    assert listings == 1  # resting: no listing on this write
+    clock.advance(days=40)  # past the rest, and everything EXPIRED
+    await write(capped, ["fresh five"])
+    assert listings >= 2 and not guard.resting
+    assert await store.project_size("p") == 1

@@ -25,7 +25,7 @@ def draft(text: str, project: str = "p", **extra: object) -> MemoryDraft:
         content=text,
         content_hash=content_hash(text),
         token_count=3,
-        **extra,  # type: ignore[arg-type]
+        **extra,
     )
 
 
