@@ -133,18 +133,28 @@ def _parser(command: str | None = None) -> argparse.ArgumentParser:
     maintain = _command(
         sub,
         "maintain",
-        "recalculate tiers and/or prune EXPIRED memories",
-        "Recalculate every memory's tier from its last use, and/or delete EXPIRED memories "
-        "(unused for 30 days by default). Covers every project unless --project is given. "
-        "Run it from cron for stores used only through stdio clients.",
+        "recalculate tiers, prune EXPIRED memories, enforce the storage cap",
+        "Recalculate every memory's tier from its last use, delete EXPIRED memories "
+        "(unused for 30 days by default), and/or bring projects over the storage cap "
+        "(MEMSTRATA_PRESSURE__MAX_MEMORIES) back under it. Covers every project unless "
+        "--project is given. Run it from cron for stores used only through stdio clients.",
         "  memstrata maintain --recalculate --prune\n"
         "  memstrata maintain --prune --dry-run --project work\n"
-        "  memstrata maintain --prune --limit 500 --json",
+        "  memstrata maintain --prune --limit 500 --json\n"
+        "  memstrata maintain --cap --dry-run",
     )
     maintain.add_argument("--recalculate", action="store_true", help="recalculate tiers")
     maintain.add_argument("--prune", action="store_true", help="delete EXPIRED memories")
     maintain.add_argument("--limit", type=int, help="prune at most this many")
-    maintain.add_argument("--dry-run", action="store_true", help="list what prune would delete")
+    maintain.add_argument(
+        "--cap",
+        action="store_true",
+        help="delete the least used memories of projects over the storage cap "
+        "(MEMSTRATA_PRESSURE__MAX_MEMORIES)",
+    )
+    maintain.add_argument(
+        "--dry-run", action="store_true", help="list what prune (or --cap) would delete"
+    )
     _add_project(maintain, "default: all projects")
     _add_json(maintain)
     reindex = _command(
