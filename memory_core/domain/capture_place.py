@@ -13,6 +13,9 @@ from memory_core.domain.hook_session import TranscriptCursor
 
 __all__ = ["CapturePlace", "TranscriptText"]
 
+# Lines of a transcript's start read for the time its session began (the first turns).
+_HEAD_LINES = 200
+
 
 @dataclass(frozen=True)
 class CapturePlace:
@@ -29,6 +32,7 @@ class CapturePlace:
     offset: int = 0
     entry_mark: int | None = None
     summary_id: int | None = None
+    title: str | None = None  # the branch title last seen (a "summary" line), for the digest
 
 
 @dataclass(frozen=True)
@@ -44,12 +48,18 @@ class TranscriptText:
     sizes: list[int]
     start: int = 0
     first_line: int = 0
+    # The file's first lines (a bounded read) when `lines` do not start at the beginning.
+    opening: list[str] = field(default_factory=list)
 
     @classmethod
     def whole(cls, lines: Iterable[str]) -> TranscriptText:
         """A whole transcript given as text lines (UTF-8 in the file)."""
         kept = list(lines)
         return cls(kept, [len(line.encode("utf-8", "surrogatepass")) for line in kept])
+
+    def head(self) -> list[str]:
+        """The file's first lines, as far as they are known: where the session begins."""
+        return self.opening if self.start > 0 else self.lines[:_HEAD_LINES]
 
     def offset_after(self, line_count: int) -> int:
         """The byte offset just after the file's first `line_count` lines (within these)."""

@@ -49,15 +49,14 @@ class HookSessionStore(Protocol):
         cursor: TranscriptCursor,
         summary_id: int | None,
         now: datetime,
-        *,
-        offset: int = 0,
-        entry_mark: int | None = None,
     ) -> None:
-        """Record how far the transcript was read and where the session's summary is.
+        """Move the cursor (its byte offset and entry mark unknown) and record the summary."""
+        ...
 
-        `offset`: the byte offset just after the cursor's line (0: unknown). `entry_mark`: the
-        last conversation entry the capture wrote as of the cursor (None: unknown).
-        """
+    async def save_place(
+        self, project: str, session_id: str, place: CapturePlace, now: datetime
+    ) -> None:
+        """Record where the transcript capture stands (CapturePlace), in one transaction."""
         ...
 
     async def save_stop_offset(

@@ -12,8 +12,11 @@ Each recording reads the transcript's new lines (domain.transcript) and does fou
    model embeds them (its backfill), so they are found by meaning as well as by words.
 2. **The conversation.** Every entry (messages, tool calls, tool results, compaction
    summaries) goes to conversation memory, as before: redacted, counted, compressed. The
-   cursor in the hook session state moves after every line, so a transcript read again, or
-   grown since, adds only what is new, even when the previous run was cut short.
+   cursor in the hook session state moves after every line, with the file's byte offset
+   there (the next capture reads from it, server.hooks.transcript_file) and the number of
+   the last entry written (its mark), so a transcript read again, or grown since, adds only
+   what is new. A run cut short between an entry and the cursor that follows it (a kill)
+   left that entry after the mark: the next run finds it there and does not write it again.
 3. **Use.** A memory the hooks showed this session counts as used when the new lines show the
    model acting on it (domain.usage); its access is recorded at the time of that use.
 4. **A digest, for sessions with substance** (domain.turns.has_substance): one episodic
@@ -26,7 +29,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Awaitable, Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime, timedelta
 
 import structlog
@@ -42,7 +45,7 @@ from memory_core.domain.hook_session import (
     TranscriptCursor,
 )
 from memory_core.domain.models import BrowseQuery, Layer, Memory
-from memory_core.domain.transcript import TranscriptEntry, read_transcript
+from memory_core.domain.transcript import TranscriptEntry, TranscriptRead, read_transcript
 from memory_core.domain.turns import SAID_KIND, has_substance, said_items, session_digest
 from memory_core.domain.usage import uses
 from memory_core.errors import InvalidInputError, MemoryNotFoundError
@@ -180,19 +183,58 @@ class TranscriptRecorder:
         place = await self._hooks.get_place(project, session_id)
         text = await lines(place) if callable(lines) else TranscriptText.whole(lines)
         read = read_transcript(text.lines, place.cursor, first_line=text.first_line)
-        summary_id = place.summary_id
         said = await self._store_said(project, session_id, read.entries)
         info, _ = await self._conversations.start(project, session_id)
-        mark = place.entry_mark
-        if mark is None:
-            # First capture of the session (or since the mark exists): nothing this capture
-            # writes is in the session yet, so its entries start after the last one there.
-            mark = info.last_entry
-            await self._hooks.save_transcript(
-                project, session_id, place.cursor, summary_id, self._clock.now(),
-                offset=place.offset, entry_mark=mark,
-            )  # fmt: skip
-        written = await self._written_after(project, session_id, mark, info.last_entry)
+        # First capture of the session (or since the mark exists): nothing this capture writes
+        # is in the session yet, so its entries come after the last one there. The title is
+        # kept before the cursor passes its line, so a cut-short run cannot lose it.
+        begun = replace(
+            place,
+            entry_mark=info.last_entry if place.entry_mark is None else place.entry_mark,
+            title=read.titles[-1] if read.titles else place.title,
+        )
+        if begun != place:
+            await self._hooks.save_place(project, session_id, begun, self._clock.now())
+        place, added, skipped = await self._store_entries(
+            project, session_id, read, text, begun, info.last_entry
+        )
+        used = await self._record_use(project, state.injected if state else (), read.entries)
+        if summarize:
+            summary_id = await self._store_summary(
+                project,
+                session_id,
+                place.title,
+                place.summary_id,
+                lambda: _first_time(read_transcript(text.head()).entries),
+            )
+            place = replace(place, summary_id=summary_id)
+            await self._hooks.save_place(project, session_id, place, self._clock.now())
+        return RecordResult(
+            entries_added=added,
+            entries_skipped=skipped,
+            malformed_lines=read.malformed_lines,
+            cursor=read.cursor,
+            summary_id=place.summary_id,
+            said_added=said,
+            used=used,
+        )
+
+    async def _store_entries(
+        self,
+        project: str,
+        session_id: str,
+        read: TranscriptRead,
+        text: TranscriptText,
+        place: CapturePlace,
+        last_entry: int,
+    ) -> tuple[CapturePlace, int, int]:
+        """Store the read's entries, moving the place after each line's.
+
+        Returns the place at the end (the read's cursor), how many entries are in the session
+        and how many were skipped.
+        """
+        mark = place.entry_mark or 0
+        written = await self._written_after(project, session_id, mark, last_entry)
         added = skipped = 0
         for index, entry in enumerate(read.entries):
             # A boundary is a marker of Claude Code's, not an entry.
@@ -211,36 +253,18 @@ class TranscriptRecorder:
             )
             if last_of_line and entry.after is not None:
                 written = []  # only the line after the cursor can have been cut short
-                await self._hooks.save_transcript(
-                    project, session_id, entry.after, summary_id, self._clock.now(),
-                    offset=text.offset_after(entry.after.lines), entry_mark=mark,
-                )  # fmt: skip
-        await self._hooks.save_transcript(
-            project, session_id, read.cursor, summary_id, self._clock.now(),
-            offset=text.offset_after(read.cursor.lines), entry_mark=mark,
-        )  # fmt: skip
-        used = await self._record_use(project, state.injected if state else (), read.entries)
-        if summarize:
-            summary_id = await self._store_summary(
-                project,
-                session_id,
-                read.titles[-1] if read.titles else None,
-                summary_id,
-                _first_time(read.entries),
-            )
-            await self._hooks.save_transcript(
-                project, session_id, read.cursor, summary_id, self._clock.now(),
-                offset=text.offset_after(read.cursor.lines), entry_mark=mark,
-            )  # fmt: skip
-        return RecordResult(
-            entries_added=added,
-            entries_skipped=skipped,
-            malformed_lines=read.malformed_lines,
-            cursor=read.cursor,
-            summary_id=summary_id,
-            said_added=said,
-            used=used,
+                place = replace(
+                    place,
+                    cursor=entry.after,
+                    offset=text.offset_after(entry.after.lines),
+                    entry_mark=mark,
+                )
+                await self._hooks.save_place(project, session_id, place, self._clock.now())
+        place = replace(
+            place, cursor=read.cursor, offset=text.offset_after(read.cursor.lines), entry_mark=mark
         )
+        await self._hooks.save_place(project, session_id, place, self._clock.now())
+        return place, added, skipped
 
     async def _add_entry(self, project: str, session_id: str, entry: TranscriptEntry) -> int | None:
         """Store one entry; its number, or None when this store cannot hold it."""
@@ -367,7 +391,7 @@ class TranscriptRecorder:
         session_id: str,
         title: str | None,
         previous: int | None,
-        first_time: datetime | None,
+        first_time: Callable[[], datetime | None],
     ) -> int | None:
         data = await self._conversations.export(project, session_id)
         if not data.entries:
@@ -377,7 +401,8 @@ class TranscriptRecorder:
         if title is None and old is not None:
             title_value = old.metadata.get("title")
             title = title_value if isinstance(title_value, str) else None
-        started = old.occurred_at if old is not None else self._turn_time(first_time)
+        # Dated by the session's first turn, whichever capture writes the first digest.
+        started = old.occurred_at if old is not None else self._turn_time(first_time())
         text = session_summary(title, data.entries, started)
         new_id: int | None = None
         if text is not None and old is not None and old.content == text:

@@ -22,6 +22,7 @@ def capture_place(row: Any) -> CapturePlace:
         offset=int(row["transcript_offset"]),
         entry_mark=None if mark is None else int(mark),
         summary_id=None if row["summary_id"] is None else int(row["summary_id"]),
+        title=row["transcript_title"],
     )
 
 
@@ -77,21 +78,25 @@ class HookSessionWrites:
         cursor: TranscriptCursor,
         summary_id: int | None,
         now: datetime,
-        *,
-        offset: int = 0,
-        entry_mark: int | None = None,
     ) -> None:
-        """Record the transcript cursor (its byte offset, the entry mark) and the summary."""
+        """Move the cursor (its byte offset and entry mark unknown) and record the summary."""
+        await self.save_place(project, session_id, CapturePlace(cursor, summary_id=summary_id), now)
+
+    async def save_place(
+        self, project: str, session_id: str, place: CapturePlace, now: datetime
+    ) -> None:
+        """Record where the transcript capture stands, all of it in one transaction."""
         await self._set(
             "saving a transcript cursor",
             project,
             session_id,
             now,
-            transcript_lines=cursor.lines,
-            transcript_uuid=cursor.uuid,
-            transcript_offset=offset,
-            transcript_entry=entry_mark,
-            summary_id=summary_id,
+            transcript_lines=place.cursor.lines,
+            transcript_uuid=place.cursor.uuid,
+            transcript_offset=place.offset,
+            transcript_entry=place.entry_mark,
+            transcript_title=place.title,
+            summary_id=place.summary_id,
         )
 
     async def save_stop_offset(

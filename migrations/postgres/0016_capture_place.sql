@@ -4,3 +4,5 @@
 -- as of the cursor (NULL: unknown), so a capture cut short never writes an entry twice.
 ALTER TABLE hook_sessions ADD COLUMN transcript_offset BIGINT NOT NULL DEFAULT 0;
 ALTER TABLE hook_sessions ADD COLUMN transcript_entry BIGINT;
+-- The branch title last seen in the transcript (a "summary" line), for the digest.
+ALTER TABLE hook_sessions ADD COLUMN transcript_title TEXT;

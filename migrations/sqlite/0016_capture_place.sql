@@ -7,3 +7,5 @@
 -- wrote after that number and does not write them again.
 ALTER TABLE hook_sessions ADD COLUMN transcript_offset INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE hook_sessions ADD COLUMN transcript_entry INTEGER;
+-- The branch title last seen in the transcript (a "summary" line), for the digest.
+ALTER TABLE hook_sessions ADD COLUMN transcript_title TEXT;

@@ -41,6 +41,8 @@ __all__ = [
 CAPTURE_READ_MAX = 32_000_000
 # Read before the cursor's offset: the tool calls whose results follow the cursor.
 _LOOKBACK = 256_000
+# Read from the file's start when resuming: where the session begins (its first turn's time).
+_OPENING = 128_000
 _CHUNK = 1 << 20
 
 
@@ -134,11 +136,13 @@ def _resumed(fd: int, size: int, place: CapturePlace, limit: int) -> TranscriptT
     if place.cursor.uuid is not None and (not lines or place.cursor.uuid not in lines[-1]):
         return None  # another line sits before the offset now
     after = _text_from(fd, size, offset, limit)
+    opening = _split(_read_span(fd, 0, _OPENING), keep_last=False)[0] if begin > 0 else []
     return TranscriptText(
         lines + after.lines,
         sizes + after.sizes,
         start=begin,
         first_line=max(0, place.cursor.lines - len(lines)),
+        opening=opening,
     )
 
 
