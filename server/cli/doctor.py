@@ -11,6 +11,7 @@ import stat
 import tempfile
 from collections.abc import Callable
 from dataclasses import asdict, dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Literal
 
@@ -306,7 +307,45 @@ def _database_checks(settings: Settings) -> list[Check]:
         checks.append(Check("integrity", "ok", "quick_check ok"))
     checks.append(_schema_check(probe))
     checks.append(_model_record_check(settings, probe))
+    checks.extend(_cap_checks(settings))
     return checks
+
+
+def _cap_checks(settings: Settings) -> list[Check]:
+    """A warning per project over or near the storage cap (issue 33.4), from the kept counts."""
+    policy = settings.pressure
+    if policy.max_memories is None:
+        return []
+    from memory_core.domain.health_findings import health_findings
+    from memory_core.storage.sqlite import kept_counts
+
+    tiers = settings.tiers
+    windows = (tiers.active_hours, tiers.recent_hours, tiers.archived_days)
+    try:
+        conn = kept_counts.open_query_only(settings.db)
+        try:
+            stats = kept_counts.read_kept_stats(
+                conn, kept_counts.stored_projects(conn), datetime.now(UTC), windows
+            )
+        finally:
+            conn.close()
+    except Exception as exc:  # an older schema: the schema check says what to do
+        return [Check("storage cap", "warn", f"not checked: {exc}")]
+    checks = []
+    for s in stats:
+        notes = health_findings(
+            s.total,
+            s.by_tier,
+            s.stale_tiers,
+            cap=policy.max_memories,
+            near_share=policy.warn_share,
+            evict_archived=policy.evict_archived,
+        )
+        for code, message in notes:
+            if code in ("over_cap", "near_cap"):
+                fix = "`memstrata maintain --cap --dry-run` shows what would go; or raise the cap"
+                checks.append(Check(f"storage cap ({s.project})", "warn", message, fix))
+    return checks or [Check("storage cap", "ok", f"every project under {policy.max_memories}")]
 
 
 def _schema_check(probe: DatabaseProbe) -> Check:

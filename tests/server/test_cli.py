@@ -21,6 +21,9 @@ Run = tuple[int, str, str]
 
 
 def run_cli(capsys: pytest.CaptureFixture[str], *argv: str) -> Run:
+    # What came before (a seed's logs, when no test has configured logging yet) is not the
+    # command's output.
+    capsys.readouterr()
     with pytest.raises(SystemExit) as info:
         main(list(argv))
     out, err = capsys.readouterr()
@@ -193,6 +196,27 @@ def test_doctor_passes_on_a_healthy_setup(db: Path, capsys: pytest.CaptureFixtur
     assert statuses["schema version"] == "ok" and statuses["integrity"] == "ok"
     code, out, _ = run_cli(capsys, "doctor")
     assert code == 0 and "all checks passed" in out and "sqlite-vec" in out
+
+
+def test_doctor_warns_about_a_project_over_or_near_the_storage_cap(
+    db: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Issue 33.4: the cap's health findings reach doctor (alpha holds 4, beta 1)."""
+    seed(db)
+    monkeypatch.setenv("MEMSTRATA_PRESSURE__MAX_MEMORIES", "3")
+    code, out, _ = run_cli(capsys, "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert code == 0  # a warning, not a failure
+    assert checks["storage cap (alpha)"]["status"] == "warn"
+    assert "over the cap of 3" in checks["storage cap (alpha)"]["detail"]
+    assert "storage cap (beta)" not in checks
+    monkeypatch.setenv("MEMSTRATA_PRESSURE__MAX_MEMORIES", "100")
+    code, out, _ = run_cli(capsys, "doctor", "--json")
+    checks = {c["name"]: c for c in json.loads(out)["checks"]}
+    assert checks["storage cap"]["status"] == "ok"
+    monkeypatch.delenv("MEMSTRATA_PRESSURE__MAX_MEMORIES")
+    code, out, _ = run_cli(capsys, "doctor", "--json")
+    assert not [c for c in json.loads(out)["checks"] if c["name"].startswith("storage cap")]
 
 
 def test_doctor_checks_the_default_model_files(
