@@ -1,4 +1,4 @@
-"""What a model receives of each core tool's answer, on a realistic store.
+"""What a model receives of each core and knowledge tool's answer, on a realistic store.
 
 Claude Code hands the model a tool result's `structuredContent` (as compact JSON) when there
 is one, else its text content (tests/data and issue 31). `received` counts what the model
@@ -12,6 +12,7 @@ import asyncio
 import json
 import sys
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -21,10 +22,14 @@ from mcp.types import CallToolResult, Implementation
 
 __all__ = [
     "CLAUDE_CODE",
+    "DOCUMENTS",
+    "KNOWLEDGE_CALLS",
     "STORE",
     "AnswerSize",
     "answer_sizes",
+    "fill_knowledge",
     "fill_store",
+    "knowledge_answer_sizes",
     "received_by_model",
     "text_of",
 ]
@@ -93,6 +98,85 @@ STORE: tuple[tuple[str, str | None, str], ...] = (
 
 SEARCH = "payment webhook"
 
+# A tenant's business documents (source -> text), a user's rules and playbooks: the same shop.
+DOCUMENTS: dict[str, str] = {
+    "policies/refunds.md": (
+        "# Refunds\n\nCustomers may return any unused product within 30 days of delivery for a "
+        "full refund. Refunds go to the original payment method within 5 business days after "
+        "the returned item reaches the warehouse. Final-sale items cannot be returned.\n\n"
+        "Shipping costs are refunded only when the item arrived damaged or was the wrong item. "
+        "Support starts a return from the admin panel; a prepaid label is emailed within an hour."
+    ),
+    "policies/shipping.md": (
+        "# Shipping\n\nWe ship to the EU, the UK and Switzerland. Standard shipping takes 3-5 "
+        "business days and is free above 50 euros; express takes 1-2 days and costs 12 euros. "
+        "Orders placed before 14:00 leave the warehouse the same day; tracking numbers are "
+        "emailed when the parcel leaves. Customs fees for the UK and Switzerland are paid by "
+        "the customer."
+    ),
+    "support/payments.md": (
+        "# Payments\n\nWe accept cards through Stripe and PayPal. A payment that fails three "
+        "times cancels the order and emails the customer. Chargebacks are answered by the "
+        "payments team within 7 days, with the delivery proof from the carrier."
+    ),
+    "team/onboarding.md": (
+        "# Onboarding\n\nNew support agents shadow a senior agent for their first week and "
+        "answer tickets alone from the second. The support handbook lives in Notion; the "
+        "escalation rota is in PagerDuty."
+    ),
+}
+USER = "ann"
+RULES: dict[str, str] = {
+    "response.verbosity": "Short answers, no preamble; details only when asked.",
+    "units": "Metric units, prices in euros.",
+    "tone": "Friendly but direct; never apologise twice.",
+    "refunds.approval": "Ask before refunding more than 200 euros.",
+}
+PLAYBOOKS: tuple[dict[str, Any], ...] = (
+    {
+        "flow": "refund",
+        "user_query": "refund order 1042, the parcel arrived damaged",
+        "slots": {"order": 1042, "reason": "damaged"},
+        "tool_calls": [{"tool": "orders.get"}, {"tool": "refunds.create", "full": True}],
+        "outcome": "refunded in full, label emailed",
+    },
+    {
+        "flow": "shipping-status",
+        "user_query": "where is my parcel for order 2210",
+        "slots": {"order": 2210},
+        "tool_calls": [{"tool": "orders.get"}, {"tool": "carrier.track"}],
+        "outcome": "told the customer it arrives tomorrow",
+    },
+)
+# The knowledge tools' calls whose answers are measured (after fill_knowledge).
+KNOWLEDGE_CALLS: tuple[tuple[str, dict[str, Any]], ...] = (
+    (
+        "search_business_context",
+        {"tenant": "shop", "query": "can a customer return a damaged product for a refund"},
+    ),
+    ("list_documents", {"tenant": "shop"}),
+    (
+        "ingest_document",
+        {"tenant": "shop", "source": "policies/gifts.md", "text": "Gift cards never expire."},
+    ),
+    ("delete_documents", {"tenant": "shop", "sources": ["policies/gifts.md"]}),
+    ("preferences_find", {"user": USER, "situation": "answering a refund request in euros"}),
+    ("preferences_get", {"user": USER, "key": "units"}),
+    ("preferences_list", {"user": USER}),
+    ("playbook_find", {"user": USER, "query": "refund order 881, it arrived broken"}),
+    (
+        "playbook_record",
+        {
+            "user": USER,
+            "flow": "address-change",
+            "user_query": "change the delivery address of order 3301",
+            "slots": {"order": 3301},
+            "tool_calls": [{"tool": "orders.update_address"}],
+            "outcome": "address changed before dispatch",
+        },
+    ),
+)
+
 
 @dataclass(frozen=True)
 class AnswerSize:
@@ -127,6 +211,26 @@ async def fill_store(client: Client) -> None:
         assert not result.is_error, text_of(result)
 
 
+async def fill_knowledge(client: Client) -> None:
+    """Store DOCUMENTS for tenant "shop", and RULES and PLAYBOOKS for USER, through the tools."""
+    calls = [
+        ("ingest_document", {"tenant": "shop", "source": s, "text": t})
+        for s, t in DOCUMENTS.items()
+    ]
+    calls += [
+        ("preferences_update", {"user": USER, "key": k, "value": v}) for k, v in RULES.items()
+    ]
+    calls += [("playbook_record", {"user": USER, **p}) for p in PLAYBOOKS]
+    for tool, args in calls:
+        result = await client.call_tool(tool, args)
+        assert not result.is_error, text_of(result)
+
+
+async def knowledge_answer_sizes(client: Client) -> list[AnswerSize]:
+    """Call KNOWLEDGE_CALLS on a store filled by fill_knowledge."""
+    return await _sizes(client, KNOWLEDGE_CALLS)
+
+
 async def answer_sizes(client: Client) -> list[AnswerSize]:
     """Call search (5 hits), recall, append, learn and load_context on a filled store."""
     calls: list[tuple[str, dict[str, Any]]] = [
@@ -136,6 +240,10 @@ async def answer_sizes(client: Client) -> list[AnswerSize]:
         ("learn", {"key": "ci.provider", "value": "GitHub Actions, with a self-hosted runner."}),
         ("load_context", {}),
     ]
+    return await _sizes(client, calls)
+
+
+async def _sizes(client: Client, calls: Sequence[tuple[str, dict[str, Any]]]) -> list[AnswerSize]:
     sizes = []
     for tool, args in calls:
         result = await client.call_tool(tool, args)
@@ -163,10 +271,12 @@ async def _measure(client_info: Implementation | None) -> list[AnswerSize]:
             project="shop",
             schedule=ScheduleSettings(enabled=False),
             embedding_model="none",
+            toolsets="all",
         )
         async with Client(build_server(settings), client_info=client_info) as client:
             await fill_store(client)
-            return await answer_sizes(client)
+            await fill_knowledge(client)
+            return await answer_sizes(client) + await knowledge_answer_sizes(client)
 
 
 def main() -> None:
@@ -178,7 +288,7 @@ def main() -> None:
         print(f"{label}: tool, text chars, chars the model receives")  # noqa: T201
         for size in asyncio.run(_measure(info)):
             form = "structuredContent" if size.structured else "text"
-            print(f"  {size.tool:13} {size.text:6} {size.received:6}  ({form})")  # noqa: T201
+            print(f"  {size.tool:23} {size.text:6} {size.received:6}  ({form})")  # noqa: T201
     sys.stdout.flush()
 
 

@@ -15,9 +15,12 @@ import pytest
 from server.settings import Settings
 from tests.answer_sizes import (
     CLAUDE_CODE,
+    KNOWLEDGE_CALLS,
     SEARCH,
     answer_sizes,
+    fill_knowledge,
     fill_store,
+    knowledge_answer_sizes,
     received_by_model,
     text_of,
 )
@@ -106,3 +109,66 @@ async def test_load_context_sends_the_briefing_once(shop: Settings) -> None:
     text = text_of(result)
     assert result.structured_content == {"project": "shop", "briefing": text}
     assert json.dumps(result.structured_content).count("Stripe signs") == 1
+
+
+# ---- the knowledge tools (issue 35: one line per item, the match strength on every hit) ----
+
+# The search-like answers: structured content's list of items, and the field of their match.
+ITEMS = {
+    "search_business_context": ("hits", "match"),
+    "preferences_find": ("matches", "match"),
+    "playbook_find": ("matches", "match"),
+    "list_documents": ("documents", None),
+    "preferences_list": ("rules", None),
+}
+# What a model cannot use, never in a text answer.
+UNUSABLE = ('"start"', '"position"', "keyword_rank", "vector_rank", "score", "updated_at")
+
+
+async def test_claude_code_receives_each_knowledge_text_answer_and_nothing_more(
+    shop: Settings,
+) -> None:
+    async with hosted(shop, client_info=CLAUDE_CODE) as client:
+        await fill_knowledge(client)
+        sizes = await knowledge_answer_sizes(client)
+    assert [s.tool for s in sizes] == [tool for tool, _ in KNOWLEDGE_CALLS]
+    for size in sizes:
+        assert not size.structured and size.received == size.text, size
+
+
+async def test_knowledge_answers_are_one_line_per_item_with_its_match_strength(
+    shop: Settings,
+) -> None:
+    async with hosted(shop) as client:
+        await fill_knowledge(client)
+        results = {tool: await client.call_tool(tool, args) for tool, args in KNOWLEDGE_CALLS}
+    for tool, result in results.items():
+        text, data = text_of(result), result.structured_content
+        assert data is not None and not result.is_error, tool
+        # Shorter than the compact JSON these tools answered in before (issue 35: 2,862
+        # bytes for 4 document hits, every chunk's offsets).
+        assert len(text) < len(received_by_model(result)), tool
+        for word in UNUSABLE:
+            assert word not in text, (tool, word)
+        if tool not in ITEMS:
+            continue
+        field, match = ITEMS[tool]
+        items = data[field] + data.get("playbooks", [])
+        # A header, one line per item (its continuation lines indented), then the notes.
+        lines = [line for line in text.splitlines() if not line.startswith("  ")]
+        assert len(lines) == 1 + len(items) + len(data.get("notes", [])), text
+        if match is not None:
+            for line, item in zip(lines[1:], items, strict=False):
+                assert f" {item[match]}" in line.split(":")[0], line
+    assert "arrived damaged" in text_of(results["search_business_context"])
+    assert results["search_business_context"].structured_content["hits"][0]["start"] == 0
+    # The recipe a model follows: request, outcome, slots and calls, on the playbook's line.
+    assert '"refunds.create"' in text_of(results["playbook_find"]).splitlines()[1]
+
+
+async def test_a_document_search_that_matches_nothing_says_so(shop: Settings) -> None:
+    async with hosted(shop) as client:
+        await fill_knowledge(client)
+        args = {"tenant": "shop", "query": "what is the capital of australia"}
+        none = await client.call_tool("search_business_context", args)
+    assert text_of(none).splitlines()[0] == "0 chunks of shop (keyword): nothing matched."

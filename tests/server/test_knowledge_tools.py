@@ -434,6 +434,29 @@ async def test_ingest_is_idempotent_and_a_changed_source_replaces_its_chunks(
     assert [(h["source"], h["position"], h["start"]) for h in hits] == [("handbook.md", 0, 0)]
 
 
+async def test_document_hits_carry_their_match_strength_and_weak_ones_are_left_out(
+    client: Client,
+) -> None:
+    # Keyword mode: the band is the share of the query's words a chunk holds, as for memories.
+    for source, text in (("a.md", "Bikes go in the courtyard."), ("b.md", "Bikes stay outside.")):
+        await call(client, "ingest_document", tenant="t", source=source, text=text)
+    found = await call(client, "search_business_context", tenant="t", query="bikes courtyard")
+    assert [(h["source"], h["match"]) for h in found["hits"]] == [
+        ("a.md", "strong"),
+        ("b.md", "partial"),
+    ]
+    weak = await call(client, "search_business_context", tenant="t", query="bikes lockers night")
+    assert weak["count"] == 0 and weak["weaker"] == 2
+    every = await call(
+        client, "search_business_context", tenant="t", query="bikes lockers night", min_match="weak"
+    )
+    assert [h["match"] for h in every["hits"]] == ["weak", "weak"]
+    strong = await call(
+        client, "search_business_context", tenant="t", query="bikes courtyard", min_match="strong"
+    )
+    assert [h["source"] for h in strong["hits"]] == ["a.md"] and strong["weaker"] == 1
+
+
 async def test_search_spreads_hits_across_documents(client: Client, settings: Settings) -> None:
     long_doc = "\n\n".join(
         f"Section {i}. The warranty covers parts and labour for item {i}. " + "x " * 500
