@@ -195,6 +195,11 @@ def _span(ids: tuple[int, ...]) -> str:
     return f"entr{'y' if len(ids) == 1 else 'ies'} {shown}{more}"
 
 
+def _saved(tokens: int) -> str:
+    # A digest of a few short entries can be longer than they were: say so plainly.
+    return f"{tokens:,} saved" if tokens >= 0 else f"{-tokens:,} more than it replaced"
+
+
 def session_view_text(state: SessionState) -> str:
     """The memory-state view, written for a model (and a person at a terminal)."""
     info, stats, policy = state.info, state.stats, state.policy
@@ -227,7 +232,7 @@ def session_view_text(state: SessionState) -> str:
         lines += [
             f"  #{s.id} {_span(s.entry_ids)}: {len(s.text.encode()):,} bytes, "
             f"{s.token_count:,} tokens for {s.original_tokens:,} "
-            f"(ratio {s.ratio:.2f}, {s.original_tokens - s.token_count:,} saved), "
+            f"(ratio {s.ratio:.2f}, {_saved(s.original_tokens - s.token_count)}), "
             f"by {s.source}, {_when(s.created_at)}"
             for s in state.summaries
         ]
