@@ -488,7 +488,11 @@ class BusinessSearchOut(BaseModel):
         head = f"{_count(self.count, 'chunk')} of {self.tenant} ({self.mode})"
         if self.weaker:
             head += f", {self.weaker} weaker left out by min_match"
-        lines = [head + (":" if self.count else ": nothing matched.")]
+        if self.count:
+            head += ":"
+        else:
+            head += ": no document of its own matched:" if self.shared else ": nothing matched."
+        lines = [head]
         lines += [f"{_name(h.source)} {h.match.value}: {_text(h.text)}" for h in self.hits]
         # Labelled on every line: another tenant's pattern, never this tenant's document.
         lines += [f"shared pattern {p.match.value}: {_text(p.text)}" for p in self.shared]

@@ -64,6 +64,14 @@ async def test_a_pattern_k_opted_in_tenants_hold_reaches_others_labelled_and_ano
     said = json.dumps(found)
     for tenant in ("north", "south", "east", "mine"):
         assert tenant not in said  # no contributor is named, nor how many there are
+    # The text answer labels it on its own line, apart from the tenant's (no) hits.
+    answer = await client.call_tool(
+        "search_business_context", {"tenant": "west", "query": WANT, "include_shared": True}
+    )
+    assert answer.content[0].text.splitlines() == [  # type: ignore[union-attr]
+        "0 chunks of west (hybrid): no document of its own matched:",
+        f"shared pattern strong: {WANT}",
+    ]
     for tenant in ("north", "west"):
         for query in (PRIVATE, "drone surveys of every quarry"):
             other = await call(
