@@ -87,6 +87,13 @@ class HookPolicy(BaseModel):
         "meets (e.g. 'when committing' at `git commit`), once per rule per session; it never "
         "blocks a tool.",
     )
+    pre_tool_use_block: bool = Field(
+        False,
+        description="PreToolUse denies a tool call that meets a procedural rule marked blocking "
+        '(stored with metadata {"blocking": true}); Claude Code tells the model the rule as '
+        "the reason. Off (default): no rule ever blocks a tool, blocking ones are shown as "
+        "context like the others.",
+    )
     subagents: bool = Field(
         True,
         description="SubagentStart gives a sub-agent the memories and rules that match its task; "

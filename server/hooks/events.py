@@ -23,7 +23,7 @@ from memory_core.domain.rules import condition_phrase, rule_applies
 from memory_core.domain.tool_calls import TOOL_RULE_OVERLAP, rule_mark, tool_situation
 from memory_core.errors import EmbeddingUnavailableError, InvalidQueryError, StorageError
 from memory_core.hook_config import HookPolicy
-from server.hooks.payload import HookInputError, HookPayload
+from server.hooks.payload import HookInputError, HookPayload, ToolDenial
 from server.hooks.screen import screen_context
 from server.hooks.services import HookServices
 
@@ -245,13 +245,19 @@ _RULES_SCAN = 200
 _TOOL_RULES_MAX = 3
 
 
+def _blocking(rule: Memory) -> bool:
+    """A rule the person marked blocking (metadata `blocking: true`)."""
+    return rule.metadata.get("blocking") is True
+
+
 async def pre_tool_use(svc: HookServices, payload: HookPayload) -> str | None:
     """The procedural rules whose condition this tool call meets, once per rule per session.
 
     "when committing: run make lint" reaches the model as it runs `git commit`, not only in
     the session-start context hours before. Matched by words (domain.rules.rule_applies on
     domain.tool_calls.tool_situation); a rule shown at a call is shown again only when it
-    changed. Never blocks the tool: the rule is context for the model, which decides.
+    changed. The rule is context for the model, which decides; the call is denied only when
+    a matching rule is marked blocking and `pre_tool_use_block` allows blocking (`_deny`).
     """
     policy = svc.settings.hooks
     situation = tool_situation(payload.tool_name or "", payload.tool_input)
@@ -263,7 +269,11 @@ async def pre_tool_use(svc: HookServices, payload: HookPayload) -> str | None:
         rule
         for rule in rules
         if rule_applies(rule.key or "", situation, min_overlap=TOOL_RULE_OVERLAP)
-    ][:_TOOL_RULES_MAX]
+    ]
+    blocking = [rule for rule in matched if _blocking(rule)][:_TOOL_RULES_MAX]
+    if blocking and policy.pre_tool_use_block:
+        return await _deny(svc, payload, project, blocking)
+    matched = matched[:_TOOL_RULES_MAX]
     if not matched:
         return None
     marks = {rule_mark(r.id, r.content_hash, r.key): r for r in matched}
@@ -282,6 +292,36 @@ async def pre_tool_use(svc: HookServices, payload: HookPayload) -> str | None:
     text = fenced(intro, [_hit_line(rule) for rule in shown])
     await _note(svc, project, payload.session_id, text, TOOL_SOURCE)
     return text
+
+
+async def _deny(
+    svc: HookServices, payload: HookPayload, project: str, rules: Sequence[Memory]
+) -> ToolDenial:
+    """Deny the call for its blocking rules: the reason says why, the rules follow as data.
+
+    Every matching call is denied, not only the first of the session: a blocking rule is a
+    gate the person set (mark only rules that forbid a call as blocking). The reason is the
+    rule fenced and flattened like every injection, so its text cannot pose as Claude Code's
+    or the person's words.
+    """
+    tool = flat(payload.tool_name or "", 60)
+    why = (
+        f"memstrata denied this {tool} call: a rule of this project that the person marked "
+        "blocking applies to it (setting hooks.pre_tool_use_block). Do not retry the same call; "
+        "do what the rule says, or ask the person."
+    )
+    text = "\n".join(
+        [why, fenced(fence_intro(project, "The blocking rule"), [_hit_line(r) for r in rules])]
+    )
+    try:
+        await svc.hook_sessions.add_injected(
+            project, payload.session_id, [r.id for r in rules], svc.clock.now()
+        )
+    except StorageError as exc:
+        log.warning("hooks.injected_not_recorded", error=str(exc))  # the denial stands
+    await _note(svc, project, payload.session_id, text, TOOL_SOURCE)
+    log.info("hooks.tool_denied", tool=tool, rules=[r.id for r in rules])
+    return ToolDenial(text)
 
 
 async def _record(svc: HookServices, payload: HookPayload) -> None:

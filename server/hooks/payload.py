@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-__all__ = ["EVENTS", "HookInputError", "HookPayload", "parse_payload"]
+__all__ = ["EVENTS", "HookInputError", "HookPayload", "ToolDenial", "parse_payload"]
 
 # CLI name -> Claude Code's hook_event_name.
 EVENTS = {
@@ -25,6 +25,17 @@ _MAX_STDIN = 4_000_000
 
 class HookInputError(ValueError):
     """The hook's input is unusable; the message names the field."""
+
+
+class ToolDenial(str):
+    """What PreToolUse answers to deny the tool call: the reason Claude Code gives the model.
+
+    A str, so every hook still returns text; the hook's output turns this one into
+    `permissionDecision: "deny"` with the text as `permissionDecisionReason` rather than
+    `additionalContext`.
+    """
+
+    __slots__ = ()
 
 
 @dataclass(frozen=True)
