@@ -230,17 +230,16 @@ def serve_stdio(settings: Settings, early: StdioHandover | None = None) -> None:
     transport takes the conversation over from it.
     """
     from server.logging import configure_logging
-    from server.stdio_errors import run_stdio  # answers the lines the SDK would drop
 
     mcp = build_server(settings, warm_up_after_listing=True, hook_listener=True)
     configure_logging(settings.log_level, settings.log_format)  # after MCPServer's own setup
     log.info("server.starting", transport="stdio", db=settings.store_location)
     if early is None:
-        run_stdio(mcp)
+        mcp.run("stdio")
         return
     if not early.hand_over():
         return  # the client answered and gone, nothing waiting
     try:
-        run_stdio(mcp)
+        mcp.run("stdio")
     finally:
         early.finish()

@@ -15,15 +15,15 @@ replacement, split at CR, LF and CRLF (its text reader's universal newlines), ea
 validated by the SDK's own message adapter. Blank pieces are no message and get no answer.
 
 `sort_line` serves server.cli.lean_serve, which feeds the SDK every line after its
-hand-over; `run_stdio` serves an MCPServer over the SDK's stdio transport with the same
-answers where the lean wire did not start.
+hand-over; `serve_stdio_answering` serves the MCP server (server.surface's run_stdio_async)
+over the SDK's stdio transport with the same answers where the lean wire did not start.
 """
 
 from __future__ import annotations
 
 import json
 import re
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import anyio
 import mcp_types as types
@@ -31,10 +31,7 @@ from mcp.server.stdio import stdio_server
 from mcp.shared.message import SessionMessage
 from pydantic import ValidationError
 
-if TYPE_CHECKING:
-    from mcp.server.mcpserver import MCPServer
-
-__all__ = ["INVALID_REQUEST", "PARSE_ERROR", "error_answer", "run_stdio", "sort_line"]
+__all__ = ["INVALID_REQUEST", "PARSE_ERROR", "error_answer", "serve_stdio_answering", "sort_line"]
 
 PARSE_ERROR = types.PARSE_ERROR  # -32700
 INVALID_REQUEST = -32600
@@ -97,9 +94,12 @@ def sort_line(raw: bytes) -> tuple[bytes, list[bytes]]:
     return "".join(feed).encode(), answers
 
 
-async def run_stdio_async(server: MCPServer) -> None:
-    """`server.run_stdio_async`, answering each unreadable line instead of dropping it."""
-    lowlevel: Any = server._lowlevel_server  # the SDK's own run_stdio_async uses it too
+async def serve_stdio_answering(lowlevel: Any, options: Any) -> None:
+    """Run a low-level MCP server over the SDK's stdio transport, answering bad lines.
+
+    Each line the transport cannot read gets its JSON-RPC error instead of being dropped;
+    `options` are the server's initialization options (server.surface passes its own).
+    """
     async with stdio_server() as (read_stream, write_stream):
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)
 
@@ -114,10 +114,5 @@ async def run_stdio_async(server: MCPServer) -> None:
 
         async with anyio.create_task_group() as tg:
             tg.start_soon(sift)
-            await lowlevel.run(receive, write_stream, lowlevel.create_initialization_options())
+            await lowlevel.run(receive, write_stream, options)
             tg.cancel_scope.cancel()
-
-
-def run_stdio(server: MCPServer) -> None:
-    """Serve `server` over stdio (instead of `server.run("stdio")`), see the module docstring."""
-    anyio.run(run_stdio_async, server)

@@ -33,7 +33,6 @@ from mcp.server.lowlevel.server import NotificationOptions
 from mcp.server.mcpserver import Context
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
 from mcp.server.session import ServerSession
-from mcp.server.stdio import stdio_server
 from mcp.shared.exceptions import MCPError
 from mcp.types import (
     INVALID_PARAMS,
@@ -49,6 +48,7 @@ from pydantic import ValidationError
 
 from server.app_context import AppContext
 from server.argument_errors import describe_validation_error, unknown_arguments_message
+from server.stdio_errors import serve_stdio_answering
 from server.toolsets import Toolset
 
 __all__ = [
@@ -296,15 +296,17 @@ class MemstrataServer(MCPServer[AppContext]):
             raise MCPError(INVALID_PARAMS, f"Prompt `{name}`: {exc}") from exc
 
     async def run_stdio_async(self) -> None:
-        """Serve stdio, announcing `tools.listChanged` (enable_toolset changes the list).
+        """Serve stdio, announcing `tools.listChanged`, answering malformed lines.
 
-        The SDK's own run_stdio_async passes no NotificationOptions, so the capability would
-        say the list never changes; its TODO(L53) notes the capabilities API will change.
+        `enable_toolset` changes the tool list; server.stdio_errors answers each line the
+        SDK's transport would drop. The SDK's own run_stdio_async passes no
+        NotificationOptions, so the capability would say the list never changes; its TODO(L53)
+        notes the capabilities API will change.
         """
         low = self._lowlevel_server
         options = low.create_initialization_options(NotificationOptions(tools_changed=True))
-        async with stdio_server() as (read_stream, write_stream):
-            await low.run(read_stream, write_stream, options)
+        # Lines the SDK's transport cannot read get a JSON-RPC error instead of silence.
+        await serve_stdio_answering(low, options)
 
 
 def _text_only_caller(context: Context[AppContext, Any] | None) -> bool:

@@ -302,8 +302,7 @@ def test_the_sdk_path_without_the_early_wire_answers_them_too(
     program = (
         "from server.app import build_server\n"
         "from server.settings import Settings\n"
-        "from server.stdio_errors import run_stdio\n"
-        "run_stdio(build_server(Settings()))\n"
+        "build_server(Settings()).run('stdio')\n"
     )
     python = str(memstrata_exe().parent / "python")
     env = {**server_env(db_path), "MEMSTRATA_EMBEDDING_MODEL": "none"}
