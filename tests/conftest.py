@@ -8,7 +8,8 @@ from pathlib import Path
 
 import aiosqlite
 import pytest
-from hypothesis import HealthCheck, settings
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 from mcp import Client
 
 from memory_core.config import Limits, RankingPolicy, TierPolicy
@@ -28,8 +29,10 @@ from tests.pg import PostgresServer, start_postgres
 # A slow or shared machine must never fail the suite: Hypothesis's default 200 ms deadline per
 # example is a wall-clock deadline, so every property test runs without one (and without the
 # too_slow health check, which is the same deadline in another form).
-settings.register_profile("memstrata", deadline=None, suppress_health_check=[HealthCheck.too_slow])
-settings.load_profile("memstrata")
+hypothesis_settings.register_profile(
+    "memstrata", deadline=None, suppress_health_check=[HealthCheck.too_slow]
+)
+hypothesis_settings.load_profile("memstrata")
 
 
 def pytest_report_header() -> list[str]:
