@@ -22,6 +22,7 @@ async def test_resource_templates_are_listed(client: Client) -> None:
         "memory://{project}/stats",
         "memory://{project}/context",
         "memory://{project}/snapshot/{memory_id}",
+        "memory://{project}/session/{session_id}",
     }
 
 
