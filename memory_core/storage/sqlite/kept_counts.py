@@ -80,10 +80,14 @@ DATES = (
     " (SELECT max(created_at) FROM context_snapshots WHERE project = :p)"
 )
 SIZE = "SELECT page_count * page_size FROM pragma_page_count(), pragma_page_size()"
-# Pinned and superseded rows (migration 0013): partial indexes hold only those rows.
+# Pinned and superseded rows (migration 0013): partial indexes hold only those rows. The
+# superseded count names its index: left to choose (no ANALYZE statistics), the planner took
+# the (project, created_at) index and read every row of the project (65 ms at 100k rows, most
+# of the dashboard overview's time); the partial index reads only the superseded rows.
 MARKS = (
     "SELECT (SELECT count(*) FROM context_snapshots WHERE project = :p AND pinned = 1),"
-    " (SELECT count(*) FROM context_snapshots WHERE superseded_by IS NOT NULL AND project = :p)"
+    " (SELECT count(*) FROM context_snapshots INDEXED BY idx_snapshots_superseded_by"
+    " WHERE superseded_by IS NOT NULL AND project = :p)"
 )
 _PROJECTS = "SELECT DISTINCT project FROM context_snapshots ORDER BY 1"
 
