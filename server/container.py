@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from memory_core.clock import SystemClock
+from memory_core.config import RankingPolicy
 from memory_core.domain.redaction import RedactionPolicy
 from memory_core.embeddings import LazyEmbedder, load_embedder
 from memory_core.ports import Clock, JobLeases, MemoryRepository
@@ -54,18 +55,22 @@ def build_knowledge(
     *,
     read_wait: float = 0.0,
     redaction: RedactionPolicy | None = None,
+    ranking: RankingPolicy | None = None,
 ) -> KnowledgeServices:
     """Build the services on the stores of the configured backend.
 
     `read_wait` is how long a search by meaning waits for a model still loading;
-    `redaction` is the gate every write of the three tiers passes (default: redact all).
+    `redaction` is the gate every write of the three tiers passes (default: redact all);
+    `ranking` gives the match-strength bands every search-like answer shares.
     """
+    from memory_core.domain.ranking import match_thresholds
     from memory_core.services.business import BusinessService
     from memory_core.services.embedding_access import EmbeddingAccess
     from memory_core.services.preferences import PreferenceService
     from memory_core.services.scratchpad import ScratchpadService
 
     gate = redaction or RedactionPolicy()
+    match = match_thresholds(ranking or RankingPolicy())
     access = EmbeddingAccess(
         source=embedder, write_wait=policy.embed_wait_seconds, read_wait=read_wait
     )
@@ -76,9 +81,15 @@ def build_knowledge(
         clock=clock,
         policy=policy,
         redaction=gate,
+        match=match,
     )
     business = BusinessService(
-        store=stores.documents, embedding=access, clock=clock, policy=policy, redaction=gate
+        store=stores.documents,
+        embedding=access,
+        clock=clock,
+        policy=policy,
+        redaction=gate,
+        match=match,
     )
     scratchpad = ScratchpadService(
         store=stores.scratchpad,
@@ -188,6 +199,7 @@ async def open_container(
             settings.knowledge,
             read_wait=settings.embedding_wait,
             redaction=settings.redaction,
+            ranking=settings.ranking,
         )
         conversations = ConversationService(
             store=backend.conversations,

@@ -771,3 +771,24 @@ async def test_playbook_find_with_a_session_writes_the_best_playbook_into_its_sc
     )
     assert none["scratchpad_snippet_id"] is None
     assert (await call(client, "scratchpad_read", session_id="s10"))["count"] == 0
+
+
+async def test_the_configured_match_bands_reach_the_knowledge_services(
+    settings: Settings,
+) -> None:
+    """MEMSTRATA_RANKING__MATCH_* band preferences, playbooks and documents as they do memories."""
+    from memory_core.config import RankingPolicy
+    from memory_core.domain.match import MatchThresholds
+    from memory_core.domain.ranking import match_thresholds
+    from server.container import open_container
+
+    ranking = RankingPolicy(match_strong_cosine=0.7, match_partial_cosine=0.4)
+    async with open_container(settings.model_copy(update={"ranking": ranking})) as c:
+
+        def bands(m: MatchThresholds) -> tuple[float, ...]:
+            return (m.strong_cosine, m.partial_cosine, m.strong_words, m.partial_words)
+
+        expected = bands(match_thresholds(ranking))
+        assert bands(c.knowledge.preferences.match) == expected
+        assert bands(c.knowledge.business.match) == expected
+        assert expected[:2] == (0.7, 0.4)
