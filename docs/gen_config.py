@@ -187,6 +187,15 @@ SECTIONS: list[tuple[str, list[str] | str, str]] = [
         "a configuration error. `memstrata maintain` does the same work on demand (from cron, "
         "for example).",
     ),
+    (
+        "Storage cap",
+        "pressure",
+        "Off unless `MAX_MEMORIES` is set. Over the cap, a write (in the background) or the "
+        "daily job deletes the least used EXPIRED memories (and ARCHIVED ones if allowed), in "
+        "batches, down to `LOW_WATER` of the cap; never pinned, ACTIVE or RECENT ones. "
+        "`memstrata maintain --cap --dry-run` and `prune_expired_contexts(over_cap=true, "
+        "dry_run=true)` preview it.",
+    ),
 ]
 
 EXAMPLES = """\

@@ -43,18 +43,17 @@ class KnowledgePolicy(BaseModel):
         20,
         ge=0,
         le=1_000,
-        description="A user with at most this many rules gets all of them from "
-        "`preferences_find`, ranked, those under the cut marked `weak` (0: never).",
-    )
-    playbook_similarity: float = Field(
-        0.6, ge=-1, le=1, description="Least cosine for `playbook_find` to return a playbook."
+        description="A user with at most this many rules (or playbooks) gets all of them from "
+        "`preferences_find` (`playbook_find`), ranked, those under the cut marked `weak` "
+        "(0: never). Playbooks are banded by the memories' match strength "
+        "(MEMSTRATA_RANKING__MATCH_*).",
     )
     keyword_overlap: float = Field(
         0.5,
         gt=0,
         le=1,
-        description="Without an embedding model: least share of the query's words a preference "
-        "or playbook must contain to match.",
+        description="Without an embedding model: the share of the query's words from which a "
+        "preference or playbook matches `partial`.",
     )
     max_value_chars: int = Field(
         20_000, ge=1, description="Longest preference value, playbook field or query."
