@@ -34,7 +34,7 @@ POLL_S = 1.0
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 EVENT_LEVEL = "info"
 
-Mark = SessionMark | ProjectMark | None
+ResourceMark = SessionMark | ProjectMark | None
 
 
 @dataclass(eq=False)
@@ -65,7 +65,7 @@ class Watcher:
     def __init__(self, publish: Callable[[str], Awaitable[None]]) -> None:
         self._publish = publish  # a resource-updated event for every listen stream
         self._followers: dict[object, Follower] = {}
-        self._marks: dict[str, Mark] = {}
+        self._marks: dict[str, ResourceMark] = {}
         self._gate: object | None = None
         self._task: asyncio.Task[None] | None = None
         self._sources: tuple[ChangeMarks, SessionStateService] | None = None
@@ -141,7 +141,7 @@ class Watcher:
             self._marks[uri] = mark
             await self._changed(followed[uri], before, mark)
 
-    async def _read(self, uris: list[FollowedUri]) -> dict[str, Mark]:
+    async def _read(self, uris: list[FollowedUri]) -> dict[str, ResourceMark]:
         if self._sources is None:
             return {u.uri: None for u in uris}
         marks, _ = self._sources
@@ -156,7 +156,7 @@ class Watcher:
             for u in uris
         }
 
-    async def _changed(self, uri: FollowedUri, before: Mark, after: Mark) -> None:
+    async def _changed(self, uri: FollowedUri, before: ResourceMark, after: ResourceMark) -> None:
         followers = [(k, f) for k, f in self._followers.items() if uri.uri in f.uris]
         log.debug("live.changed", uri=uri.uri, followers=len(followers))
         if any(f.send_update is None for _, f in followers):
