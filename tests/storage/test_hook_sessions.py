@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+from dataclasses import replace
 
+from memory_core.domain.capture_place import CapturePlace
 from memory_core.domain.hook_session import TranscriptCursor
 from tests.backends import StorageUnderTest
 from tests.fakes import START, FrozenClock
@@ -59,3 +61,18 @@ async def test_transcript_cursor_and_latest_summary(storage: StorageUnderTest) -
     assert await store.latest_summary("p", None) == 12
     assert await store.latest_summary("p", "new") == 11  # a session is not its own "last"
     assert await store.latest_summary("q", None) is None
+
+
+async def test_the_capture_place_is_kept_whole(storage: StorageUnderTest) -> None:
+    store, clock = storage.hook_sessions(), FrozenClock()
+    assert await store.get_place("p", "s") == CapturePlace()
+    place = CapturePlace(TranscriptCursor(7, "u7"), offset=2**40, entry_mark=31, summary_id=4)
+    await store.save_place("p", "s", replace(place, title="Stripe webhooks"), clock.now())
+    await store.save_stop_offset("p", "s", 99, clock.now())  # the Stop hook's own place
+    assert await store.get_place("p", "s") == replace(place, title="Stripe webhooks")
+    state = await store.get("p", "s")
+    assert state is not None and state.cursor == TranscriptCursor(7, "u7")
+    assert state.stop_offset == 99 and state.summary_id == 4
+    # Moving the cursor alone forgets where it is in bytes and which entry it follows.
+    await store.save_transcript("p", "s", TranscriptCursor(2, None), None, clock.now())
+    assert await store.get_place("p", "s") == CapturePlace(TranscriptCursor(2, None))
