@@ -29,6 +29,7 @@ from memory_core.domain.models import Layer
 from server.container import open_container
 from server.settings import Settings
 from tests.e2e.conftest import free_port, memstrata_exe, ok, server_env
+from tests.e2e.test_dashboard_http import seed_waiting_session
 from tests.e2e.test_http import HttpServer, _wait_until_listening
 from tests.e2e.test_http_auth import _client
 from tests.fakes import FrozenClock
@@ -127,6 +128,7 @@ async def _seed(db: Path) -> None:
         await sessions.finalize_exchange(
             "alpha", "planning-session", "What ships in 2.5?", "The dashboard and pinning."
         )
+        await seed_waiting_session(sessions, "alpha", "waiting-session")
 
 
 def _start(tmp_path: Path, env: dict[str, str]) -> HttpServer:
@@ -247,8 +249,29 @@ def test_overview_numbers_match_get_memory_stats(browser: Any, dashboard: HttpSe
         assert int(page.locator(f'#by-layer td[data-layer="{layer}"]').inner_text()) == n
     assert all(stats["by_tier"][t] > 0 for t in ("ACTIVE", "RECENT", "ARCHIVED", "EXPIRED"))
     assert page.locator("svg.chart rect").count() > 4
+    # Day 0 holds the ACTIVE memories (used minutes ago) under the RECENT ones, each part with
+    # the tools' count, and every day with memories has its count written above its bar.
+    day0 = page.locator('#ages rect[data-day="0"]')
+    assert [
+        (day0.nth(i).get_attribute("data-tier"), int(day0.nth(i).get_attribute("data-count")))
+        for i in range(day0.count())
+    ] == [("ACTIVE", stats["by_tier"]["ACTIVE"]), ("RECENT", stats["by_tier"]["RECENT"])]
+    labels = page.locator("#ages text.count")
+    assert labels.count() > 3 and labels.first.is_visible()
+    assert int(page.locator('#ages text.count[data-day="0"]').text_content() or "") == (
+        stats["by_tier"]["ACTIVE"] + stats["by_tier"]["RECENT"]
+    )
+    for tier, n in stats["by_tier"].items():
+        assert int(page.locator(f'#age-legend strong[data-tier="{tier}"]').inner_text()) == n
     assert page.get_by_role("table").filter(has_text="recalculate_tiers").count() == 1
     _shot(page, "overview.png")
+    # The prune note says what to do here (no MCP tool to call) and links to where it is done.
+    note = page.locator('li[data-code="prune_suggested"]')
+    assert "prune_expired_contexts" not in note.inner_text()
+    note.get_by_role("link").click()
+    page.wait_for_url(_base(dashboard) + "/p/alpha/forgetting")
+    assert page.locator("#run-prune").is_visible()
+    page.go_back()
     # Keyboard: the first Tab reaches the skip link, which moves focus to the content.
     page.keyboard.press("Tab")
     assert page.evaluate("document.activeElement.textContent") == "Skip to content"
@@ -304,7 +327,10 @@ def test_conversations_show_summaries_and_the_cache(browser: Any, dashboard: Htt
     page.get_by_role("link", name="Conversations").click()
     assert "planning-session" in page.content()
     assert page.locator("table.cache td[data-remaining]").count() == 1
+    # The session whose summary the client still owes says so, not "Not compressed yet".
     assert "Not compressed yet" not in page.content()
+    waiting = page.locator("section.session").filter(has_text="waiting-session")
+    assert "Summary pending" in waiting.locator("p.pending").inner_text()
     _shot(page, "conversations.png")
 
 

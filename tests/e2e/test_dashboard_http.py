@@ -16,7 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from memory_core.domain.conversation import EntryType, Role
 from memory_core.domain.models import Layer
+from memory_core.services.conversations import ConversationService
 from memory_core.services.memories import AppendItem
 from memory_core.services.truth import TruthService
 from server.container import open_container
@@ -354,5 +356,73 @@ async def test_forget_by_filter_previews_then_deletes_with_a_receipt(tmp_path: P
             server, "/p/e2e/forgetting/where/run", cookie, {"csrf": csrf, "ids": str(ids["old"])}
         )
         assert status == 400 and "filter: is required" in body
+    finally:
+        server.stop()
+
+
+async def _seed_ageing(db: Path) -> None:
+    """4 memories 40 days old (EXPIRED), 3 used 10 minutes ago (ACTIVE), 2 six hours ago
+    (RECENT), and a session whose client has not sent the summary it was asked for."""
+    now = datetime.now(UTC)
+    clock = FrozenClock(now - timedelta(days=40))
+    settings = Settings(db=db, embedding_model="none", project="e2e")
+    async with open_container(settings, clock) as store:
+        memories = store.memories
+        for n in range(4):
+            await memories.append("e2e", Layer.EPISODIC, f"an old note {n}")
+        clock.set(now - timedelta(hours=6))
+        for n in range(2):
+            await memories.append("e2e", Layer.EPISODIC, f"this morning's note {n}")
+        clock.set(now - timedelta(minutes=10))
+        for n in range(3):
+            await memories.append("e2e", Layer.EPISODIC, f"a note of just now {n}")
+        await seed_waiting_session(store.conversations, "e2e", "waiting")
+
+
+async def seed_waiting_session(sessions: ConversationService, project: str, sid: str) -> None:
+    """A session of 24 messages whose client was asked for a summary and has not sent it."""
+    await sessions.start(project, sid)
+    for n in range(24):
+        await sessions.add_entry(
+            project,
+            sid,
+            type=EntryType.MESSAGE,
+            role=Role.USER if n % 2 == 0 else Role.ASSISTANT,
+            content=f"Message {n} about the release plan and its migration steps",
+        )
+    asked = await sessions.compress(project, sid, source="client")
+    assert asked.status == "summary_requested"
+
+
+async def test_overview_tells_a_person_what_to_do_and_the_chart_shows_tiers_and_counts(
+    tmp_path: Path,
+):
+    """Issue 35, N8: the notes name the dashboard's own pages, not MCP tools; day 0's bar is
+    split into its ACTIVE and RECENT parts with their counts; a pending summary says so."""
+    await _seed_ageing(tmp_path / "memory.db")
+    server = _start(tmp_path, {"MEMSTRATA_AUTH_TOKENS": TOKEN}, ["serve", "--http"])
+    auth = {"Authorization": f"Bearer {TOKEN}"}
+    try:
+        status, body = _get(server, "/p/e2e", auth)
+        assert status == 200
+        note = re.search(r'<li data-code="prune_suggested">(.*?)</li>', body)
+        assert note is not None
+        assert "prune_expired_contexts" not in note.group(1) and "dry_run" not in note.group(1)
+        assert "4 of 9 memories are EXPIRED" in note.group(1)
+        assert 'href="/p/e2e/forgetting"' in note.group(1)
+        day0 = re.findall(
+            r'<rect class="tier-(\w+)" data-day="0" data-tier="(\w+)" data-count="(\d+)"', body
+        )
+        assert [(t, int(n)) for _, t, n in day0] == [("ACTIVE", 3), ("RECENT", 2)]
+        assert all(css == t.lower() for css, t, _ in day0)
+        counts = dict(re.findall(r'<text class="count" data-day="(\d+)"[^>]*>(\d+)</text>', body))
+        assert counts == {"0": "5", "40": "4"}
+        assert '<strong data-tier="ACTIVE">3</strong>' in body
+        status, body = _get(server, "/p/e2e/conversations", auth)
+        assert status == 200 and "Not compressed yet" not in body
+        pending = re.search(r'<p class="pending" data-entries="(\d+)">(.*?)</p>', body, re.S)
+        assert pending is not None and int(pending.group(1)) > 0
+        assert "has not sent the summary yet" in pending.group(2)
+        assert "fallback summary" in pending.group(2)
     finally:
         server.stop()

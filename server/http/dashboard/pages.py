@@ -13,7 +13,6 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from memory_core.domain.conversation import CachedResult, SessionInfo, SessionStats, Summary
-from memory_core.domain.health import HealthNote
 from memory_core.domain.models import (
     BrowseQuery,
     Layer,
@@ -28,7 +27,15 @@ from memory_core.services import maintenance
 from memory_core.services.memories import SearchRequest
 from memory_core.services.prune_preview import PrunePreview, prune_preview
 from server.app_context import AppContext
-from server.http.dashboard.chart import AgeBar, TierBand, age_bars, tier_bands
+from server.http.dashboard.advice import Advice, dashboard_advice
+from server.http.dashboard.chart import (
+    CHART_HEIGHT,
+    LABEL_SPACE,
+    AgeBar,
+    TierBand,
+    age_bars,
+    tier_bands,
+)
 from server.http.dashboard.curation import Supersession, supersession
 
 __all__ = [
@@ -66,14 +73,20 @@ class OverviewPage:
     """Counts, charts, schedule and health of one project."""
 
     stats: StoreStats
-    health: list[HealthNote]
+    health: list[Advice]
     bands: list[TierBand]
     bars: list[AgeBar]
     max_days: int
     archived_days: float
+    active_hours: float
     jobs: list[JobLine]
     model: str
     vectors: tuple[int, int] | None  # (with a vector, without), whole store
+
+    @property
+    def chart_bottom(self) -> int:
+        """The y of the age chart's axis (its bars stand on it, their counts above them)."""
+        return LABEL_SPACE + CHART_HEIGHT
 
 
 @dataclass(frozen=True)
@@ -109,6 +122,9 @@ class SessionLine:
     info: SessionInfo
     stats: SessionStats
     summaries: list[Summary]
+    # With a summary asked of the client and not received: after how many more entries the
+    # server stops waiting and writes a fallback summary itself (as compress_session says).
+    pending_grace: int | None = None
 
     @property
     def cache(self) -> tuple[CachedResult, ...]:
@@ -137,8 +153,10 @@ def _describe_run(app: AppContext, job_id: str) -> tuple[datetime | None, str]:
 async def overview_page(app: AppContext, project: str) -> OverviewPage:
     """The overview of `project`."""
     c = app.container
-    report = await maintenance.memory_stats(c.repo, c.clock, c.settings.tiers, project)
-    max_days = int(c.settings.tiers.archived_days) + 15
+    tiers, pressure = c.settings.tiers, c.settings.pressure
+    # The cap too, as get_memory_stats passes it: its finding belongs on the overview.
+    report = await maintenance.memory_stats(c.repo, c.clock, tiers, project, pressure)
+    max_days = int(tiers.archived_days) + 15
     ages = await maintenance.use_ages(c.repo, c.clock, project, max_days=max_days)
     jobs: list[JobLine] = []
     if app.scheduler is not None:
@@ -150,11 +168,14 @@ async def overview_page(app: AppContext, project: str) -> OverviewPage:
         vectors = await c.indexer.vectors.vector_stats()
     return OverviewPage(
         stats=report.stats,
-        health=report.health,
+        health=dashboard_advice(
+            report.health, report.stats, tiers, pressure, scheduled=app.scheduler is not None
+        ),
         bands=tier_bands(report.stats.by_tier),
-        bars=age_bars(ages, c.settings.tiers),
+        bars=age_bars(ages, tiers, report.stats.by_tier),
         max_days=max_days,
-        archived_days=c.settings.tiers.archived_days,
+        archived_days=tiers.archived_days,
+        active_hours=tiers.active_hours,
         jobs=jobs,
         model=c.embedder.model_id if c.embedder is not None else "none (keyword search only)",
         vectors=vectors,
@@ -268,5 +289,10 @@ async def conversations_page(app: AppContext, project: str) -> ConversationsPage
     for info in await conversations.list_sessions(project, SESSIONS_SHOWN):
         stats = await conversations.stats(project, info.session_id)
         summaries = await conversations.summaries(project, info.session_id)
-        lines.append(SessionLine(info=info, stats=stats, summaries=summaries))
+        grace = None
+        if info.pending is not None:
+            policy = await conversations.policy(project, info.session_id)
+            waited = info.last_entry - info.pending.requested_at_entry
+            grace = max(policy.client_summary_grace - waited + 1, 1)
+        lines.append(SessionLine(info=info, stats=stats, summaries=summaries, pending_grace=grace))
     return ConversationsPage(sessions=lines)
