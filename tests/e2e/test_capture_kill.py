@@ -1,12 +1,13 @@
 """A transcript capture killed at any moment loses nothing and writes nothing twice.
 
 The real `memstrata hook session-end` records a realistic transcript (Claude Code's recorded
-one, the shared hook transcript and 150 more turns of prompts, tool calls, results and
+one, the shared hook transcript and 60 or 150 more turns of prompts, tool calls, results and
 answers) and is killed with SIGKILL at random moments, again and again, then run once to the
 end. The conversation entries and the memories must then be exactly those of one capture
 that was never interrupted, in a store of its own. Kill moments are drawn over the time an
-uninterrupted capture took on this machine, so a slow machine spreads them just as well;
-nothing here asserts on time.
+uninterrupted capture took on this machine (half of them just after the capture is seen
+writing), so a slow machine spreads them just as well; nothing here asserts on time. On
+SQLite and on PostgreSQL.
 """
 
 from __future__ import annotations
@@ -19,9 +20,11 @@ import random
 import signal
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import pytest
 import sqlean
 
@@ -30,6 +33,7 @@ from server.container import open_container
 from server.settings import ScheduleSettings, Settings
 from tests.e2e.conftest import memstrata_exe
 from tests.hook_transcript import SESSION, first_part, noisy_part, second_part
+from tests.pg import PostgresServer
 
 pytestmark = pytest.mark.e2e
 
@@ -87,18 +91,21 @@ def _turns(count: int) -> list[str]:
     return lines
 
 
-def _transcript() -> str:
+def _transcript(turns: int) -> str:
     recorded = _RECORDED.read_text(encoding="utf-8")
-    parts = first_part() + second_part() + noisy_part() + _turns(150)
+    parts = first_part() + second_part() + noisy_part() + _turns(turns)
     return recorded + "".join(parts)
 
 
-def _workspace(root: Path, transcript: str) -> tuple[dict[str, str], dict[str, Any], Settings]:
+def _workspace(
+    root: Path, transcript: str, store: dict[str, str]
+) -> tuple[dict[str, str], dict[str, Any], Settings]:
+    """A folder with the transcript, the hook's environment and payload, and the settings of
+    the store (`store`: MEMSTRATA_DB or MEMSTRATA_DATABASE_URL)."""
     root.mkdir()
     (root / "transcript.jsonl").write_text(transcript, encoding="utf-8")
-    db = root / "memory.db"
     env = {
-        "MEMSTRATA_DB": str(db),
+        **store,
         "MEMSTRATA_PROJECT": "shop",
         "MEMSTRATA_PROJECT_SCOPE": "fixed",
         "MEMSTRATA_EMBEDDING_MODEL": "none",
@@ -113,7 +120,11 @@ def _workspace(root: Path, transcript: str) -> tuple[dict[str, str], dict[str, A
         "reason": "other",
     }
     settings = Settings(
-        db=db, project="shop", schedule=ScheduleSettings(enabled=False), embedding_model="none"
+        db=Path(store.get("MEMSTRATA_DB", root / "unused.db")),
+        database_url=store.get("MEMSTRATA_DATABASE_URL"),
+        project="shop",
+        schedule=ScheduleSettings(enabled=False),
+        embedding_model="none",
     )
     return env, payload, settings
 
@@ -154,26 +165,38 @@ async def _stored(settings: Settings) -> tuple[list[tuple[Any, ...]], list[tuple
     )
 
 
-def _rows(db: Path) -> int:
+_COUNT = (
+    "SELECT (SELECT count(*) FROM conversation_entries) + (SELECT count(*) FROM context_snapshots)"
+)
+
+
+def _rows(settings: Settings) -> int:
     """Conversation entries plus memories: grows as a capture writes."""
-    if not db.exists():
+    if settings.database_url:
+        return asyncio.run(_pg_rows(settings.database_url))
+    if not settings.db.exists():
         return 0
-    with contextlib.closing(sqlean.connect(str(db), timeout=5)) as conn:
+    with contextlib.closing(sqlean.connect(str(settings.db), timeout=5)) as conn:
         try:
-            (count,) = conn.execute(
-                "SELECT (SELECT count(*) FROM conversation_entries)"
-                " + (SELECT count(*) FROM context_snapshots)"
-            ).fetchone()
+            (count,) = conn.execute(_COUNT).fetchone()
         except sqlean.OperationalError:
             return 0  # not migrated yet
     return int(count)
 
 
+async def _pg_rows(url: str) -> int:
+    conn = await asyncpg.connect(url)
+    try:
+        return int(await conn.fetchval(_COUNT))
+    finally:
+        await conn.close()
+
+
 def _kill_while_writing(
-    process: subprocess.Popen[bytes], db: Path, before: int, rng: random.Random
+    process: subprocess.Popen[bytes], settings: Settings, before: int, rng: random.Random
 ) -> bool:
     """SIGKILL soon after the capture is seen writing; whether it was still running."""
-    while process.poll() is None and _rows(db) == before:
+    while process.poll() is None and _rows(settings) == before:
         time.sleep(0.002)
     time.sleep(rng.uniform(0.0, 0.05))
     running = process.poll() is None
@@ -182,14 +205,36 @@ def _kill_while_writing(
     return running
 
 
-def test_session_end_killed_at_random_moments_stores_one_capture(tmp_path: Path) -> None:
-    transcript = _transcript()
-    env, payload, settings = _workspace(tmp_path / "clean", transcript)
+@pytest.fixture(params=["sqlite", "postgres"])
+def stores(
+    request: pytest.FixtureRequest, tmp_path: Path
+) -> Iterator[tuple[dict[str, str], dict[str, str]]]:
+    """Two empty stores of one backend: for the uninterrupted capture, for the killed ones."""
+    if request.param == "sqlite":
+        yield (
+            {"MEMSTRATA_DB": str(tmp_path / "clean.db")},
+            {"MEMSTRATA_DB": str(tmp_path / "killed.db")},
+        )
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    urls = [asyncio.run(server.create_database()) for _ in range(2)]
+    yield {"MEMSTRATA_DATABASE_URL": urls[0]}, {"MEMSTRATA_DATABASE_URL": urls[1]}
+    for url in urls:
+        asyncio.run(server.drop_database(url))
+
+
+def test_session_end_killed_at_random_moments_stores_one_capture(
+    tmp_path: Path, stores: tuple[dict[str, str], dict[str, str]]
+) -> None:
+    # Fewer turns on PostgreSQL, whose writes take longer: as many kills land in the writing.
+    turns = 60 if "MEMSTRATA_DATABASE_URL" in stores[0] else 150
+    transcript = _transcript(turns)
+    env, payload, settings = _workspace(tmp_path / "clean", transcript, stores[0])
     took = _finish(env, payload)
     clean_entries, clean_memories = asyncio.run(_stored(settings))
-    assert len(clean_entries) > 500 and len(clean_memories) > 200  # a capture of substance
+    assert len(clean_entries) > 4 * turns and len(clean_memories) > turns  # of substance
 
-    env, payload, settings = _workspace(tmp_path / "killed", transcript)
+    env, payload, settings = _workspace(tmp_path / "killed", transcript, stores[1])
     seed = int.from_bytes(os.urandom(4), "big")
     rng = random.Random(seed)
     running = 0
@@ -197,7 +242,7 @@ def test_session_end_killed_at_random_moments_stores_one_capture(tmp_path: Path)
         process = _start(env, payload)
         if n % 2:
             # While it writes: the moments between a row and the cursor that follows it.
-            running += _kill_while_writing(process, settings.db, _rows(settings.db), rng)
+            running += _kill_while_writing(process, settings, _rows(settings), rng)
             continue
         time.sleep(rng.uniform(0.0, took))  # anywhere, start-up included
         running += process.poll() is None
