@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import os
 import stat
+from dataclasses import replace
 from pathlib import Path
 
 from memory_core.domain.capture_place import CapturePlace, TranscriptText
@@ -146,10 +147,37 @@ def _resumed(fd: int, size: int, place: CapturePlace, limit: int) -> TranscriptT
     )
 
 
+def _line_end(fd: int, size: int, lines: int) -> int | None:
+    """The byte offset just after the file's first `lines` lines, or None (fewer lines).
+
+    Counted a chunk at a time, so memory stays bounded however far the line is.
+    """
+    position = counted = 0
+    while position < size:
+        chunk = _read_span(fd, position, _CHUNK)
+        if not chunk:
+            break
+        found = chunk.count(b"\n")
+        if counted + found >= lines:
+            at = -1
+            for _ in range(lines - counted):
+                at = chunk.index(b"\n", at + 1)
+            return position + at + 1
+        counted += found
+        position += len(chunk)
+    return None
+
+
 def _capture(path: Path, place: CapturePlace, limit: int) -> TranscriptText:
     fd, size = _open_existing(path, "transcript_path")
     try:
         resumed = _resumed(fd, size, place, limit)
+        if resumed is None and place.cursor.lines > 0:
+            # The offset is unknown (a session captured before it was kept) or stale: the
+            # cursor's line count says where it is, if the line there is still the cursor's.
+            end = _line_end(fd, size, place.cursor.lines)
+            if end is not None and end != place.offset:
+                resumed = _resumed(fd, size, replace(place, offset=end), limit)
         # Otherwise from the start: the cursor is found again by its uuid or its line count.
         return resumed if resumed is not None else _text_from(fd, size, 0, limit)
     finally:

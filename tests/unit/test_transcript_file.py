@@ -141,3 +141,15 @@ async def test_head_and_tail_read_only_their_part(tmp_path: Path) -> None:
     assert head == ['{"n": 0}', '{"n": 1}', '{"n": 2}', '{"n']  # a cut last line is harmless
     tail = await read_tail(path, "transcript_path", 30)  # 'n": 997}' is cut: left out
     assert tail == ['{"n": 998}', '{"n": 999}']
+
+
+async def test_a_cursor_without_its_offset_is_found_by_its_line_count(tmp_path: Path) -> None:
+    """A session captured before byte offsets were kept: its cursor has a line count only."""
+    lines = _lines(filler=600)
+    path = _write(tmp_path / "t.jsonl", lines)
+    place = _place_after(path, lines, len(lines) - 5)
+    legacy = CapturePlace(cursor=place.cursor)  # offset 0: unknown
+    text = await read_capture(path, legacy, limit=50_000)  # the cursor is far past the cap
+    assert text.first_line > 0 and text.start > 0
+    read = read_transcript(text.lines, legacy.cursor, first_line=text.first_line)
+    assert read.entries == read_transcript(lines, legacy.cursor).entries
