@@ -158,7 +158,13 @@ def _warm(command: str, raw: str) -> str | object | None:
     except WarmUnavailable:
         return _NO_WARM
     context = answer.get("context")
-    return context if isinstance(context, str) and context else None
+    if not isinstance(context, str) or not context:
+        return None
+    if answer.get("deny") is True:
+        from server.hooks.payload import ToolDenial
+
+        return ToolDenial(context)  # a blocking rule (events.pre_tool_use)
+    return context
 
 
 def _index_on_warm_server() -> None:
@@ -184,10 +190,21 @@ def _output(command: str, context: str | None) -> str | None:
         "pre-tool-use": "PreToolUse",
         "subagent-start": "SubagentStart",
     }.get(command)
-    if event is not None:
-        answer: dict[str, object] = {
-            "hookSpecificOutput": {"hookEventName": event, "additionalContext": context}
+    from server.hooks.payload import ToolDenial
+
+    answer: dict[str, object]
+    if event == "PreToolUse" and isinstance(context, ToolDenial):
+        # Claude Code denies the call and tells the model the reason (its documented
+        # PreToolUse output; exit status 0).
+        answer = {
+            "hookSpecificOutput": {
+                "hookEventName": event,
+                "permissionDecision": "deny",
+                "permissionDecisionReason": str(context),
+            }
         }
+    elif event is not None:
+        answer = {"hookSpecificOutput": {"hookEventName": event, "additionalContext": context}}
     elif command == "stop":
         # Claude Code goes on with `reason` as what the model is told next.
         answer = {"decision": "block", "reason": context}

@@ -177,7 +177,7 @@ def _hook_op(command: str) -> Op:
 
     async def answer(parts: ListenerParts, request: dict[str, Any]) -> dict[str, Any]:
         from server.hooks import events, subagents
-        from server.hooks.payload import EVENTS, parse_payload
+        from server.hooks.payload import EVENTS, ToolDenial, parse_payload
         from server.hooks.services import HookServices
 
         handlers = {
@@ -195,7 +195,8 @@ def _hook_op(command: str) -> Op:
             recording=False,
         )
         context = await handlers[EVENTS[command]](svc, payload)
-        return {"ok": True, "context": context}
+        # deny: a blocking rule's denial (server.hooks.payload.ToolDenial), not context.
+        return {"ok": True, "context": context, "deny": isinstance(context, ToolDenial)}
 
     return answer
 

@@ -143,3 +143,18 @@ async def _session(ws: Workspace) -> tuple[tuple[int, ...], list[str]]:  # noqa:
         state = await svc.hook_sessions.get(ws.project, S1)
         entries = (await svc.conversations.export(ws.project, S1)).entries
     return (state.injected if state else ()), [e.content for e in entries]
+
+
+def test_claude_code_is_told_to_deny_the_call(ws: Workspace) -> None:  # noqa: F811
+    asyncio.run(_seed(ws, force_pushing=("never; ask the person to push", {"blocking": True})))
+    allow = {"MEMSTRATA_HOOKS__PRE_TOOL_USE_BLOCK": "true"}
+    run = hook(ws, "pre-tool-use", _pre_tool_use(ws, FORCE_PUSH), env=allow)
+    assert run.code == 0 and run.stderr == "", run.stderr
+    # Claude Code's documented PreToolUse output: the decision and the reason shown to Claude.
+    out = json.loads(run.stdout)["hookSpecificOutput"]
+    assert set(out) == {"hookEventName", "permissionDecision", "permissionDecisionReason"}
+    assert out["hookEventName"] == "PreToolUse" and out["permissionDecision"] == "deny"
+    assert "when force pushing: never; ask the person to push" in out["permissionDecisionReason"]
+    # Without the setting the same call goes on, the rule given as context.
+    shown = hook(ws, "pre-tool-use", _pre_tool_use(ws, FORCE_PUSH))
+    assert "never; ask the person to push" in shown.context("PreToolUse")

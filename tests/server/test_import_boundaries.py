@@ -369,5 +369,5 @@ def test_serve_answers_its_first_tools_list_before_warming_up(db: Path) -> None:
     assert seen["built"] == seen["listed"] == sorted(DEFAULT_TOOLS)
     assert seen["scheduler"] is False and seen["preloading"] is False and seen["gc"] is False
     # ...and right after the answer, both start, and the cyclic GC is back on.
-    assert seen["jobs"] == ["prune_expired", "recalculate_tiers"]
+    assert seen["jobs"] == ["prune_expired", "recalculate_tiers", "shared_patterns"]
     assert seen["preloaded"] is True and seen["gc_warm"] is True

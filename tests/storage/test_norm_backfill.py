@@ -64,7 +64,8 @@ async def test_sqlite_rows_from_before_0013_get_their_identity(tmp_path: Path) -
                 ),
             )
         await db.commit()
-        assert await sqlite_migrate.apply_migrations(db) == ["0013_memory_truth"]
+        applied = await sqlite_migrate.apply_migrations(db)
+        assert applied[0] == "0013_memory_truth"  # then the later ones
         rows = await db.execute_fetchall(
             "SELECT project, norm_hash IS NOT NULL FROM context_snapshots ORDER BY id"
         )
@@ -92,7 +93,8 @@ async def test_postgres_rows_from_before_0013_get_their_identity(
                 text,
                 content_hash(text),
             )
-        assert await pg_migrate.apply_migrations(conn) == ["0013_memory_truth"]
+        applied = await pg_migrate.apply_migrations(conn)
+        assert applied[0] == "0013_memory_truth"  # then the later ones
         rows = await conn.fetch(
             "SELECT project, norm_hash IS NOT NULL AS has FROM context_snapshots ORDER BY id"
         )
