@@ -64,6 +64,13 @@ def _text(data: dict[str, Any], name: str) -> str | None:
         return None
     if not isinstance(value, str):
         raise HookInputError(f"{name} must be a string")
+    # Refused here, by name: later they fail as "embedded null byte" (a path) or are stored.
+    if "\x00" in value:
+        raise HookInputError(f"{name} must not contain NUL characters")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise HookInputError(f"{name} must be valid Unicode text (a lone surrogate)") from None
     return value
 
 
@@ -98,6 +105,8 @@ def parse_payload(raw: str, command: str) -> HookPayload:
         data = json.loads(raw)
     except json.JSONDecodeError as exc:
         raise HookInputError(f"stdin is not valid JSON ({exc.msg})") from None
+    except RecursionError:
+        raise HookInputError("stdin is not valid JSON (nested too deep)") from None
     if not isinstance(data, dict):
         raise HookInputError("stdin must be a JSON object")
     session_id = _text(data, "session_id")
