@@ -99,6 +99,21 @@ class HookPolicy(BaseModel):
         description="SubagentStart gives a sub-agent the memories and rules that match its task; "
         "SubagentStop keeps its result as an episodic memory authored by the agent type.",
     )
+    playbook_promotion: bool = Field(
+        True,
+        description="PreCompact and SessionEnd store each flow that completed without an error "
+        "left and that the person approved (thanks, or a next prompt that moves on without "
+        "correcting it) as a playbook of the user (MEMSTRATA_HOOKS__USER_ID, else USER_NAME, "
+        "else 'user'): the request, its key steps, the outcome; one per flow, redacted.",
+    )
+    playbook_injection: bool = Field(
+        True,
+        description="UserPromptSubmit shows the user's playbook that matches the prompt "
+        "strongly, once per session, as a recipe the model may follow or adapt.",
+    )
+    playbook_tokens: int = Field(
+        400, ge=100, le=1500, description="Budget of one injected playbook recipe, in tokens."
+    )
     stop_ask: bool = Field(
         True,
         description="Stop asks the model, in one short sentence and at most once per flow of "

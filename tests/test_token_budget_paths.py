@@ -38,7 +38,7 @@ COUNTER = Path("memory_core/domain/tokens.py")
 INSTRUMENT_USERS = {Path("server/cli/tools.py"), Path("server/cli/doctor.py")}
 EMBEDDINGS = Path("memory_core/embeddings")
 # Names that hold a token budget: the tool parameter and the hook settings that feed one.
-BUDGETS = {"token_budget", "prompt_tokens", "start_tokens"}
+BUDGETS = {"token_budget", "prompt_tokens", "start_tokens", "playbook_tokens"}
 
 
 def _sources(root: Path) -> Iterator[tuple[Path, ast.Module]]:

@@ -28,6 +28,8 @@ from server.hooks.screen import screen_context
 from server.hooks.services import HookServices
 
 if TYPE_CHECKING:
+    from pathlib import Path
+
     from memory_core.domain.capture_place import CapturePlace, TranscriptText
 
 __all__ = [
@@ -228,17 +230,43 @@ async def user_prompt_submit(svc: HookServices, payload: HookPayload) -> str | N
     state = await svc.hook_sessions.get(project, payload.session_id)
     seen = set(state.injected) if state is not None else set()
     chosen, lines = await _recall(svc, project, prompt, seen, payload.session_id)
-    if not chosen:
-        return None
-    fresh = set(
-        await svc.hook_sessions.add_injected(project, payload.session_id, chosen, svc.clock.now())
+    if chosen:
+        fresh = set(
+            await svc.hook_sessions.add_injected(
+                project, payload.session_id, chosen, svc.clock.now()
+            )
+        )
+        lines = [line for memory_id, line in zip(chosen, lines, strict=True) if memory_id in fresh]
+    parts = (
+        [fenced(fence_intro(project, "Memories that match this prompt"), lines)] if lines else []
     )
-    lines = [line for memory_id, line in zip(chosen, lines, strict=True) if memory_id in fresh]
-    if not lines:
+    recipe = await _recipe(svc, project, prompt, payload.session_id)
+    # Both budgets together stay far under Claude Code's cap; were they not, the recipe goes
+    # (never a cut through a fence).
+    if recipe is not None and sum(len(p) + 1 for p in parts) + len(recipe) <= MAX_CONTEXT_CHARS:
+        parts.append(recipe)
+    if not parts:
         return None
-    text = fenced(fence_intro(project, "Memories that match this prompt"), lines)
+    text = "\n".join(parts)
     await _note(svc, project, payload.session_id, text, PROMPT_SOURCE)
     return text
+
+
+async def _recipe(svc: HookServices, project: str, prompt: str, session_id: str) -> str | None:
+    """The user's playbook that matches the prompt strongly, once a session, or None."""
+    policy = svc.settings.hooks
+    if not policy.playbook_injection:
+        return None
+    from memory_core.services.playbook_promotion import playbook_user
+
+    user = playbook_user(policy.user_id, policy.user_name)
+    try:
+        return await svc.playbooks.recipe(
+            project, user, prompt, session_id=session_id, tokens=policy.playbook_tokens
+        )
+    except StorageError:
+        log.warning("hooks.recipe_failed", exc_info=True)  # the memories still go in
+        return None
 
 
 _RULES_SCAN = 200
@@ -345,6 +373,30 @@ async def _record(svc: HookServices, payload: HookPayload) -> None:
         skipped=result.entries_skipped,
         malformed_lines=result.malformed_lines,
     )
+    if svc.settings.hooks.playbook_promotion:
+        await _promote(svc, project, path)
+
+
+# How much of the transcript's end playbook promotion judges. A flow's approval is the prompt
+# after it, which may come in a later capture than the flow, so promotion reads the recent
+# transcript again (it is idempotent: a flow promoted before is unchanged), not only the new
+# lines; a flow that ended more than this before the capture is not judged again.
+_PROMOTION_READ_MAX = 4_000_000
+
+
+async def _promote(svc: HookServices, project: str, path: Path) -> None:
+    """Approved flows of the transcript's recent part kept as the user's playbooks."""
+    from memory_core.domain.transcript import read_transcript
+    from memory_core.services.playbook_promotion import playbook_user
+    from server.hooks.transcript_file import read_tail
+
+    policy = svc.settings.hooks
+    lines = await read_tail(path, "transcript_path", _PROMOTION_READ_MAX)
+    user = playbook_user(policy.user_id, policy.user_name)
+    try:
+        await svc.playbooks.promote(project, user, read_transcript(lines).entries)
+    except StorageError:
+        log.warning("hooks.promotion_failed", exc_info=True)  # what was recorded stays
 
 
 async def pre_compact(svc: HookServices, payload: HookPayload) -> None:

@@ -27,6 +27,7 @@ if TYPE_CHECKING:
     from memory_core.services.conversations import ConversationService
     from memory_core.services.indexing import Indexer
     from memory_core.services.memories import MemoryService
+    from memory_core.services.playbook_promotion import PlaybookPromotion
     from memory_core.services.session_start import SessionStartService
     from memory_core.services.transcripts import TranscriptRecorder
 
@@ -110,6 +111,34 @@ class HookServices:
             tiers=self.settings.tiers,
             preferences=self._backend.preferences,
             hook_sessions=self._backend.hook_sessions,
+        )
+
+    @cached_property
+    def playbooks(self) -> PlaybookPromotion:
+        """Approved flows kept as the user's playbooks, and offered back as recipes."""
+        from memory_core.domain.ranking import match_thresholds
+        from memory_core.services.embedding_access import EmbeddingAccess
+        from memory_core.services.playbook_promotion import PlaybookPromotion
+        from memory_core.services.preferences import PreferenceService
+
+        settings = self.settings
+        match = match_thresholds(settings.ranking)
+        # write_wait 0: a hook never waits for a model to embed a playbook; the server's
+        # next find embeds what was stored without a vector.
+        preferences = PreferenceService(
+            preferences=self._backend.preferences,
+            playbooks=self._backend.factories.playbooks(),
+            embedding=EmbeddingAccess(source=self.embedder, write_wait=0.0),
+            clock=self.clock,
+            policy=settings.knowledge,
+            redaction=settings.redaction,
+            match=match,
+        )
+        return PlaybookPromotion(
+            preferences=preferences,
+            thresholds=match,
+            hook_sessions=self._backend.hook_sessions,
+            clock=self.clock,
         )
 
     @cached_property
