@@ -335,3 +335,28 @@ def test_a_rule_reaches_the_model_at_the_tool_call_it_is_about(ws: ClaudeWorkspa
     context = hook_context(after_commit, "PreToolUse:Bash")
     assert rule in context, "the commit rule did not reach the model at the commit"
     assert context.count(rule) == 1 and "<memstrata-memory>" in context
+
+
+def test_a_blocking_rule_denies_the_call_when_blocking_is_allowed(ws: ClaudeWorkspace) -> None:
+    """Issue 33: Claude Code honours PreToolUse's deny; the model is told the rule instead."""
+    rule = "never; ask the person first"
+    ws.call(
+        "append",
+        layer="procedural",
+        key="touching the release marker",
+        content=rule,
+        metadata={"blocking": True},
+    )
+    ws.env["MEMSTRATA_HOOKS__SESSION_START"] = "false"
+    ws.env["MEMSTRATA_HOOKS__PRE_TOOL_USE_BLOCK"] = "true"
+    marker = ws.project / "release.marker"
+    touch = {"command": f"touch {marker.name}", "description": "Touch the release marker"}
+    ws.model.script = [ToolCall("Bash", touch), Text("I will ask first.")]
+
+    run = ws.run("Mark the release.")
+
+    succeeded(run)
+    assert not marker.exists(), "the blocked command ran"
+    after = ws.model.conversation()[1]
+    denied = " ".join(result_text(block) for block in tool_results(after, "Bash"))
+    assert rule in denied and "<memstrata-memory>" in denied
