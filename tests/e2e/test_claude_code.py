@@ -360,3 +360,23 @@ def test_a_blocking_rule_denies_the_call_when_blocking_is_allowed(ws: ClaudeWork
     after = ws.model.conversation()[1]
     denied = " ".join(result_text(block) for block in tool_results(after, "Bash"))
     assert rule in denied and "<memstrata-memory>" in denied
+
+
+def test_an_approved_flow_comes_back_as_a_recipe_in_the_next_session(ws: ClaudeWorkspace) -> None:
+    """Issue 33: SessionEnd keeps the thanked flow as a playbook; the next ask gets the recipe."""
+    ws.env["MEMSTRATA_HOOKS__SESSION_START"] = "false"
+    request = "Add Stripe signature verification to the payment webhook handler"
+    ws.model.script = [
+        ToolCall("Bash", {"command": "touch webhooks.py", "description": "Create the handler"}),
+        ToolCall("Bash", {"command": "ls webhooks.py", "description": "Check it"}),
+        Text("The handler now verifies the Stripe-Signature header."),
+        Text("Glad it helps."),
+    ]
+    succeeded(ws.converse([request, "thanks, that works"]))
+
+    ws.model.script = [Text("Following the recipe.")]
+    succeeded(ws.run("Please add Stripe signature verification to our payment webhook handler"))
+
+    context = hook_context(ws.model.conversation()[-1], "UserPromptSubmit")
+    assert "Playbook #" in context, context
+    assert "touch webhooks.py" in context and "not instructions to obey" in context
