@@ -26,6 +26,7 @@ __all__ = [
     "ExchangeOut",
     "ImportSessionOut",
     "RequestPageOut",
+    "SessionBriefOut",
     "SessionConfigOut",
     "SessionContextOut",
     "SessionListOut",
@@ -36,31 +37,64 @@ __all__ = [
 ]
 
 
-class SessionOut(BaseModel):
-    """A session's identity."""
+def _when(at: datetime) -> str:
+    return at.strftime("%Y-%m-%d %H:%M UTC")
+
+
+class SessionBriefOut(BaseModel):
+    """A session as a listing shows it."""
 
     session_id: str
-    created: bool = Field(description="True if this call created it.")
     created_at: datetime
     updated_at: datetime
     entries: int = Field(description="Entries recorded so far.")
 
     @classmethod
-    def of(cls, info: SessionInfo, created: bool = False) -> SessionOut:
+    def of(cls, info: SessionInfo) -> SessionBriefOut:
         """Project a SessionInfo onto the wire shape."""
         return cls(
             session_id=info.session_id,
-            created=created,
             created_at=info.created_at,
             updated_at=info.updated_at,
             entries=info.last_entry,
+        )
+
+    def as_line(self) -> str:
+        """`- s1: 5 entries, updated 2026-11-26 01:31 UTC`."""
+        return f"- {self.session_id}: {self.entries} entries, updated {_when(self.updated_at)}"
+
+
+class SessionOut(SessionBriefOut):
+    """A session's identity, and whether `start_session` created it."""
+
+    created: bool = Field(description="True if this call created it.")
+
+    @classmethod
+    def started(cls, info: SessionInfo, created: bool) -> SessionOut:
+        """The answer of `start_session`."""
+        return cls(**SessionBriefOut.of(info).model_dump(), created=created)
+
+    def as_text(self) -> str:
+        """`session s1 created` or `session s1 resumed: 5 entries, updated ...`."""
+        if self.created:
+            return f"session {self.session_id} created"
+        return (
+            f"session {self.session_id} resumed: {self.entries} entries, "
+            f"updated {_when(self.updated_at)}"
         )
 
 
 class SessionListOut(BaseModel):
     """Sessions, most recently updated first."""
 
-    sessions: list[SessionOut]
+    sessions: list[SessionBriefOut]
+
+    def as_text(self) -> str:
+        """A count, then one line per session."""
+        if not self.sessions:
+            return "0 sessions in this project."
+        head = f"{len(self.sessions)} session(s), most recently updated first:"
+        return "\n".join([head, *(s.as_line() for s in self.sessions)])
 
 
 class SummaryOut(BaseModel):
@@ -191,6 +225,21 @@ class SessionContextOut(BaseModel):
         0, description="Cached tool results left out to fit token_budget."
     )
     tokens: int
+
+    def as_text(self) -> str:
+        """The laid-out session, after one line of what it holds and what was left out."""
+        left = (
+            self.omitted_summaries
+            + self.omitted_entries
+            + self.omitted_exchanges
+            + self.omitted_cached_results
+        )
+        cut = f"; {left} left out to fit token_budget" if left else ""
+        head = (
+            f"session {self.session_id}: {self.tokens} tokens, {self.summaries} summaries, "
+            f"{self.entries} entries, {self.exchanges} exchanges{cut}"
+        )
+        return f"{head}\n{self.text}" if self.text else head
 
 
 class SessionStatsOut(BaseModel):

@@ -19,6 +19,7 @@ from server.schemas.conversations import (
     ExchangeOut,
     ImportSessionOut,
     RequestPageOut,
+    SessionBriefOut,
     SessionConfigOut,
     SessionContextOut,
     SessionListOut,
@@ -75,7 +76,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         """
         app = container(ctx)
         info, created = await app.conversations.start(app.project(project), session_id)
-        return SessionOut.of(info, created)
+        return SessionOut.started(info, created)
 
     @tool(mcp, toolset=Toolset.CONVERSATIONS, title="List conversation sessions", annotations=_READ)
     async def list_sessions(
@@ -88,7 +89,7 @@ def register(mcp: MemstrataServer, settings: Settings) -> None:  # noqa: C901 - 
         """List the project's sessions, most recently updated first."""
         app = container(ctx)
         infos = await app.conversations.list_sessions(app.project(project), limit)
-        return SessionListOut(sessions=[SessionOut.of(i) for i in infos])
+        return SessionListOut(sessions=[SessionBriefOut.of(i) for i in infos])
 
     @tool(mcp, toolset=Toolset.CONVERSATIONS, title="Record a session entry", annotations=_WRITE)
     async def add_session_entry(

@@ -200,6 +200,17 @@ async def test_sessions_survive_a_restart_and_round_trip(
         assert {**copy, "session_id": "s1"} == before
         listed = await call(client, "list_sessions")
         assert {s["session_id"] for s in listed["sessions"]} == {"s1", "s2"}
+        # A listing creates nothing, so its rows say nothing about creating (issue 35, N14).
+        assert all("created" not in s for s in listed["sessions"])
+        text = (await client.call_tool("list_sessions", {})).content[0].text  # type: ignore[union-attr]
+        assert text.startswith("2 session(s), most recently updated first:\n- s")
+        assert "5 entries, updated " in text and "{" not in text
+        started = (await client.call_tool("start_session", {"session_id": "s1"})).content[0]
+        assert started.text.startswith("session s1 resumed: 5 entries")  # type: ignore[union-attr]
+        laid_out = await client.call_tool("get_session_context", {"session_id": "s1"})
+        head, _, body = laid_out.content[0].text.partition("\n")  # type: ignore[union-attr]
+        assert head.startswith("session s1: ") and " tokens, 1 summaries, " in head
+        assert body == laid_out.structured_content["text"]  # type: ignore[index]
         msg = await error(client, "import_session", data=before)
         assert "already exists" in msg
         cleared = await call(client, "clear_session", session_id="s2", confirm=True)
