@@ -210,7 +210,7 @@ async def test_sessions_survive_a_restart_and_round_trip(
         laid_out = await client.call_tool("get_session_context", {"session_id": "s1"})
         head, _, body = laid_out.content[0].text.partition("\n")  # type: ignore[union-attr]
         assert head.startswith("session s1: ") and " tokens, 1 summaries, " in head
-        assert body == laid_out.structured_content["text"]  # type: ignore[index]
+        assert body == laid_out.structured_content["text"]
         msg = await error(client, "import_session", data=before)
         assert "already exists" in msg
         cleared = await call(client, "clear_session", session_id="s2", confirm=True)
