@@ -440,6 +440,7 @@ class Dashboard:
             filters=filters,
             more=more,
             modes=list(SearchMode),
+            search_shown=pages.SEARCH_SHOWN,
             done=_done(q.get("done")),
             section="memories",
         )
