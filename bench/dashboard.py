@@ -1,17 +1,22 @@
 """How long each dashboard page takes at 100k memories (a benchmark, not a test).
 
-    python -m bench.dashboard --size 100000 --repeats 20
+    python -m bench.dashboard --size 100000 --repeats 20 --runs 3
+    python -m bench.dashboard --vectors --db /tmp/dash-vec.db   # with MiniLM vectors
 
-Builds a keyword-only store (model "none": 100k real embeddings would take minutes to build
-and the search page's vector half is the `search` tool's own cost, measured in "Scale") of
-`size` memories spread over the last 60 days, so every tier is populated and about half are
-EXPIRED (the forgetting page lists them), plus 20 conversation sessions. Then it starts a real
-`memstrata serve --http` with a bearer token on it and times each page over loopback
-(request sent to last byte received, so an upper bound of the server's time), after warm-up
-requests; prints the median and p90 per page in milliseconds.
+Builds a store of `size` memories spread over the last 60 days, so every tier is populated and
+about 40 % are EXPIRED (the forgetting page lists them), plus 20 conversation sessions. By
+default keyword-only (model "none"). With `--vectors` every memory also gets a MiniLM vector
+(a pool of 400 texts embedded by the real model, each stored row's vector a pool vector plus
+noise, as bench.scale does: 100k real embeddings would take half an hour) and the server runs
+with the real model, so the overview counts vectors and the search page runs hybrid too.
+Then it starts a real `memstrata serve --http` with a bearer token on it and times each page
+over loopback (request sent to last byte received, so an upper bound of the server's time),
+after warm-up requests; prints the median and p90 per page in milliseconds, for each of
+`--runs` runs (a fresh server each) with the load average before it, then the median of the
+runs' medians.
 
-Reading it: every page's median should stay under 200 ms at 100k memories; a loaded machine
-raises every figure, so compare pages of one run.
+Reading it: every page's median should stay under 100 ms at 100k memories on a quiet machine
+(issue 37); a loaded machine raises every figure, so quote the load beside them.
 """
 
 from __future__ import annotations
@@ -30,9 +35,12 @@ import urllib.request
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
+import numpy as np
+
 from memory_core.config import Limits
 from memory_core.domain.conversation import EntryType, Role
 from memory_core.domain.models import Layer
+from memory_core.embeddings import LazyEmbedder
 from memory_core.services import maintenance
 from memory_core.services.memories import AppendItem
 from server.container import open_container
@@ -48,6 +56,10 @@ WORDS = [a + b + c for a in _SYLLABLES[:10] for b in _SYLLABLES for c in _SYLLAB
 ]
 WEIGHTS = [1 / (rank + 1) for rank in range(len(WORDS))]
 LAYERS = [Layer.EPISODIC] * 5 + [Layer.WORKING] * 2 + [Layer.SEMANTIC] * 2 + [Layer.PROCEDURAL]
+POOL = 400  # distinct texts the real model embeds for --vectors
+SIGMA = 0.015  # noise per dimension around a pool vector (bench.scale's)
+# A sentence-length query, as models write them (issue 37): hybrid cost grows with words.
+SENTENCE = " ".join(WORDS[i] for i in (3, 40, 77, 150, 230, 400, 610, 900, 1200, 1500))
 
 
 class MovingClock:
@@ -68,25 +80,51 @@ def _item(rng: random.Random, n: int) -> AppendItem:
     return AppendItem(layer=layer, content=text, key=key, session_id=session)
 
 
-async def build(db: Path, size: int) -> None:
-    """`size` memories over the last 60 days, oldest first, and 20 sessions."""
+async def build(db: Path, size: int, vectors: bool = False) -> None:
+    """`size` memories over the last 60 days, oldest first, and 20 sessions.
+
+    `vectors`: each memory gets a MiniLM-like vector (see the module's docstring).
+    """
     rng = random.Random(size)
     now = datetime.now(UTC)
     clock = MovingClock(now - timedelta(days=60))
     settings = Settings(
         db=db,
-        embedding_model="none",
+        embedding_model="default" if vectors else "none",
+        embedding_preload=False,
         schedule=ScheduleSettings(enabled=False),
         project=PROJECT,
         # Every appended row is kept (the default cap trims each session's working rows).
         limits=Limits(working_cap=size),
     )
     batch = 1000
-    async with open_container(settings, clock) as store:
+    pooled = lazy = pool = None
+    if vectors:
+        from bench.scale import PoolEmbedder, embedded_text
+        from memory_core.embeddings.minilm_onnx import DIMS, MODEL_ID, MiniLMOnnxEmbedder
+
+        real = MiniLMOnnxEmbedder()
+        pool = real.embed([_item(rng, -1).content for _ in range(POOL)])
+        pooled = PoolEmbedder(real)
+        lazy = LazyEmbedder(lambda: pooled, model_id=MODEL_ID, dims=DIMS)
+    noise = np.random.default_rng(size)
+    async with open_container(settings, clock, embedder=lazy) as store:
+        if lazy is not None:
+            await lazy.wait()
         for start in range(0, size, batch):
             clock.at = now - timedelta(days=60) + timedelta(days=60) * start / size
             items = [_item(rng, n) for n in range(start, min(size, start + batch))]
+            if pooled is not None and pool is not None:
+                picked = pool[noise.integers(0, POOL, len(items))]
+                picked = picked + noise.standard_normal(picked.shape).astype(np.float32) * SIGMA
+                picked /= np.linalg.norm(picked, axis=1, keepdims=True)
+                for item, vector in zip(items, picked, strict=True):
+                    pooled.registered[embedded_text(item)] = vector
             await store.memories.append_many(PROJECT, items)
+            if pooled is not None:
+                pooled.registered.clear()
+        if store.indexer is not None:
+            await store.indexer.aclose()
         clock.at = now - timedelta(hours=2)
         # What the daily job does: stored tiers as of now (else every stats call would first
         # re-derive 100k stale tiers; see get_memory_stats in "Scale").
@@ -115,15 +153,21 @@ def _free_port() -> int:
 
 
 def _get(url: str) -> float:
-    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN}"})
     started = time.perf_counter()
-    with urllib.request.urlopen(request, timeout=60) as response:
-        response.read()
-        assert response.status == 200, (url, response.status)
+    _text(url)
     return (time.perf_counter() - started) * 1000
 
 
-def measure(db: Path, repeats: int) -> dict[str, tuple[float, float, int]]:
+def _text(url: str) -> str:
+    """The page at `url`, read to its last byte."""
+    request = urllib.request.Request(url, headers={"Authorization": f"Bearer {TOKEN}"})
+    with urllib.request.urlopen(request, timeout=60) as response:
+        body = response.read()
+        assert response.status == 200, (url, response.status)
+    return str(body.decode())
+
+
+def measure(db: Path, repeats: int, vectors: bool = False) -> dict[str, tuple[float, float, int]]:
     """Median and p90 milliseconds, and the page's bytes, per page."""
     port = _free_port()
     exe = Path(sys.executable).parent / "memstrata"
@@ -131,7 +175,7 @@ def measure(db: Path, repeats: int) -> dict[str, tuple[float, float, int]]:
         **os.environ,
         "MEMSTRATA_DB": str(db),
         "MEMSTRATA_PROJECT": PROJECT,
-        "MEMSTRATA_EMBEDDING_MODEL": "none",
+        "MEMSTRATA_EMBEDDING_MODEL": "default" if vectors else "none",
         "MEMSTRATA_AUTH_TOKENS": TOKEN,
         "MEMSTRATA_LOG_LEVEL": "WARNING",
     }
@@ -150,17 +194,8 @@ def measure(db: Path, repeats: int) -> dict[str, tuple[float, float, int]]:
                     break
             except OSError:
                 time.sleep(0.1)
-        detail_id = size_hint = 0
-        with urllib.request.urlopen(
-            urllib.request.Request(
-                f"{base}/p/{PROJECT}/memories", headers={"Authorization": f"Bearer {TOKEN}"}
-            ),
-            timeout=60,
-        ) as response:
-            page = response.read().decode()
-            detail_id = int(page.split('data-id="', 1)[1].split('"', 1)[0])
-            size_hint = len(page)
-        assert size_hint
+        page = _text(f"{base}/p/{PROJECT}/memories")
+        detail_id = int(page.split('data-id="', 1)[1].split('"', 1)[0])
         pages = {
             "projects /": "/",
             "overview": f"/p/{PROJECT}",
@@ -171,20 +206,29 @@ def measure(db: Path, repeats: int) -> dict[str, tuple[float, float, int]]:
             "search two words (keyword)": (
                 f"/p/{PROJECT}/memories?q={WORDS[40]}+{WORDS[900]}&mode=keyword"
             ),
+            "search ten words (keyword)": (
+                f"/p/{PROJECT}/memories?q={SENTENCE.replace(' ', '+')}&mode=keyword"
+            ),
             "memory detail": f"/p/{PROJECT}/memories/{detail_id}",
-            "forgetting (prune dry run)": f"/p/{PROJECT}/forgetting",
+            "forgetting (prune preview, first 50)": f"/p/{PROJECT}/forgetting",
             "conversations (10 newest of 20 sessions)": f"/p/{PROJECT}/conversations",
         }
+        first = _text(f"{base}/p/{PROJECT}/forgetting")
+        if 'rel="next"' in first:
+            # The link before rel="next" on the first page: the second page's keyset mark.
+            link = first.split('rel="next"', 1)[0].rsplit('href="', 1)[1].split('"', 1)[0]
+            pages["forgetting (second page)"] = link.replace("&amp;", "&")
+        if vectors:
+            pages["search two words (hybrid)"] = f"/p/{PROJECT}/memories?q={WORDS[40]}+{WORDS[900]}"
+            pages["search ten words (hybrid)"] = f"/p/{PROJECT}/memories?q=" + SENTENCE.replace(
+                " ", "+"
+            )
         results: dict[str, tuple[float, float, int]] = {}
         for name, path in pages.items():
             for _ in range(3):
                 _get(base + path)
             times = sorted(_get(base + path) for _ in range(repeats))
-            with urllib.request.urlopen(
-                urllib.request.Request(base + path, headers={"Authorization": f"Bearer {TOKEN}"}),
-                timeout=60,
-            ) as response:
-                size = len(response.read())
+            size = len(_text(base + path).encode())
             p90 = times[min(len(times) - 1, int(len(times) * 0.9))]
             results[name] = (statistics.median(times), p90, size)
         return results
@@ -199,19 +243,39 @@ def main(argv: list[str] | None = None) -> None:
     )
     parser.add_argument("--size", type=int, default=100_000)
     parser.add_argument("--repeats", type=int, default=20)
+    parser.add_argument("--runs", type=int, default=1, help="runs, each with a fresh server")
     parser.add_argument("--db", type=Path, help="reuse (or keep) the store at this path")
+    parser.add_argument(
+        "--vectors",
+        action="store_true",
+        help="MiniLM vectors on every memory and the real model in the server (hybrid search)",
+    )
     args = parser.parse_args(argv)
+    runs: list[dict[str, tuple[float, float, int]]] = []
+    loads: list[float] = []
     with tempfile.TemporaryDirectory() as tmp:
         db = args.db or Path(tmp) / "dashboard.db"
         if not db.exists():
             started = time.perf_counter()
-            asyncio.run(build(db, args.size))
+            asyncio.run(build(db, args.size, args.vectors))
             print(f"built {args.size} memories in {time.perf_counter() - started:.0f} s")
-        results = measure(db, args.repeats)
-    print(f"\n| page ({args.size:,} memories) | median ms | p90 ms | bytes |")
-    print("|---|---:|---:|---:|")
-    for name, (median, p90, size) in results.items():
-        print(f"| {name} | {median:.1f} | {p90:.1f} | {size:,} |")
+        for run in range(args.runs):
+            loads.append(os.getloadavg()[0])
+            runs.append(measure(db, args.repeats, args.vectors))
+            print(f"run {run + 1}: load {loads[-1]:.2f}", file=sys.stderr)
+    names = list(runs[0])
+    head = " | ".join(f"run {i + 1}" for i in range(len(runs)))
+    print(
+        f"\n{args.size:,} memories; load (1 min) before each run: "
+        + ", ".join(f"{x:.2f}" for x in loads)
+    )
+    print(f"| page | median ms | {head} | p90 ms (last run) | bytes |")
+    print("|---|---:|" + "---:|" * len(runs) + "---:|---:|")
+    for name in names:
+        medians = [r[name][0] for r in runs]
+        each = " | ".join(f"{m:.1f}" for m in medians)
+        _, p90, size = runs[-1][name]
+        print(f"| {name} | {statistics.median(medians):.1f} | {each} | {p90:.1f} | {size:,} |")
 
 
 if __name__ == "__main__":
