@@ -12,7 +12,7 @@ import anyio
 import structlog
 
 from memory_core.domain.inputs import content_hash
-from memory_core.domain.models import Memory, VectorMatch
+from memory_core.domain.models import Layer, Memory, VectorMatch
 from memory_core.errors import EmbeddingUnavailableError
 from memory_core.ports import Embedder, EmbedderSource, VectorIndex
 
@@ -182,6 +182,28 @@ class Indexer:
         vectors = [known[h] for h in hashes]
         await self.vectors.put_vectors(list(zip(memories, hashes, vectors, strict=True)))
         return vectors
+
+    async def maybe_close(
+        self,
+        project: str,
+        layer: Layer,
+        vectors: Sequence[npt.NDArray[np.float32]],
+        *,
+        min_similarity: float,
+        neighbours: int,
+    ) -> list[bool] | None:
+        """For each vector, whether a stored row of the project and layer may be that close.
+
+        One pass for a batch (SqliteVectorIndex.any_close); False is certain, True means "look
+        closer". None when the vector index has no such pass (each vector is then searched).
+        """
+        probe = getattr(self.vectors, "any_close", None)
+        if probe is None:
+            return None
+        found: list[bool] = await probe(
+            project, layer, vectors, min_similarity=min_similarity, neighbours=neighbours
+        )
+        return found
 
     async def store(self, items: Sequence[tuple[Memory, npt.NDArray[np.float32]]]) -> None:
         """Store vectors already computed for rows (the embedding of their `embedding_text`)."""

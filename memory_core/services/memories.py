@@ -97,6 +97,11 @@ _CANDIDATES_PER_HIT = 4
 _MIN_CANDIDATES = 50
 _MAX_CANDIDATES = 400
 _RULES_PER_RECALL = 5
+# A batch of at least this many new texts is checked for stored look-alikes in one pass.
+_BATCH_PROBE_MIN = 8
+# Neighbours `resemblances` judges per new text (resemblance._NEIGHBOURS): the batch pass
+# considers the same candidates.
+_RESEMBLANCE_NEIGHBOURS = 5
 _MAX_ID = 2**63
 # Phrasings one search may fuse (`queries`).
 MAX_QUERIES = 5
@@ -420,7 +425,11 @@ class MemoryService:
             vectors = await embed_texts(self.indexer, [drafts[i].content for i in wanted])
             if vectors is None:
                 return found
+            far = await self._far_from_stored(drafts, wanted, vectors)
             for i, vector in zip(wanted, vectors, strict=True):
+                if i in far:
+                    found[i] = Resemblances(vector=vector)  # what `resemblances` would find
+                    continue
                 found[i] = await resemblances(
                     self.repo, self.indexer, drafts[i], vector, self.duplicates
                 )
@@ -428,6 +437,33 @@ class MemoryService:
             log.exception("duplicates.check_failed", drafts=len(drafts))
             return [Resemblances() for _ in drafts]
         return found
+
+    async def _far_from_stored(
+        self, drafts: Sequence[MemoryDraft], wanted: Sequence[int], vectors: Sequence[Vector]
+    ) -> set[int]:
+        """Indexes of `wanted` drafts no stored memory of their layer comes close to.
+
+        Trigger: a batch of at least _BATCH_PROBE_MIN texts. Why: searching the stored vectors
+        once per text cost more than embedding the batch (append_many at 100k rows), and most
+        new texts resemble nothing. Outcome: one pass for the batch rules those out; the rest
+        are judged one by one as before.
+        """
+        assert self.indexer is not None
+        if len(wanted) < _BATCH_PROBE_MIN:
+            return set()
+        far: set[int] = set()
+        for layer in {drafts[i].layer for i in wanted}:
+            mine = [n for n, i in enumerate(wanted) if drafts[i].layer is layer]
+            close = await self.indexer.maybe_close(
+                drafts[wanted[mine[0]]].project,
+                layer,
+                [vectors[n] for n in mine],
+                min_similarity=self.duplicates.candidate_similarity,
+                neighbours=_RESEMBLANCE_NEIGHBOURS,
+            )
+            if close is not None:
+                far.update(wanted[n] for n, near in zip(mine, close, strict=True) if not near)
+        return far
 
     async def _store_vectors(self, items: list[tuple[Memory, Vector]]) -> None:
         """Store vectors computed before the write; a failure leaves the rows to the backfill."""

@@ -47,6 +47,9 @@ _LOAD_CHUNK = 5_000
 RESCORE_FACTOR = 3
 RESCORE_MIN = 100
 PRECISE_MAX_ROWS = 250_000
+# How far below a similarity an int8 approximation may fall and its row still be scored
+# exactly (`any_close`): the int8 copy's cosine error stays under ~0.015.
+_INT8_MARGIN = 0.05
 
 
 class _CoarseBits:
@@ -482,6 +485,91 @@ class SqliteVectorIndex:
                     # the next search reloads the project's bits from the table.
                     self._coarse.pop(project, None)
         return [VectorMatch(id=int(r[0]), distance=float(r[1])) for r in rows]
+
+    async def any_close(
+        self,
+        project: str,
+        layer: Layer | None,
+        vectors: Sequence[Vector],
+        *,
+        min_similarity: float,
+        neighbours: int,
+    ) -> list[bool]:
+        """For each vector: may a stored row of the project (and layer) be that close to it?
+
+        Trigger: a batch of new texts checked for duplicates before it is written. Why: one
+        `search_vectors` per text cost more than embedding the batch (at 16k rows, 24 ms a
+        text on a loaded machine; 500 appends: 12 s of searches against 8.6 s of model).
+        Outcome: one pass for the whole batch. False means no row is that close among the
+        rows `search_vectors(limit=neighbours)` would consider, so a per-text search would
+        find none either; True means one may be (a per-text search decides). Small projects
+        are scanned exactly in chunks; large ones use the coarse candidates `search_vectors`
+        rescores, narrowed by their int8 copy with a margin well above its error (~0.015),
+        then scored exactly. A project too large for the int8 copy answers True for all.
+        """
+        import numpy as np
+
+        if not vectors:
+            return []
+        queries = np.stack([np.asarray(v, dtype=np.float32) for v in vectors])
+        layer_value = layer.value if layer is not None else None
+        async with self._session.snapshot("checking for close vectors"):
+            size = await self._project_size(project)
+            if size <= self._exact_max and not await self._coarse_listed([project]):
+                best = await self._best_exact(project, layer_value, queries)
+            else:
+                coarse = await self._coarse_bits(project, queries.shape[1])
+                if coarse.dims is None:
+                    return [True] * len(vectors)
+                count = max(neighbours * COARSE_FACTOR, COARSE_MIN)
+                best = await self._best_coarse(coarse, layer_value, queries, count, min_similarity)
+        return [bool(b >= min_similarity) for b in best]
+
+    async def _best_exact(self, project: str, layer: str | None, queries: Any) -> Any:
+        """Each query's highest cosine over the project's rows (of `layer`), read in chunks."""
+        import numpy as np
+
+        best = np.full(len(queries), -1.0, dtype=np.float32)
+        above = 0
+        while True:
+            # Driven by the project's rows (a small project of a large store must not walk
+            # every embedding), in chunks so no more than one is held at a time.
+            rows = await self._session.fetch(
+                "SELECT s.id, e.embedding FROM context_snapshots AS s"
+                " JOIN context_embeddings AS e ON e.id = s.id WHERE s.project = ?"
+                " AND s.id > ? AND (? IS NULL OR s.layer = ?) ORDER BY s.id LIMIT ?",
+                (project, above, layer, layer, _LOAD_CHUNK),
+            )
+            if not rows:
+                return best
+            matrix = np.frombuffer(b"".join(r[1] for r in rows), dtype=np.float32)
+            scores = matrix.reshape(len(rows), -1) @ queries.T
+            best = np.maximum(best, scores.max(axis=0))
+            above = int(rows[-1][0])
+
+    async def _best_coarse(
+        self, coarse: _CoarseBits, layer: str | None, queries: Any, count: int, floor: float
+    ) -> Any:
+        """Each query's highest exact cosine among its coarse candidates that may reach `floor`."""
+        import numpy as np
+
+        best = np.full(len(queries), -1.0, dtype=np.float32)
+        wanted: dict[int, list[int]] = {}
+        for n, query in enumerate(queries):
+            rows = coarse._nearest_rows(_bits([query]), layer, count)
+            approx = (coarse._int8[rows].astype(np.float32) @ query) * coarse._scale[rows]
+            for i in coarse._ids[rows[approx >= floor - _INT8_MARGIN]]:
+                wanted.setdefault(int(i), []).append(n)
+        if wanted:
+            scored = await self._session.fetch(
+                "SELECT id, embedding FROM context_embeddings"
+                f" WHERE id IN ({', '.join(map(str, wanted))})"
+            )
+            for row in scored:
+                stored = np.frombuffer(row[1], dtype=np.float32)
+                for n in wanted[int(row[0])]:
+                    best[n] = max(best[n], float(stored @ queries[n]))
+        return best
 
     async def _coarse_bits(self, project: str, dims: int) -> _CoarseBits:
         """The project's in-memory bits, brought up to date with other connections' writes.
