@@ -306,6 +306,26 @@ def test_search_shows_each_hits_signals(browser: Any, dashboard: HttpServer):
     _shot(page, "memory.png")
     assert _tool(dashboard, "get_memory_stats", {"project": "alpha"})["by_tier"]["EXPIRED"] > 0
     assert hit > 0
+    # Each hit's match strength is the one the search tool gives it (issue 35, N6).
+    page.go_back()
+    shown = dict(
+        zip(
+            [int(i or 0) for i in rows.evaluate_all("rs => rs.map(r => r.dataset.id)")],
+            page.locator('#hits td[data-signal="match"]').all_inner_texts(),
+            strict=True,
+        )
+    )
+    found = _tool(
+        dashboard,
+        "search",
+        {"query": "database backup", "project": "alpha", "limit": 20},
+    )
+    told = {h["id"]: h["match"] for h in found["hits"]}
+    assert set(shown.values()) <= {"strong", "partial", "weak"}
+    assert len(set(shown) & set(told)) >= 3
+    assert {i: m for i, m in shown.items() if i in told} == {
+        i: m for i, m in told.items() if i in shown
+    }
 
 
 def test_browse_filters_by_tier_and_session(browser: Any, dashboard: HttpServer):
