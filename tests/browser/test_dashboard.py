@@ -351,6 +351,19 @@ def test_conversations_show_summaries_and_the_cache(browser: Any, dashboard: Htt
     assert "Not compressed yet" not in page.content()
     waiting = page.locator("section.session").filter(has_text="waiting-session")
     assert "Summary pending" in waiting.locator("p.pending").inner_text()
+    # The memory-state view of issue 36, the same text the session resource reads.
+    planning = page.locator("section.session").filter(has_text="planning-session")
+    planning.locator("details.state-view summary").click()
+    view = planning.locator("details.state-view pre").inner_text()
+    assert view.startswith("Session: planning-session | Project: alpha | Exchanges: ")
+    assert "What get_session_context hands the model now" in view
+
+    async def resource() -> str:
+        async with _client(dashboard, ADMIN) as client:
+            read = await client.read_resource("memory://alpha/session/planning-session")
+            return str(read.contents[0].text)  # type: ignore[union-attr]
+
+    assert _run(resource).splitlines()[:3] == view.splitlines()[:3]
     _shot(page, "conversations.png")
 
 

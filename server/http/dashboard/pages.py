@@ -129,6 +129,8 @@ class SessionLine:
     # With a summary asked of the client and not received: after how many more entries the
     # server stops waiting and writes a fallback summary itself (as compress_session says).
     pending_grace: int | None = None
+    # The memory-state view, as memory://{project}/session/{id} and `memstrata session` give it.
+    view: str = ""
 
     @property
     def cache(self) -> tuple[CachedResult, ...]:
@@ -286,9 +288,17 @@ async def run_prune(app: AppContext, project: str) -> list[int]:
     return outcome.ids
 
 
+# The view's "what get_session_context hands the model now" part, cut for a page of sessions.
+VIEW_TOKENS = 1500
+
+
 async def conversations_page(app: AppContext, project: str) -> ConversationsPage:
     """The latest sessions of `project` with their counts, summaries and cached results."""
+    from memory_core.services.session_state import SessionStateService, session_view_text
+
     conversations = app.container.conversations
+    backend = app.container.backend
+    state = SessionStateService(conversations, backend.conversations) if backend else None
     lines = []
     for info in await conversations.list_sessions(project, SESSIONS_SHOWN):
         stats = await conversations.stats(project, info.session_id)
@@ -298,5 +308,11 @@ async def conversations_page(app: AppContext, project: str) -> ConversationsPage
             policy = await conversations.policy(project, info.session_id)
             waited = info.last_entry - info.pending.requested_at_entry
             grace = max(policy.client_summary_grace - waited + 1, 1)
-        lines.append(SessionLine(info=info, stats=stats, summaries=summaries, pending_grace=grace))
+        view = ""
+        if state is not None:
+            read = await state.read(project, info.session_id, VIEW_TOKENS)
+            view = session_view_text(read)
+        lines.append(
+            SessionLine(info=info, stats=stats, summaries=summaries, pending_grace=grace, view=view)
+        )
     return ConversationsPage(sessions=lines)
