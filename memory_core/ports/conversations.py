@@ -72,6 +72,12 @@ class ConversationStore(Protocol):
         """Store an entry with the session's next number."""
         ...
 
+    async def add_entries(
+        self, project: str, session_id: str, drafts: Sequence[EntryDraft], now: datetime
+    ) -> list[Entry]:
+        """Store entries with the session's next numbers, in order, in one transaction."""
+        ...
+
     async def entries(self, project: str, session_id: str, *, active_only: bool) -> list[Entry]:
         """Entries oldest first; only uncompressed ones when `active_only`."""
         ...

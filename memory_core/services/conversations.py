@@ -73,6 +73,7 @@ __all__ = [
     "CompressionResult",
     "ConversationService",
     "ImportedSession",
+    "NewEntry",
     "RequestPage",
     "SessionContext",
     "SourceChoice",
@@ -163,6 +164,19 @@ class AddedEntry:
     redacted: dict[str, int] = field(default_factory=dict)
     active_entries: int = 0
     active_tokens: int = 0
+
+
+@dataclass(frozen=True)
+class NewEntry:
+    """One entry to record with `add_entries` (the fields `add_entry` takes)."""
+
+    type: EntryType
+    content: str = ""
+    role: Role | None = None
+    tool_name: str | None = None
+    arguments: dict[str, JsonValue] | None = None
+    source: str | None = None
+    is_error: bool = False
 
 
 @dataclass(frozen=True)
@@ -329,6 +343,54 @@ class ConversationService:
             active_entries=len(active),
             active_tokens=sum(e.token_count for e in active),
         )
+
+    async def add_entries(
+        self, project: str, session_id: str, entries: Sequence[NewEntry]
+    ) -> list[Entry | InvalidInputError]:
+        """Record entries in order, in one transaction; compress (when due) once after them.
+
+        For a writer of many entries at once (a transcript capture): one write and one
+        threshold check for the lot, where `add_entry` takes a write, two reads of the active
+        entries and a check per entry. An entry this store refuses is left out, its error in
+        its place in the result; the others are stored, each redacted as `add_entry` does.
+        """
+        project, sid = check_project(project), _session_id(session_id)
+        policy = self._effective(await self._store.get_session(project, sid))
+        report = Redaction()
+        drafts: list[EntryDraft] = []
+        refused: list[InvalidInputError | None] = []
+        for e in entries:
+            try:
+                drafts.append(
+                    self._draft(
+                        policy,
+                        e.type,
+                        e.content,
+                        e.role,
+                        e.tool_name,
+                        e.arguments,
+                        e.source,
+                        e.is_error,
+                        report,
+                    )
+                )
+                refused.append(None)
+            except InvalidInputError as exc:
+                refused.append(exc)
+        stored = iter(await self._store.add_entries(project, sid, drafts, self._clock.now()))
+        log.info("conversation.entries_added", project=project, session_id=sid, count=len(drafts))
+        if policy.auto_compress and drafts:
+            try:
+                await self._auto_compress(project, sid, policy)
+            except (ConflictError, StorageError) as exc:
+                # The entries are committed (see add_entry); the next write retries.
+                log.warning(
+                    "conversation.compress_deferred",
+                    project=project,
+                    session_id=sid,
+                    error=exc.__class__.__name__,
+                )
+        return [next(stored) if exc is None else exc for exc in refused]
 
     def _draft(
         self,

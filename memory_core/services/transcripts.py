@@ -51,7 +51,7 @@ from memory_core.domain.usage import uses
 from memory_core.errors import InvalidInputError, MemoryNotFoundError
 from memory_core.ports import Clock
 from memory_core.ports.hooks import HookSessionStore
-from memory_core.services.conversations import ConversationService
+from memory_core.services.conversations import ConversationService, NewEntry
 from memory_core.services.memories import (
     APPEND_BATCH_MAX,
     AppendItem,
@@ -78,6 +78,9 @@ COMPACTION_SOURCE = "claude-code:compaction"
 TranscriptSource = Callable[[CapturePlace], Awaitable[TranscriptText]]
 # Pages of the session's newest episodic rows searched for its digests (domain limit each).
 _DIGEST_PAGES = 3
+# Conversation entries written per transaction, in whole lines (`_store_entries`): a kill
+# or the hook's budget loses at most one batch's work, which the next capture does again.
+_ENTRY_BATCH = 256
 # The earliest turn time kept (as for any client's occurred_at).
 _EARLIEST = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -95,24 +98,23 @@ class RecordResult:
     used: int = 0
 
 
-def _entry_kwargs(entry: TranscriptEntry) -> dict[str, object]:
+def _new_entry(entry: TranscriptEntry) -> NewEntry:
+    """The conversation entry a transcript entry is recorded as."""
     if entry.kind in ("user", "assistant"):
         role = Role.USER if entry.kind == "user" else Role.ASSISTANT
-        return {"type": EntryType.MESSAGE, "role": role, "content": entry.text}
+        return NewEntry(type=EntryType.MESSAGE, role=role, content=entry.text)
     if entry.kind == "tool_call":
-        return {
-            "type": EntryType.TOOL_CALL,
-            "tool_name": entry.tool_name,
-            "arguments": entry.arguments or {},
-        }
+        return NewEntry(
+            type=EntryType.TOOL_CALL, tool_name=entry.tool_name, arguments=entry.arguments or {}
+        )
     if entry.kind == "tool_result":
-        return {
-            "type": EntryType.TOOL_RESULT,
-            "content": entry.text,
-            "tool_name": entry.tool_name,
-            "is_error": entry.is_error,
-        }
-    return {"type": EntryType.CONTEXT, "content": entry.text, "source": COMPACTION_SOURCE}
+        return NewEntry(
+            type=EntryType.TOOL_RESULT,
+            content=entry.text,
+            tool_name=entry.tool_name,
+            is_error=entry.is_error,
+        )
+    return NewEntry(type=EntryType.CONTEXT, content=entry.text, source=COMPACTION_SOURCE)
 
 
 def session_summary(
@@ -228,14 +230,18 @@ class TranscriptRecorder:
         place: CapturePlace,
         last_entry: int,
     ) -> tuple[CapturePlace, int, int]:
-        """Store the read's entries, moving the place after each line's.
+        """Store the read's entries in batches of whole lines, moving the place after each.
 
-        Returns the place at the end (the read's cursor), how many entries are in the session
-        and how many were skipped.
+        A batch is one transaction (ConversationService.add_entries), then the place after its
+        last line; a run cut short between the two left that batch after the mark, at the
+        start of what follows the cursor, where `_written_after` finds it and it is not
+        written again. Returns the place at the end (the read's cursor), how many entries are
+        in the session and how many were skipped.
         """
         mark = place.entry_mark or 0
         written = await self._written_after(project, session_id, mark, last_entry)
         added = skipped = 0
+        batch: list[TranscriptEntry] = []
         for index, entry in enumerate(read.entries):
             # A boundary is a marker of Claude Code's, not an entry.
             if entry.kind != "boundary":
@@ -243,16 +249,14 @@ class TranscriptRecorder:
                     mark = written.pop(0).id  # a cut-short run stored it already
                     added += 1
                 else:
-                    stored = await self._add_entry(project, session_id, entry)
-                    if stored is None:
-                        skipped += 1
-                    else:
-                        mark, added = stored, added + 1
+                    written = []  # past what a cut-short run wrote: the rest is new
+                    batch.append(entry)
             last_of_line = (
                 index + 1 == len(read.entries) or read.entries[index + 1].after != entry.after
             )
-            if last_of_line and entry.after is not None:
-                written = []  # only the line after the cursor can have been cut short
+            if last_of_line and entry.after is not None and len(batch) >= _ENTRY_BATCH:
+                mark, stored, refused = await self._add_entries(project, session_id, batch, mark)
+                added, skipped, batch = added + stored, skipped + refused, []
                 place = replace(
                     place,
                     cursor=entry.after,
@@ -260,22 +264,30 @@ class TranscriptRecorder:
                     entry_mark=mark,
                 )
                 await self._hooks.save_place(project, session_id, place, self._clock.now())
+        mark, stored, refused = await self._add_entries(project, session_id, batch, mark)
+        added, skipped = added + stored, skipped + refused
         place = replace(
             place, cursor=read.cursor, offset=text.offset_after(read.cursor.lines), entry_mark=mark
         )
         await self._hooks.save_place(project, session_id, place, self._clock.now())
         return place, added, skipped
 
-    async def _add_entry(self, project: str, session_id: str, entry: TranscriptEntry) -> int | None:
-        """Store one entry; its number, or None when this store cannot hold it."""
-        try:
-            done = await self._conversations.add_entry(project, session_id, **_entry_kwargs(entry))  # type: ignore[arg-type]
-        except InvalidInputError as exc:
-            # A block this store cannot hold (e.g. a tool name over 128 characters): skip it,
-            # keep the rest of the session.
-            log.warning("hooks.entry_skipped", session_id=session_id, field=exc.field)
-            return None
-        return done.entry.id
+    async def _add_entries(
+        self, project: str, session_id: str, batch: Sequence[TranscriptEntry], mark: int
+    ) -> tuple[int, int, int]:
+        """Store a batch in one transaction: the new mark, how many were stored and skipped."""
+        if not batch:
+            return mark, 0, 0
+        done = await self._conversations.add_entries(
+            project, session_id, [_new_entry(e) for e in batch]
+        )
+        stored = [r for r in done if not isinstance(r, InvalidInputError)]
+        for result in done:
+            if isinstance(result, InvalidInputError):
+                # A block this store cannot hold (e.g. a tool name over 128 characters): skip
+                # it, keep the rest of the session.
+                log.warning("hooks.entry_skipped", session_id=session_id, field=result.field)
+        return (stored[-1].id if stored else mark), len(stored), len(done) - len(stored)
 
     async def _written_after(
         self, project: str, session_id: str, mark: int, last: int
@@ -434,11 +446,12 @@ class TranscriptRecorder:
 
 def _same(stored: Entry, entry: TranscriptEntry) -> bool:
     """Whether `stored` is what recording `entry` writes (its kind, role and tool)."""
-    wanted = _entry_kwargs(entry)
+    wanted = _new_entry(entry)
+    tools = wanted.type in (EntryType.TOOL_CALL, EntryType.TOOL_RESULT)
     return (
-        stored.type is wanted["type"]
-        and stored.role is wanted.get("role", stored.role)
-        and stored.tool_name == wanted.get("tool_name", stored.tool_name)
+        stored.type is wanted.type
+        and stored.role is (wanted.role or stored.role)
+        and (stored.tool_name == wanted.tool_name or not tools)
     )
 
 

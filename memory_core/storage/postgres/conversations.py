@@ -40,6 +40,8 @@ from memory_core.storage.postgres.session import PostgresSession, rowcount
 from memory_core.storage.records import RowReader, RowWriter, json_text
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from memory_core.storage.postgres.change_marks import PostgresChangeMarks
 
 __all__ = ["PostgresConversationStore"]
@@ -75,6 +77,8 @@ _IMPORT_ROWS = (
     "INSERT INTO tool_result_cache (project, session_id, cache_key, tool_name, parameters,"
     " result, duration, remaining, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
 )
+# A new entry's row (RowWriter.entry), as an import writes it.
+_ENTRY_ROW = _IMPORT_ROWS[1]
 
 
 class PostgresConversationStore:
@@ -159,6 +163,31 @@ class PostgresConversationStore:
                 stamp,
             )
         return Entry(id=number, timestamp=now, **draft.model_dump())
+
+    async def add_entries(
+        self, project: str, session_id: str, drafts: Sequence[EntryDraft], now: datetime
+    ) -> list[Entry]:
+        """See ConversationStore.add_entries."""
+        if not drafts:
+            return []
+        async with self._s.write("add_entries") as conn:
+            row = await self._require(conn, project, session_id, lock=True)
+            first = int(row["next_entry"])
+            entries = [
+                Entry(id=first + n, timestamp=now, **d.model_dump()) for n, d in enumerate(drafts)
+            ]
+            await conn.executemany(
+                _ENTRY_ROW, [_WRITE.entry(project, session_id, e) for e in entries]
+            )
+            await conn.execute(
+                "UPDATE conversation_sessions SET next_entry = next_entry + $3, updated_at = $4"
+                f" WHERE {_SCOPE}",
+                project,
+                session_id,
+                len(drafts),
+                aware(now),
+            )
+        return entries
 
     async def entries(self, project: str, session_id: str, *, active_only: bool) -> list[Entry]:
         """See ConversationStore.entries."""

@@ -36,6 +36,8 @@ from memory_core.storage.sqlite.rows import decode_time, encode_time
 from memory_core.storage.sqlite.session import SqliteSession
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from memory_core.storage.sqlite.change_marks import SqliteChangeMarks
 
 __all__ = ["SqliteConversationStore"]
@@ -62,6 +64,8 @@ _IMPORT_ROWS = (
     "INSERT INTO tool_result_cache (project, session_id, cache_key, tool_name, parameters,"
     " result, duration, remaining, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
 )
+# A new entry's row (RowWriter.entry), as an import writes it.
+_ENTRY_ROW = _IMPORT_ROWS[1]
 
 
 def _opt_time(value: datetime | None) -> str | None:
@@ -153,6 +157,32 @@ class SqliteConversationStore:
             timestamp=now,
             **draft.model_dump(),
         )
+
+    async def add_entries(
+        self, project: str, session_id: str, drafts: Sequence[EntryDraft], now: datetime
+    ) -> list[Entry]:
+        """See ConversationStore.add_entries."""
+        if not drafts:
+            return []
+        async with self._s.write("add_entries") as db:
+            first = int((await self._require(db, project, session_id))["next_entry"])
+            entries = [
+                Entry(id=first + n, timestamp=now, **d.model_dump()) for n, d in enumerate(drafts)
+            ]
+            await db.executemany(
+                _ENTRY_ROW, [_WRITE.entry(project, session_id, e) for e in entries]
+            )
+            await db.execute(
+                "UPDATE conversation_sessions SET next_entry = next_entry + :count, "
+                f"updated_at = :now WHERE {_SCOPE}",
+                {
+                    "project": project,
+                    "session_id": session_id,
+                    "count": len(drafts),
+                    "now": encode_time(now),
+                },
+            )
+        return entries
 
     async def entries(self, project: str, session_id: str, *, active_only: bool) -> list[Entry]:
         """See ConversationStore.entries."""
