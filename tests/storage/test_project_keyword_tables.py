@@ -85,7 +85,8 @@ async def view_of(repo: SqliteMemoryRepository, db: aiosqlite.Connection) -> dic
         fts = " OR ".join(f'"{w}"' for w in words)
         async with repo._session.read("test"):
             out[f"{words}/count"] = await repo._count_matches(table, fts, 10_000)
-            out[f"{words}/common"] = await repo._common_words(table, list(words), 2)
+            counts = await repo._word_counts(table, list(words), 2)
+            out[f"{words}/common"] = {w for w, n in counts.items() if n >= 2}
     keys = await repo.search_keys("alpha", Layer.PROCEDURAL, '"deploy"', limit=5)
     out["keys"] = [m.id for m in keys]
     return out

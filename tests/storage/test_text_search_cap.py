@@ -138,24 +138,41 @@ async def test_two_words_first_when_too_few_rows_hold_every_word(
     assert set(above) == set(two + three) and set(above[:2]) == set(three)
 
 
-async def test_the_or_query_answers_when_two_words_find_too_few_rows_or_words_are_many(
-    db: aiosqlite.Connection, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    repo = SqliteMemoryRepository(SqliteSession(db))
+async def tea_and_coffee(repo: SqliteMemoryRepository) -> list[int]:
+    """30 rows of tea, 30 of coffee, then 4 holding both, milk and note (their ids)."""
     for i in range(30):
         await repo.add(draft(f"tea tea tea {i}"), T0)
         await repo.add(draft(f"coffee coffee {i}"), T0)
-    for i in range(4):
-        await repo.add(draft(f"tea coffee milk note {i}"), T0)
+    return [(await repo.add(draft(f"tea coffee milk note {i}"), T0)).memory.id for i in range(4)]
+
+
+async def test_the_or_query_answers_when_two_words_find_too_few_rows(
+    db: aiosqlite.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    repo = SqliteMemoryRepository(SqliteSession(db))
+    await tea_and_coffee(repo)
     few = TextQuery(project="p", words=("tea", "coffee", "milk"), limit=20)
-    many = TextQuery(project="p", words=("tea", "coffee", "milk", *"abcdefgh"), limit=8)
-    exact = {q: [m.memory.id for m in await repo.search_text(q)] for q in (few, many)}
+    exact = [m.memory.id for m in await repo.search_text(few)]
     monkeypatch.setattr(repository, "_SCORE_ALL_MAX", 10)
     # 4 rows hold two words or more, fewer than the 5 that limit 20 asks for.
-    assert [m.memory.id for m in await repo.search_text(few)] == exact[few]
-    # 11 words, above _TWO_WORDS_MAX: no pairs (they would cost more than the OR query), so
-    # the OR query answers though 4 rows hold two words and limit 8 asks for 2.
-    assert [m.memory.id for m in await repo.search_text(many)] == exact[many]
+    assert [m.memory.id for m in await repo.search_text(few)] == exact
+
+
+async def test_a_long_query_pairs_its_most_selective_words(
+    db: aiosqlite.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past _TWO_WORDS_MAX words, the pairs are those of the words matching fewest rows."""
+    repo = SqliteMemoryRepository(SqliteSession(db))
+    four = await tea_and_coffee(repo)
+    many = TextQuery(project="p", words=("tea", "coffee", "milk", "note", *"abcde"), limit=8)
+    exact = [m.memory.id for m in await repo.search_text(many)]
+    assert set(four) < set(exact)  # the OR query: single-word rows come after them
+    monkeypatch.setattr(repository, "_SCORE_ALL_MAX", 10)
+    # 9 words: the 8 matching fewest rows (a-e: none; milk, note: 4; tea before coffee on
+    # the tie) are paired; the 4 rows holding two of them are enough for limit 8 (2 hits).
+    paired = two_words(("tea", "milk", "note", *"abcde"))
+    assert [m.memory.id for m in await repo.search_text(many)] == await uncapped(db, many, paired)
+    assert {m.memory.id for m in await repo.search_text(many)} == set(four)
 
 
 async def test_the_probe_counts_whole_word_matches(
@@ -168,9 +185,9 @@ async def test_the_probe_counts_whole_word_matches(
     # FTS5 stems the probe as the index: "vulnerability" counts the rows of "vulnerabilities".
     probe = ["vuln", "vulnerability", "zzzz"]
     table = await keyword_table(db)
-    assert await repo._common_words(table, probe, 3) == {"vuln"}
-    assert await repo._common_words(table, probe, 1) == {"vuln", "vulnerability"}
-    assert await repo._common_words(table, probe, 4) == set()
+    assert await repo._word_counts(table, probe, 3) == {"vuln": 3, "vulnerability": 1, "zzzz": 0}
+    assert await repo._word_counts(table, probe, 1) == {"vuln": 1, "vulnerability": 1, "zzzz": 0}
+    assert await repo._word_counts(table, probe, 4) == {"vuln": 3, "vulnerability": 1, "zzzz": 0}
     # Under the bar (1,000 rows) a word keeps its prefix; whole matches still rank first.
     short = TextQuery(project="p", words=("vuln",), prefix_min_chars=3, limit=3)
     assert sorted(m.memory.id for m in await repo.search_text(short)) == whole

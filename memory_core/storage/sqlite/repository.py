@@ -189,6 +189,21 @@ def _capped_text_sql(where: str, fts: str) -> str:
     )
 
 
+def _most_selective(words: Sequence[str], counts: dict[str, int], most: int) -> list[str]:
+    """The `most` words matching the fewest rows (the earlier of a tie), in query order.
+
+    Trigger: a many-word query whose OR matches a large share of a large project, and whose
+    rows holding every word are too few (`search_text`). Why: pairing every word was not
+    worth it past _TWO_WORDS_MAX words, so such queries scored the whole OR, the costliest
+    statement of a search at 100k rows (a 14-word query: 15-22 ms). Outcome: the rows holding
+    two of the query's most selective words are taken instead, as for a shorter query.
+    """
+    if len(words) <= most:
+        return list(words)
+    chosen = set(sorted(words, key=lambda w: (counts.get(w, 0), words.index(w)))[:most])
+    return [word for word in words if word in chosen]
+
+
 def _text_matches(rows: list[Any]) -> list[TextMatch]:
     return [TextMatch(memory=row_to_memory(r), bm25=float(r["bm25"])) for r in rows]
 
@@ -742,13 +757,14 @@ class SqliteMemoryRepository(SqlitePressure):
           scoring them all costs tens of ms (26-190 ms at 1M rows). Outcome: rows holding
           *every* word are ranked first, and if there are at least `limit //
           _CANDIDATES_PER_HIT` of them (the hits the service will return) they are the
-          answer; else, for 3 to `_TWO_WORDS_MAX` words, the rows holding at least two of them
-          (`two_words`, ranked by BM25 times one less than the words a row holds), if there
+          answer; else, for 3 words or more, the rows holding at least two of them (of its
+          `_TWO_WORDS_MAX` most selective words for a longer query: `_most_selective`;
+          `two_words`, ranked by BM25 times one less than the words a row holds), if there
           are that many; otherwise the OR query runs as usual. Smaller stores never take this
           path, so their answers are unchanged.
         - Prefixes only where they cost most and add least: a word whose whole form alone
           matches at least `_PREFIX_COMMON_MIN` rows (or `limit`, if more) is matched whole
-          (`_common_words`). Why: each `"word"*` matches and scores every row holding a word
+          (`_word_counts`). Why: each `"word"*` matches and scores every row holding a word
           it begins (prefixes made keyword search ~1.5x slower at 10k), and such a word's own
           matches already fill the candidate list, ranked above prefix-only matches. A rare or
           unknown word ("vuln") keeps its prefix.
@@ -761,11 +777,10 @@ class SqliteMemoryRepository(SqlitePressure):
         where, params = _filters(query)
         params.update(project=query.project, limit=query.limit)
         async with self._session.read("keyword search"):
-            whole = await self._common_words(
-                table,
-                prefix_candidates(query.words, query.prefix_min_chars),
-                max(query.limit, _PREFIX_COMMON_MIN),
-            )
+            at_least = max(query.limit, _PREFIX_COMMON_MIN)
+            counts = await self._word_counts(table, query.words, at_least)
+            prefixed = prefix_candidates(query.words, query.prefix_min_chars)
+            whole = {word for word in prefixed if counts[word] >= at_least}
             fts = any_word(query.words, query.prefix_min_chars, whole)
             every = every_word(query.words, query.prefix_min_chars, whole)
             # Counting costs ~0.5 us a match (~2 ms at 100k); a one-word query has no
@@ -773,10 +788,10 @@ class SqliteMemoryRepository(SqlitePressure):
             if every is not None and await self._count_matches(table, fts, _SCORE_ALL_MAX) > (
                 _SCORE_ALL_MAX
             ):
-                pairs = (
-                    two_words(query.words, query.prefix_min_chars, whole)
-                    if len(query.words) <= _TWO_WORDS_MAX
-                    else None
+                pairs = two_words(
+                    _most_selective(query.words, counts, _TWO_WORDS_MAX),
+                    query.prefix_min_chars,
+                    whole,
                 )
                 for narrow in (every, pairs):
                     if narrow is None:
@@ -803,22 +818,24 @@ class SqliteMemoryRepository(SqlitePressure):
             rows = await self._session.fetch(sql, {**params, "cap": -1})
         return rows
 
-    async def _common_words(self, table: str, words: Sequence[str], at_least: int) -> set[str]:
-        """Those of `words` whose whole form matches at least `at_least` rows of the project.
+    async def _word_counts(self, table: str, words: Sequence[str], at_least: int) -> dict[str, int]:
+        """How many rows of the project hold each of `words` whole, counted up to `at_least`.
 
         `table` is the project's keyword table. One statement, reading at most `at_least` rowids of
         each word's doclist (no row is looked up: a per-project count joined each rowid to its row
         and cost as much as the prefixes it saved). FTS5 stems the word as it stems the index
-        ("vulnerabilities" counts rows of "vulner").
+        ("vulnerabilities" counts rows of "vulner"). A word matched by `at_least` rows or more is
+        common: it keeps no prefix form, and is among the last a long query pairs (see
+        `search_text`).
         """
         if not words:
-            return set()
+            return {}
         probe = f"(SELECT count(*) FROM (SELECT 1 FROM {table} WHERE {table} MATCH ? LIMIT ?))"
         rows = await self._session.fetch(
             f"SELECT {', '.join([probe] * len(words))}",
             [v for word in words for v in (exact_word(word), at_least)],
         )
-        return {word for word, n in zip(words, rows[0], strict=True) if n >= at_least}
+        return {word: int(n) for word, n in zip(words, rows[0], strict=True)}
 
     async def _count_matches(self, table: str, fts: str, at_most: int) -> int:
         """How many rows of the project (keyword table `table`) match `fts`, up to `at_most + 1`."""
