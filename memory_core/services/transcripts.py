@@ -96,6 +96,8 @@ class RecordResult:
     summary_id: int | None
     said_added: int = 0
     used: int = 0
+    # False: the recording stopped early when asked (`stop`); the next one goes on from its place.
+    complete: bool = True
 
 
 def _new_entry(entry: TranscriptEntry) -> NewEntry:
@@ -168,12 +170,17 @@ class TranscriptRecorder:
         lines: Sequence[str] | TranscriptSource,
         *,
         summarize: bool = True,
+        stop: Callable[[], bool] | None = None,
     ) -> RecordResult:
         """Record the transcript's new lines (see the module docstring).
 
         `lines`: the whole transcript, or how to read it from where the capture stands (a
         bounded read of the file from the place's byte offset, server.hooks.transcript_file).
         `summarize` stores or replaces the session's digest when the session has substance.
+        `stop` is asked after each batch written (of said turns, of entries) whether to stop
+        there (a hook near its budget): the place then stands after the last batch, the digest
+        is left for the recording that finishes (`complete` is False), and a recording started
+        afterwards goes on from there, writing nothing twice.
 
         A run cut short anywhere (a kill, the hook's budget) loses and repeats nothing:
         what was said is stored first, and the same texts are the same memories; each line's
@@ -185,7 +192,18 @@ class TranscriptRecorder:
         place = await self._hooks.get_place(project, session_id)
         text = await lines(place) if callable(lines) else TranscriptText.whole(lines)
         read = read_transcript(text.lines, place.cursor, first_line=text.first_line)
-        said = await self._store_said(project, session_id, read.entries)
+        said, said_done = await self._store_said(project, session_id, read.entries, stop)
+        if not said_done:
+            # The same texts are the same memories: the next recording stores the rest.
+            return RecordResult(
+                entries_added=0,
+                entries_skipped=0,
+                malformed_lines=read.malformed_lines,
+                cursor=place.cursor,
+                summary_id=place.summary_id,
+                said_added=said,
+                complete=False,
+            )
         info, _ = await self._conversations.start(project, session_id)
         # First capture of the session (or since the mark exists): nothing this capture writes
         # is in the session yet, so its entries come after the last one there. The title is
@@ -197,11 +215,15 @@ class TranscriptRecorder:
         )
         if begun != place:
             await self._hooks.save_place(project, session_id, begun, self._clock.now())
-        place, added, skipped = await self._store_entries(
-            project, session_id, read, text, begun, info.last_entry
+        place, added, skipped, consumed = await self._store_entries(
+            project, session_id, read, text, begun, info.last_entry, stop
         )
-        used = await self._record_use(project, state.injected if state else (), read.entries)
-        if summarize:
+        complete = consumed == len(read.entries)
+        # Only the entries this recording moved past: the next one reads from the place.
+        used = await self._record_use(
+            project, state.injected if state else (), read.entries[:consumed]
+        )
+        if summarize and complete:
             summary_id = await self._store_summary(
                 project,
                 session_id,
@@ -215,10 +237,11 @@ class TranscriptRecorder:
             entries_added=added,
             entries_skipped=skipped,
             malformed_lines=read.malformed_lines,
-            cursor=read.cursor,
+            cursor=place.cursor,
             summary_id=place.summary_id,
             said_added=said,
             used=used,
+            complete=complete,
         )
 
     async def _store_entries(
@@ -229,14 +252,16 @@ class TranscriptRecorder:
         text: TranscriptText,
         place: CapturePlace,
         last_entry: int,
-    ) -> tuple[CapturePlace, int, int]:
+        stop: Callable[[], bool] | None = None,
+    ) -> tuple[CapturePlace, int, int, int]:
         """Store the read's entries in batches of whole lines, moving the place after each.
 
         A batch is one transaction (ConversationService.add_entries), then the place after its
         last line; a run cut short between the two left that batch after the mark, at the
         start of what follows the cursor, where `_written_after` finds it and it is not
-        written again. Returns the place at the end (the read's cursor), how many entries are
-        in the session and how many were skipped.
+        written again. Returns the place at the end (the read's cursor, or the last batch's
+        when `stop` said so after it), how many entries are in the session, how many were
+        skipped, and how many of the read's entries it went through.
         """
         mark = place.entry_mark or 0
         written = await self._written_after(project, session_id, mark, last_entry)
@@ -264,13 +289,15 @@ class TranscriptRecorder:
                     entry_mark=mark,
                 )
                 await self._hooks.save_place(project, session_id, place, self._clock.now())
+                if stop is not None and index + 1 < len(read.entries) and stop():
+                    return place, added, skipped, index + 1
         mark, stored, refused = await self._add_entries(project, session_id, batch, mark)
         added, skipped = added + stored, skipped + refused
         place = replace(
             place, cursor=read.cursor, offset=text.offset_after(read.cursor.lines), entry_mark=mark
         )
         await self._hooks.save_place(project, session_id, place, self._clock.now())
-        return place, added, skipped
+        return place, added, skipped, len(read.entries)
 
     async def _add_entries(
         self, project: str, session_id: str, batch: Sequence[TranscriptEntry], mark: int
@@ -314,9 +341,16 @@ class TranscriptRecorder:
         return at
 
     async def _store_said(
-        self, project: str, session_id: str, entries: Sequence[TranscriptEntry]
-    ) -> int:
-        """Store the prompts and final answers of `entries`; returns how many rows are new."""
+        self,
+        project: str,
+        session_id: str,
+        entries: Sequence[TranscriptEntry],
+        stop: Callable[[], bool] | None = None,
+    ) -> tuple[int, bool]:
+        """Store the prompts and final answers of `entries`.
+
+        Returns how many rows are new, and False when `stop` said to stop before the last batch.
+        """
         items = [
             AppendItem(
                 layer=Layer.EPISODIC,
@@ -340,7 +374,9 @@ class TranscriptRecorder:
                 # the rest, nor every later recording of the session: store them one by one.
                 results = await self._one_by_one(project, session_id, batch)
             created += sum(1 for r in results if r.status == "created")
-        return created
+            if stop is not None and start + APPEND_BATCH_MAX < len(items) and stop():
+                return created, False
+        return created, True
 
     async def _one_by_one(
         self, project: str, session_id: str, items: Sequence[AppendItem]

@@ -12,6 +12,8 @@ import pytest
 from memory_core.config import ConversationPolicy
 from memory_core.domain.capture_place import CapturePlace
 from memory_core.domain.conversation import EntryType
+from memory_core.domain.hook_session import SESSION_SUMMARY_KIND
+from memory_core.domain.models import Layer
 from memory_core.services import transcripts
 from memory_core.services.conversations import ConversationService
 from memory_core.services.memories import MemoryService
@@ -146,3 +148,34 @@ async def test_an_entry_the_store_refuses_is_skipped_and_the_batch_kept(
     entries = (await conversations.export(P, SESSION)).entries
     assert [e.id for e in entries] == list(range(1, 19))
     assert [e.tool_name for e in entries if e.type is EntryType.TOOL_CALL] == ["Bash"] * 4
+
+
+async def _digests(storage: StorageUnderTest) -> int:
+    rows = await storage.repo().list_layer(P, Layer.EPISODIC, SESSION, newest_first=False)
+    return sum(1 for m in rows if m.metadata.get("kind") == SESSION_SUMMARY_KIND)
+
+
+@pytest.mark.parametrize("said_batch", [500, 10])
+async def test_a_recording_asked_to_stop_leaves_the_rest_to_the_next_one(
+    storage: StorageUnderTest,
+    service: MemoryService,
+    monkeypatch: pytest.MonkeyPatch,
+    said_batch: int,
+) -> None:
+    """Stopped after its first batch (of entries, or of said turns with `said_batch` 10)."""
+    monkeypatch.setattr(transcripts, "APPEND_BATCH_MAX", said_batch)
+    lines = _turns(30)
+    rec, conversations = _recorder(storage, service)
+    first = await rec.record(P, SESSION, lines, stop=lambda: True)
+    assert not first.complete and first.summary_id is None
+    assert first.entries_added < 120
+    assert await _digests(storage) == 0  # left for the recording that finishes
+    done = await rec.record(P, SESSION, lines, stop=lambda: False)
+    assert done.complete and done.summary_id is not None
+    assert first.entries_added + done.entries_added == 120
+    entries = (await conversations.export(P, SESSION)).entries
+    assert [e.id for e in entries] == list(range(1, 121))
+    clean, _ = _recorder(storage, service)
+    await clean.record(P, "other-session", lines)
+    assert _shape(entries) == _shape((await conversations.export(P, "other-session")).entries)
+    assert await _digests(storage) == 1
