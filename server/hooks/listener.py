@@ -195,8 +195,10 @@ def _hook_op(command: str) -> Op:
             recording=False,
         )
         context = await handlers[EVENTS[command]](svc, payload)
-        # deny: a blocking rule's denial (server.hooks.payload.ToolDenial), not context.
-        return {"ok": True, "context": context, "deny": isinstance(context, ToolDenial)}
+        answer: dict[str, Any] = {"ok": True, "context": context}
+        if isinstance(context, ToolDenial):
+            answer["deny"] = True  # a blocking rule's denial (events.pre_tool_use), not context
+        return answer
 
     return answer
 

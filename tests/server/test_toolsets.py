@@ -237,9 +237,12 @@ async def test_answers_are_compact_text_beside_a_sparse_structured_object(
         assert "project test: 3 memories" in stats.content[0].text  # type: ignore[union-attr]
         # A tool without its own rendering answers with one line of JSON, empty fields left out.
         started = await client.call_tool("start_session", {})
-        text = started.content[0].text  # type: ignore[union-attr]
+        assert started.content[0].text.startswith("session ")  # type: ignore[union-attr]
+        session_id = started.structured_content["session_id"]
+        counted = await client.call_tool("get_session_stats", {"session_id": session_id})
+        text = counted.content[0].text  # type: ignore[union-attr]
         assert "\n" not in text and ": null" not in text and '":null' not in text
-        assert json.loads(text)["session_id"]
+        assert json.loads(text)["session_id"] == session_id
 
 
 def test_memstrata_tools_prints_every_toolset_with_its_cost(
