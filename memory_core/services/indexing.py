@@ -116,6 +116,8 @@ class Indexer:
     _arriving: int = field(default=0, init=False, repr=False)
     _moved: asyncio.Event | None = field(default=None, init=False, repr=False)
     _backfiller: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
+    # A backfill asked for while one runs: the running one looks for rows again before it ends.
+    _again: bool = field(default=False, init=False, repr=False)
     _closed: bool = field(default=False, init=False, repr=False)
     # A backfill one search has already waited for in vain: later searches do not wait again.
     _waited_out: asyncio.Task[None] | None = field(default=None, init=False, repr=False)
@@ -314,8 +316,10 @@ class Indexer:
         so a row that missed its vector gets one without a restart or `reindex`.
         """
         embedder = self.source.current()
-        busy = self._backfiller is not None and not self._backfiller.done()
-        if embedder is None or busy or self._closed:
+        if embedder is None or self._closed:
+            return
+        if self._backfiller is not None and not self._backfiller.done():
+            self._again = True  # its last look may have come before these rows (`backfill`)
             return
         self._backfiller = asyncio.create_task(self._backfill_quietly(embedder))
 
@@ -326,7 +330,10 @@ class Indexer:
         indexing. This does not start the load (it waits for one, now or at first use), and
         searches can wait for it (`backfill_settled`).
         """
-        if self._closed or (self._backfiller is not None and not self._backfiller.done()):
+        if self._closed:
+            return
+        if self._backfiller is not None and not self._backfiller.done():
+            self._again = True
             return
         self._backfiller = asyncio.create_task(self._backfill_once_ready())
 
@@ -366,12 +373,24 @@ class Indexer:
         batch_size: int = BATCH_SIZE,
         progress: Callable[[int, int], None] | None = None,
     ) -> int:
-        """Embed every row that has no vector yet, in batches; returns how many were indexed."""
+        """Embed every row that has no vector yet, in batches; returns how many were indexed.
+
+        Trigger: rows written, and a backfill asked for (a hook's `index`), after the running
+        one found none left but before it ended. Why: `schedule_backfill` does not start a
+        second one while one runs, so those rows would wait for the next start-up. Outcome: a
+        request that comes while this one looks for rows makes it look once more.
+        Each batch's vectors are stored in one transaction (`put_vectors`) and only rows
+        without a vector are read, so a backfill killed anywhere and started again embeds
+        each row once, but for the batch that was being embedded when it was killed.
+        """
         done = 0
         indexed, total = await self.vectors.vector_stats()
         previous: list[int] = []
         while True:
+            self._again = False
             rows = await self.vectors.missing_vectors(limit=batch_size)
+            if not rows and self._again:
+                continue
             if not rows or [m.id for m in rows] == previous:
                 # The same rows again means each was rewritten while being embedded; the
                 # next backfill (after those writes settle) picks them up.
