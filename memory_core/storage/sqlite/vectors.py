@@ -164,17 +164,23 @@ class _CoarseBits:
         import numpy as np
 
         q = np.frombuffer(query, dtype=self.dtype)
-        distance = np.zeros(self.size, dtype=np.int32)
+        nbits = self.width * np.dtype(self.dtype).itemsize * 8
+        distance = np.zeros(self.size, dtype=np.uint16)
         for word, bits in zip(self._words[:, : self.size], q, strict=True):
             distance += np.bitwise_count(word ^ bits)
         if layer is not None:
             outside = self._layers[: self.size] != _LAYER_CODES.get(layer, -2)
-            distance[outside] = np.iinfo(np.int32).max
+            distance[outside] = nbits + 1
             count = min(count, self.size - int(outside.sum()))
         count = min(count, self.size)
         if count <= 0:
             return np.zeros(0, dtype=np.int64)
-        return np.argpartition(distance, count - 1)[:count]
+        # A distance is at most `nbits`, so the count-th smallest comes from a histogram
+        # (argpartition of 80k distances cost ~1 ms, two thirds of a batch's duplicate check,
+        # `any_close`): the rows under it, then as many at it as the count leaves.
+        reach = int(np.searchsorted(np.cumsum(np.bincount(distance, minlength=nbits + 2)), count))
+        below = np.flatnonzero(distance < reach)
+        return np.concatenate([below, np.flatnonzero(distance == reach)[: count - below.size]])
 
 
 _LAYER_CODES = {layer.value: code for code, layer in enumerate(Layer)}
