@@ -163,7 +163,7 @@ async def test_a_recording_asked_to_stop_leaves_the_rest_to_the_next_one(
     said_batch: int,
 ) -> None:
     """Stopped after its first batch (of entries, or of said turns with `said_batch` 10)."""
-    monkeypatch.setattr(transcripts, "APPEND_BATCH_MAX", said_batch)
+    monkeypatch.setattr(transcripts, "_SAID_BATCH", said_batch)
     lines = _turns(30)
     rec, conversations = _recorder(storage, service)
     first = await rec.record(P, SESSION, lines, stop=lambda: True)
