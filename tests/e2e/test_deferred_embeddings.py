@@ -7,7 +7,8 @@ backfill again and again (once just after a model call returned, before its vect
 stored; once after some batches are stored), then runs to the end. Every memory must end with
 exactly one vector, and no text is embedded again once its row has a vector: the model calls
 are counted in the server process (a `sitecustomize` on PYTHONPATH wraps the embedder and
-appends each text's hash to a file before the call returns). Nothing here asserts on time.
+appends each text's hash to a file before the call returns). On SQLite and PostgreSQL;
+nothing here asserts on time.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ import signal
 import subprocess
 import time
 from collections import Counter
+from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+import asyncpg
 import pytest
 import sqlean
 
@@ -33,6 +36,7 @@ from memory_core.services.indexing import embedding_text
 from server.container import open_container
 from server.settings import ScheduleSettings, Settings
 from tests.e2e.conftest import memstrata_exe
+from tests.pg import PostgresServer
 from tests.playbook_transcripts import Session
 from tests.runtime_dir import short_runtime_dir
 
@@ -84,24 +88,50 @@ def _embedded(log: Path) -> list[str]:
     return log.read_text().split() if log.exists() else []
 
 
-def _with_vectors(db: Path) -> set[int]:
-    with contextlib.closing(sqlean.connect(str(db), timeout=30)) as conn:
+_COUNTS = (
+    "SELECT (SELECT count(*) FROM context_snapshots), (SELECT count(*) FROM context_embeddings),"
+    " (SELECT count(DISTINCT id) FROM context_embeddings)"
+)
+
+
+def _with_vectors(store: dict[str, str]) -> set[int]:
+    """The ids of the rows that have a vector (in the source-of-truth table)."""
+    if "MEMSTRATA_DATABASE_URL" in store:
+        return asyncio.run(
+            _pg(store["MEMSTRATA_DATABASE_URL"], "SELECT id FROM context_embeddings")
+        )
+    with contextlib.closing(sqlean.connect(store["MEMSTRATA_DB"], timeout=30)) as conn:
         return {int(r[0]) for r in conn.execute("SELECT id FROM context_embeddings")}
 
 
-def _vector_counts(db: Path) -> tuple[int, int, int, int]:
-    """(memories, embeddings, distinct embedded ids, exact-search vectors)."""
-    with contextlib.closing(sqlean.connect(str(db), timeout=30)) as conn:
+async def _pg(url: str, sql: str) -> set[int]:
+    conn = await asyncpg.connect(url)
+    try:
+        return {int(r[0]) for r in await conn.fetch(sql)}
+    finally:
+        await conn.close()
+
+
+async def _pg_counts(url: str) -> tuple[int, ...]:
+    conn = await asyncpg.connect(url)
+    try:
+        return tuple(int(v) for v in await conn.fetchrow(_COUNTS))
+    finally:
+        await conn.close()
+
+
+def _vector_counts(store: dict[str, str]) -> tuple[int, ...]:
+    """(memories, embeddings, distinct embedded ids[, SQLite's exact-search vectors])."""
+    if "MEMSTRATA_DATABASE_URL" in store:
+        return asyncio.run(_pg_counts(store["MEMSTRATA_DATABASE_URL"]))
+    with contextlib.closing(sqlean.connect(store["MEMSTRATA_DB"], timeout=30)) as conn:
         conn.enable_load_extension(True)
         import sqlite_vec
 
         sqlite_vec.load(conn)
-        (memories,) = conn.execute("SELECT count(*) FROM context_snapshots").fetchone()
-        embeddings, distinct = conn.execute(
-            "SELECT count(*), count(DISTINCT id) FROM context_embeddings"
-        ).fetchone()
+        counts = tuple(int(v) for v in conn.execute(_COUNTS).fetchone())
         (vectors,) = conn.execute("SELECT count(*) FROM context_vectors").fetchone()
-    return int(memories), int(embeddings), int(distinct), int(vectors)
+    return (*counts, int(vectors))
 
 
 async def _row_hashes(settings: Settings) -> dict[int, str]:
@@ -155,10 +185,21 @@ def _until(done: object, serve: _Serve, what: str) -> None:
         time.sleep(0.01)
 
 
+@pytest.fixture(params=["sqlite", "postgres"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[dict[str, str]]:
+    """An empty store of one backend, as the environment variable that names it."""
+    if request.param == "sqlite":
+        yield {"MEMSTRATA_DB": str(tmp_path / "memory.db")}
+        return
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    url = asyncio.run(server.create_database())
+    yield {"MEMSTRATA_DATABASE_URL": url}
+    asyncio.run(server.drop_database(url))
+
+
 def test_a_backfill_killed_again_and_again_embeds_every_captured_row_once(
-    tmp_path: Path,
+    tmp_path: Path, store: dict[str, str]
 ) -> None:
-    db = tmp_path / "memory.db"
     embed_log = tmp_path / "embedded.txt"
     shim = tmp_path / "shim"
     shim.mkdir()
@@ -167,7 +208,7 @@ def test_a_backfill_killed_again_and_again_embeds_every_captured_row_once(
     _transcript(transcript)
     with short_runtime_dir() as runtime:
         env = {
-            "MEMSTRATA_DB": str(db),
+            **store,
             "MEMSTRATA_PROJECT": "shop",
             "MEMSTRATA_PROJECT_SCOPE": "fixed",
             "MEMSTRATA_EMBEDDING_MODEL": "none",
@@ -195,11 +236,15 @@ def test_a_backfill_killed_again_and_again_embeds_every_captured_row_once(
         )
         assert (done.stdout, done.stderr) == ("", "")
         settings = Settings(
-            db=db, project="shop", schedule=ScheduleSettings(enabled=False), embedding_model="none"
+            db=Path(store.get("MEMSTRATA_DB", tmp_path / "unused.db")),
+            database_url=store.get("MEMSTRATA_DATABASE_URL"),
+            project="shop",
+            schedule=ScheduleSettings(enabled=False),
+            embedding_model="none",
         )
         rows = asyncio.run(_row_hashes(settings))
         assert len(rows) > 2 * _TURNS  # the prompts, the answers, the digest
-        assert _with_vectors(db) == set()  # the hook embedded nothing
+        assert _with_vectors(store) == set()  # the hook embedded nothing
 
         serve_env = env | {
             "MEMSTRATA_EMBEDDING_MODEL": MODEL,
@@ -211,30 +256,30 @@ def test_a_backfill_killed_again_and_again_embeds_every_captured_row_once(
         runs: list[tuple[set[int], list[str]]] = []  # (rows with vectors at start, embedded)
         killed_mid_backfill = 0
         for n in range(4):
-            before, calls = _with_vectors(db), len(_embedded(embed_log))
+            before, calls = _with_vectors(store), len(_embedded(embed_log))
             serve = _Serve(serve_env, tmp_path, tmp_path / f"serve-{n}.log")
             if n % 2 == 0:
                 # Just after a model call returned: its vectors are not stored yet.
                 _until(lambda: len(_embedded(embed_log)) > calls, serve, "embedding")  # noqa: B023
             else:
                 # After some batches are stored, at a random moment within the next one.
-                _until(lambda: len(_with_vectors(db)) > len(before), serve, "stored vector")  # noqa: B023
+                _until(lambda: len(_with_vectors(store)) > len(before), serve, "stored vector")  # noqa: B023
                 time.sleep(rng.uniform(0.0, 0.5))
             serve.kill()
             runs.append((before, _embedded(embed_log)[calls:]))
-            after = _with_vectors(db)
+            after = _with_vectors(store)
             killed_mid_backfill += len(after) < len(rows)
-        before, calls = _with_vectors(db), len(_embedded(embed_log))
+        before, calls = _with_vectors(store), len(_embedded(embed_log))
         assert len(before) < len(rows), "every kill came after the backfill had finished"
         serve = _Serve(serve_env, tmp_path, tmp_path / "serve-last.log")
         _until(lambda: serve.logged("vectors.backfilled"), serve, "vectors.backfilled")
         serve.close()
         runs.append((before, _embedded(embed_log)[calls:]))
 
-    memories, embeddings, distinct, vectors = _vector_counts(db)
+    memories, *tables = _vector_counts(store)
     assert memories == len(rows)
-    assert (embeddings, distinct, vectors) == (memories, memories, memories)
-    assert _with_vectors(db) == set(rows)
+    assert tables == [memories] * len(tables)  # one vector a row, in every table
+    assert _with_vectors(store) == set(rows)
     assert killed_mid_backfill >= 3
     by_hash = {h: i for i, h in rows.items()}
     for stored_at_start, embedded in runs:
