@@ -615,7 +615,8 @@ class ConversationService:
         if pending is not None and automatic:
             waited = info.last_entry - pending.requested_at_entry
             if waited > policy.client_summary_grace:
-                stale = [e for e in plan.entries if e.id in set(pending.entry_ids)]
+                requested = set(pending.entry_ids)  # once, not per entry: thousands at a capture
+                stale = [e for e in plan.entries if e.id in requested]
                 if len(stale) >= policy.min_compress_entries:
                     plan = CompressionPlan(entries=tuple(stale), reason=plan.reason)
                 target = max(16, math.ceil(plan.original_tokens * policy.target_ratio))
