@@ -73,6 +73,7 @@ from memory_core.services.resemblance import (
 
 if TYPE_CHECKING:
     from memory_core.ports.embeddings import Vector
+    from memory_core.ports.memories import VectorIndex
     from memory_core.services.pressure import CapOnWrite
 
 __all__ = [
@@ -153,6 +154,9 @@ class SearchResult(_Frozen):
     dropped: int = 0
     # Older versions of a hit's fact folded away behind it: {kept memory id: how many}.
     folded: dict[int, int] = Field(default_factory=dict)
+    # With `SearchRequest.versions`: hits a newer hit close to them follows (a correction
+    # written without `supersedes`): {older memory id: the newer one's id}.
+    older: dict[int, int] = Field(default_factory=dict)
 
 
 class ContextResult(_Frozen):
@@ -227,6 +231,24 @@ class SearchRequest(_Frozen):
     tags: tuple[str, ...] = ()
     # Superseded memories (history) too; hidden by default.
     include_superseded: bool = False
+    # Say which hits a newer close hit follows (SearchResult.older): for the prompt hook, which
+    # shows the current version of a fact only.
+    versions: bool = False
+
+
+def _followed(
+    ids: Sequence[int],
+    ages: Sequence[tuple[datetime, int]],
+    alike: Callable[[int, int], float | None],
+) -> dict[int, int]:
+    """{older id: newer id} for each pair of hits close enough to be versions of one fact."""
+    older: dict[int, int] = {}
+    for b in range(1, len(ids)):
+        for a in range(b):
+            if alike(a, b) is not None:
+                old, new = sorted((a, b), key=lambda k: ages[k])
+                older.setdefault(ids[old], ids[new])
+    return older
 
 
 def _version_similarity(
@@ -277,6 +299,9 @@ class MemoryService:
     duplicates: DuplicateThresholds = field(default_factory=DuplicateThresholds)
     # The storage cap's check after a write (services.pressure.cap_on_write); None: no cap.
     cap: CapOnWrite | None = None
+    # Stored vectors to fold versions with when there is no indexer (a hook's keyword search
+    # loads no model, yet the rows' vectors are stored).
+    stored_vectors: VectorIndex | None = None
 
     def _draft(
         self,
@@ -752,7 +777,9 @@ class MemoryService:
             ]
             dropped = len(fused) - len(kept)
             ranked = kept[:limit]
-        ranked, folded = await self._fold_versions(ranked, " ".join(t for _, t in phrasings))
+        ranked, folded, older = await self._fold_versions(
+            ranked, " ".join(t for _, t in phrasings), versions=request.versions
+        )
         ranked, omitted = TokenAllowance(token_budget).prefix(ranked, lambda h: h.memory.content)
         if request.mark_used:
             ids = [h.memory.id for h in ranked]
@@ -771,11 +798,12 @@ class MemoryService:
             notes=notes,
             dropped=dropped,
             folded={i: n for i, n in folded.items() if i in handed},
+            older={i: n for i, n in older.items() if i in handed and n in handed},
         )
 
     async def _fold_versions(
-        self, ranked: list[SearchHit], query: str
-    ) -> tuple[list[SearchHit], dict[int, int]]:
+        self, ranked: list[SearchHit], query: str, *, versions: bool = False
+    ) -> tuple[list[SearchHit], dict[int, int], dict[int, int]]:
         """Several versions of one fact among the hits: the newest stands for them all.
 
         Trigger: hits that restate one another (domain.duplicates.restates: close by their
@@ -783,17 +811,19 @@ class MemoryService:
         correction written without `supersedes` must still win over what it corrects.
         Outcome: the newest takes the best-ranked one's place; the others are folded away
         and counted. Hits merely close to one another (the candidate band: a correction and
-        what it corrects) all stay, newest first in the places they held. Without a model
-        (no stored vectors) nothing moves.
+        what it corrects) all stay, newest first in the places they held; with `versions`,
+        each such older hit is also named with the newer one it is close to (the third
+        value: {older memory id: newer memory id}). Without stored vectors nothing moves.
         """
-        if self.indexer is None or len({h.memory.created_at for h in ranked}) < 2:
-            return ranked, {}  # versions are written at different times (_version_similarity)
+        reader = self.indexer.vectors if self.indexer is not None else self.stored_vectors
+        if reader is None or len({h.memory.created_at for h in ranked}) < 2:
+            return ranked, {}, {}  # versions are written at different times
         hashes = [content_hash(embedding_text(h.memory)) for h in ranked]
         try:
-            stored = await self.indexer.vectors.vectors_by_hash(hashes)
+            stored = await reader.vectors_by_hash(hashes)
         except Exception:
             log.exception("search.fold_failed")
-            return ranked, {}
+            return ranked, {}, {}
         vectors = [stored.get(h) for h in hashes]
         numbers, days, names, _ = anchors(query)
         named = numbers | days | names
@@ -832,7 +862,10 @@ class MemoryService:
             return close
 
         order = newest_first([ages[i] for i in kept], alike, self.duplicates.candidate_similarity)
-        return [ranked[kept[i]] for i in order], {ranked[i].memory.id: n for i, n in folded.items()}
+        ids = [ranked[i].memory.id for i in kept]
+        older = _followed(ids, [ages[i] for i in kept], alike) if versions else {}
+        folded_ids = {ranked[i].memory.id: n for i, n in folded.items()}
+        return [ranked[kept[i]] for i in order], folded_ids, older
 
     def _phrasings(self, request: SearchRequest) -> list[tuple[str, str]]:
         """(field, text) of each distinct phrasing: `query` first, then `queries` in order."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import structlog
@@ -153,18 +153,27 @@ def _eligible(hit: SearchHit, seen: set[int], session_id: str, prompt: str) -> b
 
 
 def _select(
-    hits: Sequence[SearchHit], seen: set[int], session_id: str, prompt: str, policy: HookPolicy
+    hits: Sequence[SearchHit],
+    seen: set[int],
+    session_id: str,
+    prompt: str,
+    policy: HookPolicy,
+    older: Mapping[int, int] | None = None,
 ) -> tuple[list[int], list[str]]:
     """Hits that match strongly (partial ones within a smaller budget), at most N, in budget.
 
     The floor is absolute (the match strength, domain.match): when nothing in the store is
-    about the prompt, nothing is injected, however the hits rank among themselves.
+    about the prompt, nothing is injected, however the hits rank among themselves. A hit a
+    newer close hit follows (`older`, search's SearchResult.older: a correction written
+    without `supersedes`) is left out: the model gets the current version of a fact.
     """
     chosen: list[int] = []
     lines: list[str] = []
     budget = TokenAllowance(policy.prompt_tokens, per_item=1)  # + the newline joining lines
     partial = TokenAllowance(min(policy.prompt_partial_tokens, policy.prompt_tokens), per_item=1)
     for hit in hits:
+        if older and hit.memory.id in older:
+            continue
         if not _eligible(hit, seen, session_id, prompt):
             continue
         if hit.signals.relevance < policy.prompt_min_relevance:
@@ -204,11 +213,12 @@ async def _recall(
                 mode=mode,
                 limit=min(50, policy.prompt_max_hits * 4),
                 mark_used=False,
+                versions=True,
             )
         )
     except InvalidQueryError:
         return [], []  # no searchable word in it
-    return _select(result.hits, seen, session_id, query, policy)
+    return _select(result.hits, seen, session_id, query, policy, result.older)
 
 
 async def recall_lines(svc: HookServices, project: str, query: str) -> list[str]:

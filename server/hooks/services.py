@@ -68,6 +68,9 @@ class HookServices:
         """Search and append memories (prompt recall, session summaries)."""
         from memory_core.services.memories import MemoryService
 
+        # Without the model (a cold keyword search), versions of a fact are still folded and
+        # ordered by the vectors the store holds: a correction must not lose to what it corrects.
+        stored = None if self._indexer else self._backend.vectors(self.settings.vector_exact_max)
         return MemoryService(
             repo=self._backend.repo,
             clock=self.clock,
@@ -76,6 +79,7 @@ class HookServices:
             ranking=self.settings.ranking,
             indexer=self._indexer,
             redaction=self.settings.redaction,
+            stored_vectors=stored,
         )
 
     @cached_property

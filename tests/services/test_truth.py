@@ -300,3 +300,32 @@ async def test_a_superseded_rule_no_longer_applies(service: MemoryService) -> No
     for key in ("deploying the backend", "deploying the backend to production"):
         rules = (await service.recall("p", key)).rules
         assert [r.id for r in rules] == [new.memory.id], key
+
+
+async def test_a_keyword_search_without_the_model_still_knows_the_newer_version(
+    service: MemoryService, clock: FrozenClock
+) -> None:
+    """The prompt hook's cold search (no indexer) orders versions by the stored vectors, and
+    with `versions` names the older one a newer close hit follows (the hook leaves it out)."""
+    import dataclasses
+
+    old = await service.append(
+        "p", Layer.EPISODIC, "We deploy the staging backend to Fly.io in Frankfurt"
+    )
+    clock.advance(days=1)
+    new = await service.append(
+        "p", Layer.EPISODIC, "We deploy the staging backend to AWS in Frankfurt"
+    )
+    assert service.indexer is not None
+    assert old.memory.id in [c.memory.id for c in new.candidates]
+    cold = dataclasses.replace(service, indexer=None, stored_vectors=service.indexer.vectors)
+    request = SearchRequest(
+        project="p", query="deploy staging backend", mode=SearchMode.KEYWORD, versions=True
+    )
+    result = await cold.search(request)
+    assert [h.memory.id for h in result.hits] == [new.memory.id, old.memory.id]
+    assert result.older == {old.memory.id: new.memory.id}
+    plain = await cold.search(request.model_copy(update={"versions": False}))
+    assert plain.older == {}
+    blind = await dataclasses.replace(cold, stored_vectors=None).search(request)
+    assert blind.older == {}
