@@ -99,6 +99,15 @@ class HookPolicy(BaseModel):
         description="SubagentStart gives a sub-agent the memories and rules that match its task; "
         "SubagentStop keeps its result as an episodic memory authored by the agent type.",
     )
+    session_end_inline: float = Field(
+        0.7,
+        ge=0,
+        le=600,
+        description="Seconds SessionEnd records in its own process before it hands the rest of "
+        "a long capture to a process of its own (Claude Code cancels SessionEnd hooks after "
+        "1.5 s in all, and starting takes 0.25-0.5 s of it); that process goes on from the "
+        "saved place, so nothing is lost or written twice. 0: record everything in the hook.",
+    )
     playbook_promotion: bool = Field(
         True,
         description="PreCompact and SessionEnd store each flow that completed without an error "

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import structlog
@@ -362,8 +362,12 @@ async def _deny(
     return ToolDenial(text)
 
 
-async def _record(svc: HookServices, payload: HookPayload) -> None:
-    """Record the transcript's lines after the capture's place (a bounded read, off the loop)."""
+async def _record(svc: HookServices, payload: HookPayload, *, inline: float = 0) -> None:
+    """Record the transcript's lines after the capture's place (a bounded read, off the loop).
+
+    `inline` > 0: record for about that many seconds here (a batch is never cut), then hand
+    the rest to a process of its own (`_finish_detached`), which goes on from the place.
+    """
     from server.hooks.transcript_file import read_capture
 
     path = payload.transcript_path
@@ -374,7 +378,14 @@ async def _record(svc: HookServices, payload: HookPayload) -> None:
         return await read_capture(path, place)
 
     project = svc.settings.default_project(payload.cwd)
-    result = await svc.recorder.record(project, payload.session_id, read, summarize=True)
+    stop = _deadline(inline) if inline > 0 else None
+    result = await svc.recorder.record(project, payload.session_id, read, summarize=True, stop=stop)
+    if not result.complete:
+        _finish_detached(payload)  # it promotes playbooks once the capture is complete
+        log.info(
+            "hooks.capture_handed_on", session_id=payload.session_id, entries=result.entries_added
+        )
+        return
     log.info(
         "hooks.recorded",
         hook_event=payload.event,
@@ -385,6 +396,52 @@ async def _record(svc: HookServices, payload: HookPayload) -> None:
     )
     if svc.settings.hooks.playbook_promotion:
         await _promote(svc, project, path)
+
+
+# Tells the process a capture is handed to that it finishes the capture (HookPolicy's
+# session_end_inline set to 0: no handing on again).
+_INLINE_ENV = "MEMSTRATA_HOOKS__SESSION_END_INLINE"
+
+
+def _deadline(seconds: float) -> Callable[[], bool]:
+    """True once `seconds` have passed from now."""
+    import time
+
+    end = time.monotonic() + seconds
+    return lambda: time.monotonic() >= end
+
+
+def _finish_detached(payload: HookPayload) -> None:
+    """The rest of a capture in a process of its own, in a session of its own.
+
+    Claude Code's cancel of this hook (or its exit) does not reach it. It records from the
+    place this one left (writing nothing twice, TranscriptRecorder), with no inline budget,
+    then asks the warm server to embed (server.hooks.entry); killed, the next capture goes on.
+    """
+    import json
+    import os
+    import subprocess
+    import sys
+
+    command = "session-end" if payload.event == "SessionEnd" else "pre-compact"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "server", "hook", command],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        start_new_session=True,
+        env=os.environ | {_INLINE_ENV: "0"},
+    )
+    data = {
+        "session_id": payload.session_id,
+        "transcript_path": str(payload.transcript_path),
+        "hook_event_name": payload.event,
+    }
+    if payload.cwd is not None:
+        data["cwd"] = str(payload.cwd)
+    assert child.stdin is not None
+    child.stdin.write(json.dumps(data).encode())
+    child.stdin.close()
 
 
 # How much of the transcript's end playbook promotion judges. A flow's approval is the prompt
@@ -418,7 +475,7 @@ async def pre_compact(svc: HookServices, payload: HookPayload) -> None:
 async def session_end(svc: HookServices, payload: HookPayload) -> None:
     """Record the rest of the transcript and the session's summary."""
     if svc.settings.hooks.session_end:
-        await _record(svc, payload)
+        await _record(svc, payload, inline=svc.settings.hooks.session_end_inline)
 
 
 # What the Stop hook says to the model (one sentence, ~55 tokens): Claude Code shows it to the
