@@ -1,0 +1,1 @@
+"""MCP capabilities beside the tools: resources (memory:// URIs) and prompts."""
