@@ -7,7 +7,7 @@
 For each conversation of DIR (../shared/bench README format) the bench makes a directory of
 its own, named after the conversation and holding a git repository, so that with
 MEMSTRATA_PROJECT_SCOPE=git (as hooks/hooks.json runs the hooks) each conversation is a
-project of its own, named after it (server.project_scope's rule, which the bench also uses to
+project of its own, named after it (server.project.scope's rule, which the bench also uses to
 find it); one MEMSTRATA_DB serves the whole run. Each LoCoMo session is written as a
 Claude Code transcript (one JSONL file, lines in Claude Code's own shape) and replayed through
 the installed `memstrata hook` commands, each a process with Claude Code's JSON on stdin:

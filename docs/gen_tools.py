@@ -26,8 +26,8 @@ from mcp.types import Tool, ToolAnnotations
 
 from memory_core.embeddings.wordpiece import WordPieceTokenCounter
 from server.app import build_server
+from server.protocol.surface import MemstrataServer, model_visible_definition
 from server.settings import ScheduleSettings, Settings
-from server.surface import MemstrataServer, model_visible_definition
 from server.toolsets import DEFAULT_TOOLSETS, TOOLSET_PURPOSE, Toolset
 
 TOOLS_MD = Path(__file__).with_name("tools.md")

@@ -17,14 +17,14 @@ from mcp.server.auth.settings import AuthSettings
 
 from memory_core.embeddings import LazyEmbedder
 from memory_core.ports import Clock
-from server import prompts, resources
 from server import scheduler as maintenance_scheduler
 from server.app_context import AppContext, LiveContext
+from server.capabilities import prompts, resources
 from server.container import Container, open_container
-from server.instructions import instructions_for
 from server.live import LiveUpdates
+from server.protocol.instructions import instructions_for
+from server.protocol.surface import MemstrataServer
 from server.settings import Settings
-from server.surface import MemstrataServer
 from server.toolsets import Toolset
 
 __all__ = ["StdioHandover", "build_server", "serve_stdio"]
@@ -36,7 +36,7 @@ VERSION = "0.1.0"
 
 # The tool modules (server/tools/) and the toolsets their tools belong to, in listing order;
 # a module is imported only once one of its toolsets is enabled or a tool name is looked up
-# (server.surface). tests/server/test_toolsets.py holds each module to its toolsets.
+# (server.protocol.surface). tests/server/test_toolsets.py holds each module to its toolsets.
 TOOL_MODULES: tuple[tuple[str, frozenset[Toolset]], ...] = (
     ("memories", frozenset({Toolset.CORE, Toolset.BULK, Toolset.MAINTENANCE})),
     ("admin", frozenset({Toolset.MAINTENANCE})),

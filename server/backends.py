@@ -144,7 +144,7 @@ class Backend:
 
     @cached_property
     def project_moves(self) -> ProjectMoves:
-        """Moves of one project's rows to another name (server.project_adoption)."""
+        """Moves of one project's rows to another name (server.project.adoption)."""
         return self.factories.project_moves()
 
     @cached_property

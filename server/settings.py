@@ -298,7 +298,7 @@ class SettingsFields(BaseModel):
 
     def default_project(self, cwd: Path | None = None) -> str:
         """The project of a call that names none, for a working directory (the process's)."""
-        from server.project_scope import project_for  # keeps the rule in one module
+        from server.project.scope import project_for  # keeps the rule in one module
 
         return project_for(self.project, self.project_scope, cwd or Path.cwd())
 

@@ -377,10 +377,10 @@ def fit_context(
     Spent in this order, each kind newest first and as a prefix (a newer item is never
     dropped for an older one that is shorter): the newest entry or exchange, the summaries,
     the Q&A summary's lines, the rest of the recent entries and exchanges together, then the
-    cached results (a cached result can be fetched again, the conversation cannot). Every heading, label and joining newline is paid
-    for, so the text's count is within the budget. Below the empty layout (the two section
-    headings, about 22 tokens) nothing fits and the text is empty; the counts say what was
-    left out.
+    cached results (a cached result can be fetched again, the conversation cannot). Every
+    heading, label and joining newline is paid for, so the text's count is within the budget.
+    Below the empty layout (the two section headings, about 22 tokens) nothing fits and the
+    text is empty; the counts say what was left out.
     """
     # Split on newlines only: the text is joined with them (splitlines also cuts at \x1e).
     qa_lines = [line for line in qa_summary.split("\n") if line.strip()]

@@ -1,6 +1,6 @@
 """ProjectMoves: the port that hands one project's rows to another name, on both backends.
 
-Used when a project is renamed (server.project_adoption: a checkout's memories saved under
+Used when a project is renamed (server.project.adoption: a checkout's memories saved under
 its folder name move to its repository's name). Rows are moved, never copied, in one
 transaction; a row the new name already holds by its identity (a memory's key or text in
 its layer, a session's id) stays under the old name and is counted, never overwritten.

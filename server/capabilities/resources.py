@@ -10,11 +10,11 @@ from memory_core.errors import InvalidInputError
 from memory_core.services.session_state import SessionStateService, session_view_text
 from server.app_context import AppContext
 from server.container import Container
-from server.errors import domain_errors_as_resource_errors
+from server.protocol.errors import domain_errors_as_resource_errors
+from server.protocol.surface import MemstrataServer
 from server.schemas.memories import ContextOut, MemoryOut
 from server.schemas.stats import StatsOut
 from server.settings import Settings
-from server.surface import MemstrataServer
 
 __all__ = ["register"]
 

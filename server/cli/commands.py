@@ -375,7 +375,7 @@ def _log_level(command: str, settings: Settings, args: argparse.Namespace) -> st
 def _failure(exc: MemoryCoreError, settings: Settings) -> str:
     """A domain error for a person at a terminal: with the store's location and the cause.
 
-    Models are told only the operation (server.errors); here paths and driver text help.
+    Models are told only the operation (server.protocol.errors); here paths and driver text help.
     """
     if not isinstance(exc, StorageError) or isinstance(exc, SchemaMismatchError):
         return str(exc)

@@ -26,7 +26,7 @@ and the SDK server takes over the same conversation once it is built.
    messages to the real stdout, leaving out its answers to the replayed requests (given
    already), each checked against what was given. A line the SDK's transport cannot read
    (not JSON, two messages, a lone surrogate, too deep) is answered with a JSON-RPC error
-   instead of reaching it, as it would drop it unanswered (server.stdio_errors).
+   instead of reaching it, as it would drop it unanswered (server.protocol.stdio_errors).
 4. While the conversation is in its opening, the relay records the answers the cache lacked,
    for the next start.
 Stdlib only, like everything that runs before the hand-over.
@@ -398,10 +398,11 @@ class LeanStdio:
     def _feed(self, line: bytes) -> None:
         """Pass a line to the SDK, or answer the error for what in it the SDK cannot read.
 
-        The SDK's transport drops such a line without an answer (server.stdio_errors); it is
-        loaded by now (the hand-over follows the SDK server's build).
+        The SDK's transport drops such a line without an answer
+        (server.protocol.stdio_errors); it is loaded by now (the hand-over follows the SDK
+        server's build).
         """
-        from server.stdio_errors import sort_line
+        from server.protocol.stdio_errors import sort_line
 
         feed, errors = sort_line(line)
         for answer in errors:

@@ -74,7 +74,7 @@ def cli_project(settings: Settings, named: str | None, cwd: Path | None = None) 
     MEMSTRATA_PROJECT_SCOPE in the environment keeps its meaning; outside git the default
     project stays MEMSTRATA_PROJECT.
     """
-    from server.project_scope import git_root
+    from server.project.scope import git_root
 
     if named is not None:
         return named

@@ -5,7 +5,7 @@ display name and the identity it stands for) and, when a project of the old fold
 rule still holds rows, where its sessions started and whether they are provably this
 project's. `memstrata projects adopt` moves them here when they are (the session-start hook
 does the same on a checkout's first session); `--force` moves them when they are not
-provably this project's, as the person's own decision (server.project_adoption).
+provably this project's, as the person's own decision (server.project.adoption).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 
 from memory_core.ports.project_moves import ProjectMoves
 from server.cli.output import Exit, err
-from server.project_adoption import Adoption, adopt, plan_adoption
-from server.project_scope import Scope, identity_of
+from server.project.adoption import Adoption, adopt, plan_adoption
+from server.project.scope import Scope, identity_of
 from server.settings import Settings
 
 __all__ = ["add_parser", "open_project_moves", "run_command"]

@@ -40,7 +40,7 @@ async def tool_costs(settings: Settings) -> list[ToolCost]:
     (all-MiniLM-L6-v2's WordPiece), whatever model is configured, so figures compare.
     """
     from server.app import build_server  # the MCP SDK loads only for this command
-    from server.surface import model_visible_definition
+    from server.protocol.surface import model_visible_definition
 
     every = settings.model_copy(update={"toolsets": "all"})
     mcp = build_server(every)

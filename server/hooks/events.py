@@ -69,9 +69,9 @@ async def _adopt(svc: HookServices, payload: HookPayload) -> None:
     """Give a checkout its memories stored under the folder name of an earlier version.
 
     Only while the repository's project is still empty, and only when that is safe
-    (server.project_adoption): one indexed lookup once the project is in use.
+    (server.project.adoption): one indexed lookup once the project is in use.
     """
-    from server.project_adoption import adopt_on_first_use
+    from server.project.adoption import adopt_on_first_use
 
     try:
         moved = await adopt_on_first_use(svc.project_moves, svc.settings.project_scope, payload.cwd)

@@ -55,7 +55,7 @@ class HookServices:
 
     @property
     def project_moves(self) -> ProjectMoves:
-        """Moves of a folder-named project to its repository's name (server.project_adoption)."""
+        """Moves of a folder-named project to its repository's name (server.project.adoption)."""
         return self._backend.project_moves
 
     @property

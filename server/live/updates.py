@@ -34,7 +34,7 @@ from memory_core.services.session_state import SessionStateService
 from server.app_context import AppContext
 from server.live.uris import FOLLOWABLE, FollowedUri, may_follow, parse_followed
 from server.live.watcher import LOG_LEVELS, Follower, Watcher
-from server.surface import MemstrataServer
+from server.protocol.surface import MemstrataServer
 
 __all__ = ["FORBIDDEN_CODE", "LiveUpdates"]
 

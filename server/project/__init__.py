@@ -1,1 +1,5 @@
-"""Which project a working directory is: the scope rule, the repository's identity, adopting folder-named projects."""
+"""Which project a working directory is.
+
+The scope rule (scope), the repository's identity read from its files (repo_identity), and
+the adoption of projects named after folders by earlier versions (adoption).
+"""

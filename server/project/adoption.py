@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Literal
 
 from memory_core.ports.project_moves import ProjectMove, ProjectMoves
-from server.project_scope import Scope, identity_of, legacy_project, project_for
+from server.project.scope import Scope, identity_of, legacy_project, project_for
 
 __all__ = ["Adoption", "adopt", "adopt_on_first_use", "plan_adoption"]
 

@@ -20,9 +20,9 @@ session-start text stay readable, then the remote itself when it fits the projec
 different identities therefore get different projects; one identity always gets one name.
 
 Earlier versions named the project after the work tree's folder alone (`legacy_project`);
-server.project_adoption moves such a project to its new name when that is provably safe.
+server.project.adoption moves such a project to its new name when that is provably safe.
 
-Only `server.repo_identity`, the name pattern and the stdlib are imported (no pydantic), and
+Only `server.project.repo_identity`, the name pattern and the stdlib are imported (no pydantic), and
 the checkout's files are read without running git, because a hook process pays for both.
 """
 
@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Literal
 
 from memory_core.domain.project_names import PROJECT_NAME
-from server.repo_identity import checkout_of, git_root
+from server.project.repo_identity import checkout_of, git_root
 
 __all__ = [
     "ProjectIdentity",

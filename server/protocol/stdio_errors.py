@@ -15,7 +15,7 @@ replacement, split at CR, LF and CRLF (its text reader's universal newlines), ea
 validated by the SDK's own message adapter. Blank pieces are no message and get no answer.
 
 `sort_line` serves server.cli.lean_serve, which feeds the SDK every line after its
-hand-over; `serve_stdio_answering` serves the MCP server (server.surface's run_stdio_async)
+hand-over; `serve_stdio_answering` serves the MCP server (server.protocol.surface's run_stdio_async)
 over the SDK's stdio transport with the same answers where the lean wire did not start.
 """
 
@@ -98,7 +98,7 @@ async def serve_stdio_answering(lowlevel: Any, options: Any) -> None:
     """Run a low-level MCP server over the SDK's stdio transport, answering bad lines.
 
     Each line the transport cannot read gets its JSON-RPC error instead of being dropped;
-    `options` are the server's initialization options (server.surface passes its own).
+    `options` are the server's initialization options (server.protocol.surface passes its own).
     """
     async with stdio_server() as (read_stream, write_stream):
         send, receive = anyio.create_memory_object_stream[SessionMessage | Exception](0)

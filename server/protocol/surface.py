@@ -47,8 +47,8 @@ from mcp.types import (
 from pydantic import ValidationError
 
 from server.app_context import AppContext
-from server.argument_errors import describe_validation_error, unknown_arguments_message
-from server.stdio_errors import serve_stdio_answering
+from server.protocol.argument_errors import describe_validation_error, unknown_arguments_message
+from server.protocol.stdio_errors import serve_stdio_answering
 from server.toolsets import Toolset
 
 __all__ = [
@@ -298,7 +298,7 @@ class MemstrataServer(MCPServer[AppContext]):
     async def run_stdio_async(self) -> None:
         """Serve stdio, announcing `tools.listChanged`, answering malformed lines.
 
-        `enable_toolset` changes the tool list; server.stdio_errors answers each line the
+        `enable_toolset` changes the tool list; server.protocol.stdio_errors answers each line the
         SDK's transport would drop. The SDK's own run_stdio_async passes no
         NotificationOptions, so the capability would say the list never changes; its TODO(L53)
         notes the capabilities API will change.

@@ -10,9 +10,9 @@ The `tool` decorator adds what every tool shares:
   `structuredContent`, the model (a `Sparse` one without the fields left at their defaults,
   which the output schema gives). Some clients hand the model the structured content instead
   of the text, so result models hold what a model needs (ranking signals and whole records
-  only on request), and a client known to do so gets the text alone (server.surface);
+  only on request), and a client known to do so gets the text alone (server.protocol.surface);
 - its errors: the body runs with `tool=<its name>` and `request_id` bound to the log context,
-  and domain errors become ToolErrors (server.errors), so no tool retypes its own name.
+  and domain errors become ToolErrors (server.protocol.errors), so no tool retypes its own name.
 
 A tool body gets the container with `container(ctx)`.
 """
@@ -31,9 +31,9 @@ from pydantic import BaseModel, Field
 
 from server.app_context import AppContext
 from server.container import Container
-from server.errors import domain_errors_as_tool_errors
+from server.protocol.errors import domain_errors_as_tool_errors
+from server.protocol.surface import MemstrataServer
 from server.schemas.sparse import Sparse
-from server.surface import MemstrataServer
 from server.toolsets import Toolset
 
 __all__ = [
@@ -134,7 +134,7 @@ def tool(
 
         def build() -> None:
             # The costly part (argument model, input and output schemas), so it runs only
-            # once the toolset is enabled (server.surface).
+            # once the toolset is enabled (server.protocol.surface).
             mcp.add_tool(
                 _answering_in_text(fn),
                 title=title,

@@ -8,10 +8,10 @@ from pydantic import Field
 
 from memory_core.domain.models import PruneOutcome
 from server.app_context import AppContext
+from server.protocol.surface import MemstrataServer
 from server.schemas.memories import PruneOut, RecalculateOut
 from server.schemas.stats import StatsOut
 from server.settings import Settings
-from server.surface import MemstrataServer
 from server.tools import Project, container, tool
 from server.tools.progress import progress_reporter
 from server.toolsets import Toolset

@@ -9,6 +9,7 @@ from pydantic import Field
 
 from memory_core.domain.match import Match
 from server.app_context import AppContext
+from server.protocol.surface import MemstrataServer
 from server.schemas.knowledge import (
     BusinessHitOut,
     BusinessSearchOut,
@@ -22,7 +23,6 @@ from server.schemas.knowledge import (
     SharingOut,
 )
 from server.settings import Settings
-from server.surface import MemstrataServer
 from server.tools import container, tool
 from server.toolsets import Toolset
 

@@ -10,6 +10,7 @@ from pydantic import Field, JsonValue
 from memory_core.config import ConversationPolicy
 from memory_core.domain.conversation import EntryType, Role, SessionExport
 from server.app_context import AppContext
+from server.protocol.surface import MemstrataServer
 from server.schemas.conversations import (
     CacheLookupOut,
     CachePutOut,
@@ -27,7 +28,6 @@ from server.schemas.conversations import (
     SessionStatsOut,
 )
 from server.settings import Settings
-from server.surface import MemstrataServer
 from server.tools import Project, container, tool
 from server.toolsets import Toolset
 

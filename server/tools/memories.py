@@ -13,6 +13,7 @@ from memory_core.domain.match import Match
 from memory_core.domain.models import Layer, SearchMode
 from memory_core.services.memories import MAX_QUERIES, AppendItem, SearchRequest
 from server.app_context import AppContext
+from server.protocol.surface import MemstrataServer
 from server.schemas.memories import (
     AppendItemIn,
     AppendManyOut,
@@ -28,7 +29,6 @@ from server.schemas.memories import (
     SearchOut,
 )
 from server.settings import Settings
-from server.surface import MemstrataServer
 from server.tools import Project, container, tool
 from server.tools.progress import progress_reporter
 from server.toolsets import Toolset

@@ -8,6 +8,7 @@ from pydantic import Field, JsonValue
 
 from memory_core.domain.match import Match
 from server.app_context import AppContext
+from server.protocol.surface import MemstrataServer
 from server.schemas.knowledge import (
     PlaybookBriefOut,
     PlaybookFindOut,
@@ -23,7 +24,6 @@ from server.schemas.knowledge import (
     PreferenceUpdateOut,
 )
 from server.settings import Settings
-from server.surface import MemstrataServer
 from server.tools import container, tool
 from server.toolsets import Toolset
 

@@ -10,6 +10,7 @@ from pydantic import Field
 
 from memory_core.domain.knowledge import PromotionTarget
 from server.app_context import AppContext
+from server.protocol.surface import MemstrataServer
 from server.schemas.knowledge import (
     EvictedOut,
     PromotionOut,
@@ -21,7 +22,6 @@ from server.schemas.knowledge import (
     Target,
 )
 from server.settings import Settings
-from server.surface import MemstrataServer
 from server.tools import container, tool
 from server.toolsets import Toolset
 

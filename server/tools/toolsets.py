@@ -7,8 +7,8 @@ from mcp.types import ToolAnnotations
 from pydantic import BaseModel, Field
 
 from server.app_context import AppContext
+from server.protocol.surface import MemstrataServer
 from server.settings import Settings
-from server.surface import MemstrataServer
 from server.tools import tool
 from server.toolsets import TOOLSET_PURPOSE, Toolset
 

@@ -16,6 +16,7 @@ from pydantic import Field, JsonValue
 from memory_core.domain.models import BrowseQuery, Layer
 from memory_core.services.truth import TruthService
 from server.app_context import AppContext
+from server.protocol.surface import MemstrataServer
 from server.schemas.memories import LayerName
 from server.schemas.truth import (
     CuratedMemory,
@@ -27,7 +28,6 @@ from server.schemas.truth import (
     VersionOut,
 )
 from server.settings import Settings
-from server.surface import MemstrataServer
 from server.tools import Project, container, tool
 from server.toolsets import Toolset
 

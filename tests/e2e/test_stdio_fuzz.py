@@ -173,7 +173,8 @@ def test_hostile_calls_over_stdio_get_json_rpc_answers_only(db_path: Path, tmp_p
     assert answers[last_id]["result"]["structuredContent"]["value"] == "kept"
 
 
-# Issue 34.6: each line the SDK's transport cannot read gets a JSON-RPC error (server.stdio_errors).
+# Issue 34.6: each line the SDK's transport cannot read gets a JSON-RPC error
+# (server.protocol.stdio_errors).
 PING_ID = 900
 MALFORMED: list[tuple[str, bytes, int]] = [
     ("not JSON", b"this is not json", -32700),

@@ -2,7 +2,7 @@ import pytest
 from mcp.server.mcpserver.exceptions import ToolError
 
 from memory_core import errors
-from server.errors import MAPPED_ERRORS, domain_errors_as_tool_errors
+from server.protocol.errors import MAPPED_ERRORS, domain_errors_as_tool_errors
 
 
 def _subclasses(cls: type) -> set[type]:
@@ -46,7 +46,7 @@ async def test_the_tool_decorator_maps_errors_under_the_tool_name_and_binds_the_
     from mcp.server.mcpserver import Context
     from mcp.types import ToolAnnotations
 
-    from server.surface import MemstrataServer
+    from server.protocol.surface import MemstrataServer
     from server.tools import tool
     from server.toolsets import Toolset
 

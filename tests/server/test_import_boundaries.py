@@ -298,7 +298,7 @@ from mcp import Client
 from server.app import build_server
 from server.app_context import LiveContext
 from server.settings import Settings
-from server.surface import MemstrataServer
+from server.protocol.surface import MemstrataServer
 
 heavy = json.loads(sys.stdin.read())
 live = LiveContext()

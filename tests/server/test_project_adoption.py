@@ -21,8 +21,8 @@ from memory_core.domain.models import Layer
 from memory_core.services.memories import MemoryService
 from memory_core.services.session_start import ScreenContext, SessionStartService
 from server.cli.projects import run_command
-from server.project_adoption import adopt, adopt_on_first_use, plan_adoption
-from server.project_scope import project_for
+from server.project.adoption import adopt, adopt_on_first_use, plan_adoption
+from server.project.scope import project_for
 from server.settings import Settings
 from tests.backends import StorageUnderTest
 from tests.fakes import START

@@ -12,8 +12,8 @@ from mcp import Client
 from memory_core.embeddings.wordpiece import WordPieceTokenCounter
 from server.app import TOOL_MODULES, build_server
 from server.container import open_container
+from server.protocol.surface import MemstrataServer, compact_schema, model_visible_definition
 from server.settings import Settings
-from server.surface import MemstrataServer, compact_schema, model_visible_definition
 from server.tools import split_doc
 from server.toolsets import DEFAULT_TOOLSETS, Toolset, parse_toolsets
 from tests.catalog import DEFAULT_TOOLS, TOOL_NAMES

@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 import pytest
 from pydantic import BaseModel, Field, ValidationError
 
-from server.argument_errors import describe_validation_error, unknown_arguments_message
+from server.protocol.argument_errors import describe_validation_error, unknown_arguments_message
 
 
 class Item(BaseModel):

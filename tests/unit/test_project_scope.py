@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from memory_core.domain.inputs import check_project
-from server.project_scope import identity_of, legacy_project, project_for, project_name
+from server.project.scope import identity_of, legacy_project, project_for, project_name
 from server.settings import Settings
 
 GIT_ENV = {

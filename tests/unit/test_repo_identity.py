@@ -1,4 +1,4 @@
-"""server.repo_identity: a checkout's work tree and remote, read from its files without git."""
+"""server.project.repo_identity: a checkout's work tree and remote, read from its files."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from server.repo_identity import checkout_of, git_root, normalise_remote, remote_urls
+from server.project.repo_identity import checkout_of, git_root, normalise_remote, remote_urls
 
 
 @pytest.mark.parametrize(
