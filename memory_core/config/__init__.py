@@ -1,0 +1,6 @@
+"""Plain typed settings of the domain: the policies (tiers, ranking, limits, conversations,
+the storage cap), the hooks' and the knowledge stores', and the tier windows.
+
+Nothing is imported here, so `memory_core.config.tier_windows` loads without pydantic (the
+lean `memstrata stats` path reads it).
+"""
