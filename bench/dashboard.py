@@ -37,7 +37,7 @@ from pathlib import Path
 
 import numpy as np
 
-from memory_core.config import Limits
+from memory_core.config.policies import Limits
 from memory_core.domain.conversation import EntryType, Role
 from memory_core.domain.models import Layer
 from memory_core.embeddings import LazyEmbedder

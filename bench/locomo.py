@@ -37,7 +37,7 @@ import structlog
 
 from bench.precomputed_vectors import TurnVectors, precomputed_indexer
 from bench.store import open_bench_store
-from memory_core.config import RankingPolicy
+from memory_core.config.policies import RankingPolicy
 from memory_core.domain.fts_query import search_words
 from memory_core.domain.match import Match
 from memory_core.domain.models import Layer, SearchHit, SearchMode

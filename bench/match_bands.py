@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from memory_core.config import RankingPolicy
+from memory_core.config.policies import RankingPolicy
 from memory_core.domain.match import Match, MatchThresholds, match_strength
 
 KINDS = ("evidence", "other", "elsewhere")

@@ -45,7 +45,7 @@ from typing import Any
 import structlog
 
 from bench.latency import summary
-from memory_core.config import PressurePolicy
+from memory_core.config.policies import PressurePolicy
 from memory_core.domain.models import Layer
 from memory_core.domain.tiers import tier_cutoffs
 from memory_core.services.pressure import CapOnWrite, pressure_store

@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 from bench.store import FIXED_NOW, open_bench_store
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
 from memory_core.domain.models import Layer
 from memory_core.services import maintenance
 from memory_core.services.memories import AppendItem

@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
-from memory_core.config import RankingPolicy
+from memory_core.config.policies import RankingPolicy
 from server.container import Container, open_container
 from server.settings import ScheduleSettings, Settings
 

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from memory_core.clock import SystemClock
-    from memory_core.config import Limits, RankingPolicy, TierPolicy
+    from memory_core.config.policies import Limits, RankingPolicy, TierPolicy
     from memory_core.domain.models import Layer, Memory, SearchHit, Tier
     from memory_core.errors import MemoryCoreError
     from memory_core.ports import Clock, MemoryRepository
@@ -20,9 +20,9 @@ if TYPE_CHECKING:
 
 _HOMES = {
     "SystemClock": "memory_core.clock",
-    "Limits": "memory_core.config",
-    "RankingPolicy": "memory_core.config",
-    "TierPolicy": "memory_core.config",
+    "Limits": "memory_core.config.policies",
+    "RankingPolicy": "memory_core.config.policies",
+    "TierPolicy": "memory_core.config.policies",
     "Layer": "memory_core.domain.models",
     "Memory": "memory_core.domain.models",
     "SearchHit": "memory_core.domain.models",

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 import structlog
 
 from memory_core.clock import SystemClock
-from memory_core.config import RankingPolicy
+from memory_core.config.policies import RankingPolicy
 from memory_core.domain.redaction import RedactionPolicy
 from memory_core.embeddings import LazyEmbedder, load_embedder
 from memory_core.ports import Clock, JobLeases, MemoryRepository
@@ -26,7 +26,7 @@ from server.settings import Settings
 if TYPE_CHECKING:
     # The knowledge services load numpy; the hooks import this module (server.hooks.services)
     # and never use them, so they are imported in build_knowledge, where they are built.
-    from memory_core.knowledge_config import KnowledgePolicy
+    from memory_core.config.knowledge import KnowledgePolicy
     from memory_core.ports.embeddings import EmbedderSource
     from memory_core.services.business import BusinessService
     from memory_core.services.preferences import PreferenceService

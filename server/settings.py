@@ -32,12 +32,18 @@ from pydantic import (
 )
 from pydantic.fields import FieldInfo
 
-from memory_core.config import ConversationPolicy, Limits, PressurePolicy, RankingPolicy, TierPolicy
+from memory_core.config.hooks import HookPolicy
+from memory_core.config.knowledge import KnowledgePolicy
+from memory_core.config.policies import (
+    ConversationPolicy,
+    Limits,
+    PressurePolicy,
+    RankingPolicy,
+    TierPolicy,
+)
 from memory_core.domain.redaction import RedactionPolicy
 from memory_core.embeddings.registry import EmbeddingSpec, parse_embedding_model
 from memory_core.errors import InvalidInputError
-from memory_core.hook_config import HookPolicy
-from memory_core.knowledge_config import KnowledgePolicy
 from server.early_env import default_db_path
 from server.toolsets import DEFAULT_TOOLSETS, Toolset, parse_toolsets
 

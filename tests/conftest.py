@@ -12,7 +12,7 @@ from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 from mcp import Client
 
-from memory_core.config import Limits, RankingPolicy, TierPolicy
+from memory_core.config.policies import Limits, RankingPolicy, TierPolicy
 from memory_core.ports import MemoryRepository
 from memory_core.services.memories import MemoryService
 from memory_core.storage.postgres import PostgresStore, open_store

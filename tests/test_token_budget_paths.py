@@ -20,10 +20,10 @@ import aiosqlite
 import pytest
 
 import memory_core.domain.budget as budget_module
-from memory_core.config import ConversationPolicy, Limits, RankingPolicy, TierPolicy
+from memory_core.config.hooks import HookPolicy
+from memory_core.config.policies import ConversationPolicy, Limits, RankingPolicy, TierPolicy
 from memory_core.domain.conversation import EntryType, Role
 from memory_core.domain.models import Layer, RankSignals, SearchHit, SearchMode, Tier
-from memory_core.hook_config import HookPolicy
 from memory_core.services.conversations import ConversationService
 from memory_core.services.memories import MemoryService, SearchRequest
 from memory_core.services.session_start import ScreenContext, SessionStartService

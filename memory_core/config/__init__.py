@@ -1,6 +1,6 @@
-"""Plain typed settings of the domain: the policies (tiers, ranking, limits, conversations,
-the storage cap), the hooks' and the knowledge stores', and the tier windows.
+"""Plain typed settings of the domain, one module each.
 
-Nothing is imported here, so `memory_core.config.tier_windows` loads without pydantic (the
-lean `memstrata stats` path reads it).
+The policies (tiers, ranking, limits, conversations, the storage cap), the hooks' and the
+knowledge stores' settings, and the tier windows. Nothing is imported here, so
+`memory_core.config.tier_windows` loads without pydantic (the lean `memstrata stats` reads it).
 """

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
-from memory_core.tier_windows import ACTIVE_HOURS, ARCHIVED_DAYS, RECENT_HOURS
+from memory_core.config.tier_windows import ACTIVE_HOURS, ARCHIVED_DAYS, RECENT_HOURS
 
 __all__ = ["ConversationPolicy", "Limits", "PressurePolicy", "RankingPolicy", "TierPolicy"]
 

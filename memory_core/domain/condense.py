@@ -10,7 +10,7 @@ from datetime import datetime
 
 from pydantic import JsonValue
 
-from memory_core.config import ConversationPolicy
+from memory_core.config.policies import ConversationPolicy
 from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.conversation import (
     CachedResult,

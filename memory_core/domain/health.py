@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict
 
-from memory_core.config import PressurePolicy
+from memory_core.config.policies import PressurePolicy
 from memory_core.domain.health_findings import HealthCode, health_findings
 from memory_core.domain.models import StoreStats
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 
 from pydantic import JsonValue
 
-from memory_core.config import Limits
+from memory_core.config.policies import Limits
 from memory_core.domain.fence import flat
 from memory_core.domain.project_names import PROJECT_NAME
 from memory_core.errors import InvalidInputError

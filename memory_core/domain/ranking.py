@@ -10,7 +10,7 @@ from itertools import pairwise
 
 from pydantic import BaseModel, ConfigDict
 
-from memory_core.config import RankingPolicy
+from memory_core.config.policies import RankingPolicy
 from memory_core.domain.dates import QueryTime, Span, parse_spans, spans_overlap
 from memory_core.domain.hook_session import SESSION_SUMMARY_KIND
 from memory_core.domain.match import Match, MatchThresholds, match_strength, word_share

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
+from memory_core.config.tier_windows import cutoff_instants
 from memory_core.domain.models import Tier, TierCutoffs
-from memory_core.tier_windows import cutoff_instants
 
 __all__ = ["TIER_ORDER", "classify_tier", "tier_cutoffs"]
 

@@ -6,6 +6,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Literal
 
+from memory_core.config.knowledge import KnowledgePolicy
 from memory_core.domain.agent_md import AgentSection, parse_agent_md, render_agent_md
 from memory_core.domain.chunking import chunk_text
 from memory_core.domain.diversity import cap_per_group
@@ -17,7 +18,6 @@ from memory_core.domain.match import Match, MatchThresholds, match_strength, wor
 from memory_core.domain.ranking import fuse_ranks
 from memory_core.domain.redaction import RedactionPolicy, Redactor
 from memory_core.errors import ConfirmationRequiredError, InvalidInputError, InvalidQueryError
-from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports import Clock
 from memory_core.ports.knowledge import DocumentStore
 from memory_core.services.embedding_access import EmbeddingAccess

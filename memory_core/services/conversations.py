@@ -12,7 +12,7 @@ from typing import Literal
 import structlog
 from pydantic import JsonValue, ValidationError
 
-from memory_core.config import ConversationPolicy
+from memory_core.config.policies import ConversationPolicy
 from memory_core.domain.condense import (
     cache_key,
     cached_line,

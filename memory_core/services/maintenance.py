@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 import structlog
 from pydantic import BaseModel, ConfigDict
 
-from memory_core.config import PressurePolicy, TierPolicy
+from memory_core.config.policies import PressurePolicy, TierPolicy
 from memory_core.domain.health import HealthNote, assess_health
 from memory_core.domain.inputs import check_project
 from memory_core.domain.models import PruneOutcome, StoreStats, TierCutoffs

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 import structlog
 from pydantic import ConfigDict, Field, JsonValue
 
-from memory_core.config import Limits, RankingPolicy, TierPolicy
+from memory_core.config.policies import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.compaction import chunk_entries, summarize_entries
 from memory_core.domain.dates import dates_of, normalise_dates, query_time

@@ -8,7 +8,8 @@ from typing import TYPE_CHECKING, Generic, Literal, Protocol, TypeVar
 
 from pydantic import JsonValue
 
-from memory_core.config import RankingPolicy
+from memory_core.config.knowledge import KnowledgePolicy
+from memory_core.config.policies import RankingPolicy
 from memory_core.domain.fts_query import search_words
 from memory_core.domain.inputs import check_text
 from memory_core.domain.knowledge import (
@@ -23,7 +24,6 @@ from memory_core.domain.match import Match, MatchThresholds, match_strength, wor
 from memory_core.domain.ranking import match_thresholds
 from memory_core.domain.redaction import RedactionPolicy, Redactor, redact_key
 from memory_core.errors import ConfirmationRequiredError, InvalidInputError
-from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports import Clock, Embedder
 from memory_core.ports.knowledge import PlaybookStore, PreferenceStore
 from memory_core.services.embedding_access import EmbeddingAccess, cosine

@@ -32,7 +32,7 @@ from datetime import datetime, timedelta
 
 import structlog
 
-from memory_core.config import PressurePolicy, TierPolicy
+from memory_core.config.policies import PressurePolicy, TierPolicy
 from memory_core.domain.inputs import check_project
 from memory_core.domain.tiers import tier_cutoffs
 from memory_core.ports import Clock

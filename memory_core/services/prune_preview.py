@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
 from memory_core.domain.inputs import check_project
 from memory_core.domain.models import Memory
 from memory_core.domain.tiers import tier_cutoffs

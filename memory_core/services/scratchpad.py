@@ -7,6 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from memory_core.config.knowledge import KnowledgePolicy
 from memory_core.domain.inputs import check_text
 from memory_core.domain.knowledge import (
     DocumentOrigin,
@@ -24,7 +25,6 @@ from memory_core.domain.knowledge_inputs import (
 from memory_core.domain.redaction import RedactionPolicy, Redactor
 from memory_core.domain.similarity import normalised_hash
 from memory_core.errors import ConfirmationRequiredError, InvalidInputError, NotFoundError
-from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports import Clock
 from memory_core.ports.knowledge import ScratchpadStore
 from memory_core.services.business import BusinessService

@@ -25,7 +25,7 @@ from collections.abc import Collection
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
 from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.fence import fence_intro, fenced, flat
 from memory_core.domain.hook_session import SESSION_SUMMARY_KIND

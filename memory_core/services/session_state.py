@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from memory_core.config import ConversationPolicy
+from memory_core.config.policies import ConversationPolicy
 from memory_core.domain.conversation import SessionInfo, SessionStats, Summary
 from memory_core.domain.inputs import check_project, check_session
 from memory_core.ports.change_marks import SessionMark

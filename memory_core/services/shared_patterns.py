@@ -16,13 +16,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from memory_core.config.knowledge import KnowledgePolicy
 from memory_core.domain.anonymise import pattern_sentences
 from memory_core.domain.knowledge_inputs import check_name
 from memory_core.domain.pattern_pool import PooledPattern, PoolRule, pool_patterns
 from memory_core.domain.redaction import RedactionPolicy
 from memory_core.domain.similarity import keyword_overlap
 from memory_core.errors import InvalidInputError
-from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports import Clock
 from memory_core.ports.knowledge import PendingDocument, SharedPatternStore, SharingStatus
 from memory_core.services.embedding_access import EmbeddingAccess

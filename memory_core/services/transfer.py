@@ -27,7 +27,8 @@ from typing import Any, Literal
 import structlog
 from pydantic import BaseModel, ConfigDict, JsonValue, ValidationError
 
-from memory_core.config import ConversationPolicy, Limits
+from memory_core.config.knowledge import KnowledgePolicy
+from memory_core.config.policies import ConversationPolicy, Limits
 from memory_core.domain.dates import dates_of, normalise_dates
 from memory_core.domain.duplicates import normalised_hash as normalised_text_hash
 from memory_core.domain.inputs import (
@@ -45,7 +46,6 @@ from memory_core.domain.redaction import RedactionPolicy, Redactor
 from memory_core.domain.similarity import normalised_hash
 from memory_core.domain.tags import check_tags
 from memory_core.errors import InvalidInputError
-from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports import Clock
 from memory_core.ports.transfer import (
     TABLES,

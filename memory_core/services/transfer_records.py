@@ -23,7 +23,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from memory_core.config import ConversationPolicy, Limits
+from memory_core.config.knowledge import KnowledgePolicy
+from memory_core.config.policies import ConversationPolicy, Limits
 from memory_core.domain.condense import cache_key
 from memory_core.domain.conversation import EntryType, Role
 from memory_core.domain.inputs import (
@@ -37,7 +38,6 @@ from memory_core.domain.knowledge import DocumentOrigin, PromotionReason, Promot
 from memory_core.domain.knowledge_inputs import check_name, check_optional_name
 from memory_core.domain.tags import check_tags
 from memory_core.errors import InvalidInputError
-from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports.transfer import ColumnType, Row, TableSpec
 
 __all__ = ["RecordLimits", "check_time", "encode_row", "parse_row"]

@@ -175,9 +175,9 @@ def lean_stats(
     db, model = found
     if not db.is_file():
         return None  # the full path creates and migrates it (or says why it cannot)
+    from memory_core.config.tier_windows import ACTIVE_HOURS, ARCHIVED_DAYS, RECENT_HOURS
     from memory_core.domain.project_names import PROJECT_NAME
     from memory_core.storage.sqlite import kept_counts
-    from memory_core.tier_windows import ACTIVE_HOURS, ARCHIVED_DAYS, RECENT_HOURS
 
     try:
         conn = kept_counts.open_query_only(db)

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from memory_core.config.hooks import HookPolicy
 from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.conversation import EntryType
 from memory_core.domain.fence import fence_intro, fenced, flat
@@ -22,7 +23,6 @@ from memory_core.domain.models import Layer, Memory, SearchHit, SearchMode
 from memory_core.domain.rules import condition_phrase, rule_applies
 from memory_core.domain.tool_calls import TOOL_RULE_OVERLAP, rule_mark, tool_situation
 from memory_core.errors import EmbeddingUnavailableError, InvalidQueryError, StorageError
-from memory_core.hook_config import HookPolicy
 from server.hooks.payload import HookInputError, HookPayload, ToolDenial
 from server.hooks.screen import screen_context
 from server.hooks.services import HookServices

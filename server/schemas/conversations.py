@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, JsonValue
 
-from memory_core.config import ConversationPolicy
+from memory_core.config.policies import ConversationPolicy
 from memory_core.domain.conversation import (
     CachedResult,
     EntryType,

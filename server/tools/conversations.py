@@ -7,7 +7,7 @@ from mcp.server.mcpserver import Context
 from mcp.types import ToolAnnotations
 from pydantic import Field, JsonValue
 
-from memory_core.config import ConversationPolicy
+from memory_core.config.policies import ConversationPolicy
 from memory_core.domain.conversation import EntryType, Role, SessionExport
 from server.app_context import AppContext
 from server.protocol.surface import MemstrataServer

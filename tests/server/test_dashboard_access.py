@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
 from memory_core.domain.models import Tier
 from server.http.auth import Grant, TokenAuthority
 from server.http.dashboard.access import DashboardAccess, Visitor

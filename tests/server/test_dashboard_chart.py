@@ -3,7 +3,7 @@ of the dashboard (issue 35, N8)."""
 
 from __future__ import annotations
 
-from memory_core.config import PressurePolicy, TierPolicy
+from memory_core.config.policies import PressurePolicy, TierPolicy
 from memory_core.domain.health import HealthNote, assess_health
 from memory_core.domain.models import Layer, StoreStats, Tier
 from server.http.dashboard.advice import dashboard_advice

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+from memory_core.config.hooks import HookPolicy
 from memory_core.domain.match import Match
 from memory_core.domain.models import RankSignals, SearchHit, Tier
-from memory_core.hook_config import HookPolicy
 from server.hooks.events import _select
 from tests.fakes import make_memory
 

@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from mcp import Client
 
-from memory_core.knowledge_config import KnowledgePolicy
+from memory_core.config.knowledge import KnowledgePolicy
 from server.settings import Settings
 from tests.backends import settings_on
 from tests.catalog import KNOWLEDGE_DESTRUCTIVE_TOOLS, KNOWLEDGE_READ_ONLY_TOOLS, KNOWLEDGE_TOOLS
@@ -777,7 +777,7 @@ async def test_the_configured_match_bands_reach_the_knowledge_services(
     settings: Settings,
 ) -> None:
     """MEMSTRATA_RANKING__MATCH_* band preferences, playbooks and documents as they do memories."""
-    from memory_core.config import RankingPolicy
+    from memory_core.config.policies import RankingPolicy
     from memory_core.domain.match import MatchThresholds
     from memory_core.domain.ranking import match_thresholds
     from server.container import open_container

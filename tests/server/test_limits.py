@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from memory_core.config import Limits
+from memory_core.config.policies import Limits
 from memory_core.domain.inputs import MAX_METADATA_DEPTH
 
 LIMITS = Limits()

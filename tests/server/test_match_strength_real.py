@@ -10,7 +10,7 @@ from typing import Any
 
 from mcp import Client
 
-from memory_core.knowledge_config import KnowledgePolicy
+from memory_core.config.knowledge import KnowledgePolicy
 from server.settings import ScheduleSettings, Settings
 from tests.answer_sizes import DOCUMENTS, text_of
 from tests.mcp_client import call, hosted

@@ -7,8 +7,8 @@ from typing import Any
 
 import numpy as np
 
+from memory_core.config.knowledge import KnowledgePolicy
 from memory_core.embeddings import load_embedder, parse_embedding_model
-from memory_core.knowledge_config import KnowledgePolicy
 from server.settings import ScheduleSettings, Settings
 from tests.mcp_client import call, hosted
 

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from memory_core.config import PressurePolicy
+from memory_core.config.policies import PressurePolicy
 from memory_core.domain.models import Layer
 from server.cli.memory import run_maintain
 from server.container import open_container

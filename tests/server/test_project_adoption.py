@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from memory_core.clock import SystemClock
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
 from memory_core.domain.models import Layer
 from memory_core.services.memories import MemoryService
 from memory_core.services.session_start import ScreenContext, SessionStartService

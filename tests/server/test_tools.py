@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from mcp import Client
 
-from memory_core.config import Limits
+from memory_core.config.policies import Limits
 from memory_core.errors import StorageError
 from memory_core.services.memories import MemoryService
 from server.settings import Settings

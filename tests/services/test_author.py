@@ -6,7 +6,7 @@ import dataclasses
 
 import pytest
 
-from memory_core.config import RankingPolicy
+from memory_core.config.policies import RankingPolicy
 from memory_core.domain.models import Layer
 from memory_core.errors import InvalidInputError
 from memory_core.services.memories import AppendItem, MemoryService, SearchRequest

@@ -6,7 +6,7 @@ because a person looking at the dashboard must not keep memories from ageing.
 
 import pytest
 
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
 from memory_core.domain.models import BrowseQuery, Layer, SearchMode, Tier
 from memory_core.errors import InvalidInputError, MemoryNotFoundError
 from memory_core.services import maintenance

@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 import structlog
 
-from memory_core.config import ConversationPolicy
+from memory_core.config.policies import ConversationPolicy
 from memory_core.domain.conversation import EntryType, Role
 from memory_core.embeddings.wordpiece import WordPieceTokenCounter
 from memory_core.errors import (

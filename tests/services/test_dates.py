@@ -8,7 +8,7 @@ from datetime import UTC, datetime, timedelta
 import aiosqlite
 import pytest
 
-from memory_core.config import Limits, RankingPolicy, TierPolicy
+from memory_core.config.policies import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.models import Layer, SearchMode
 from memory_core.errors import InvalidInputError
 from memory_core.ports.transfer import MemoryTransfer

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.config import Limits, RankingPolicy, TierPolicy
+from memory_core.config.policies import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.models import Layer
 from memory_core.embeddings import LazyEmbedder
 from memory_core.ports import MemoryRepository

@@ -1,6 +1,6 @@
 import pytest
 
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
 from memory_core.domain.models import Layer
 from memory_core.errors import InvalidInputError
 from memory_core.services import maintenance

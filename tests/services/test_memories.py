@@ -3,7 +3,7 @@ from datetime import timedelta
 
 import pytest
 
-from memory_core.config import RankingPolicy
+from memory_core.config.policies import RankingPolicy
 from memory_core.domain.match import Match
 from memory_core.domain.models import Layer, SearchMode, Tier
 from memory_core.errors import (

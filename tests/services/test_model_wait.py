@@ -8,7 +8,7 @@ from dataclasses import replace
 
 import pytest
 
-from memory_core.config import Limits, RankingPolicy, TierPolicy
+from memory_core.config.policies import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.models import Layer, Memory, SearchMode
 from memory_core.embeddings import LazyEmbedder
 from memory_core.ports import Embedder, MemoryRepository, VectorIndex

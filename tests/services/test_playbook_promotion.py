@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from memory_core.config import RankingPolicy
+from memory_core.config.knowledge import KnowledgePolicy
+from memory_core.config.policies import RankingPolicy
 from memory_core.domain.ranking import match_thresholds
-from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.ports.embeddings import EmbedderSource
 from memory_core.services.embedding_access import EmbeddingAccess
 from memory_core.services.playbook_promotion import PlaybookPromotion, playbook_user

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 
-from memory_core.config import PressurePolicy, TierPolicy
+from memory_core.config.policies import PressurePolicy, TierPolicy
 from memory_core.domain.health_findings import health_findings
 from memory_core.domain.models import Layer
 from memory_core.ports.pressure import PressureStore

@@ -15,7 +15,7 @@ from pathlib import Path
 import aiosqlite
 import sqlean
 
-from memory_core.config import PressurePolicy, TierPolicy
+from memory_core.config.policies import PressurePolicy, TierPolicy
 from memory_core.services.pressure import enforce_cap
 from memory_core.storage.sqlite import SqliteMemoryRepository, SqliteSession
 from server.settings import Settings
@@ -28,7 +28,7 @@ CHILD = """
 import asyncio, sys
 from datetime import datetime
 
-from memory_core.config import PressurePolicy, TierPolicy
+from memory_core.config.policies import PressurePolicy, TierPolicy
 from memory_core.services.pressure import enforce_cap
 from memory_core.storage.sqlite import SqliteMemoryRepository, SqliteSession, open_database
 from memory_core.storage.sqlite import pressure

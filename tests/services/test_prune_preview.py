@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from datetime import datetime
 
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
 from memory_core.domain.models import Layer, Memory
 from memory_core.ports import MemoryRepository
 from memory_core.services import maintenance

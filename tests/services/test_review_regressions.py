@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import aiosqlite
 import pytest
 
-from memory_core.config import Limits, RankingPolicy, TierPolicy
+from memory_core.config.policies import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import Layer, SearchMode
 from memory_core.errors import InvalidInputError

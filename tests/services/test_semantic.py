@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from memory_core.config import Limits, RankingPolicy, TierPolicy
+from memory_core.config.policies import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.models import (
     Layer,
     Memory,

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_core.config import ConversationPolicy
+from memory_core.config.policies import ConversationPolicy
 from memory_core.domain.conversation import EntryType, Role
 from memory_core.domain.tokens import count_tokens
 from memory_core.errors import InvalidInputError

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
 from memory_core.domain.hook_session import TranscriptCursor
 from memory_core.domain.models import Layer
 from memory_core.services.memories import MemoryService

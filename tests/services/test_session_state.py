@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from memory_core.config import ConversationPolicy
+from memory_core.config.policies import ConversationPolicy
 from memory_core.domain.conversation import CachedResult, EntryType, Role
 from memory_core.domain.models import Layer
 from memory_core.ports.change_marks import ChangeMarks

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
+from memory_core.config.knowledge import KnowledgePolicy
 from memory_core.domain.redaction import RedactionPolicy
 from memory_core.errors import InvalidInputError
-from memory_core.knowledge_config import KnowledgePolicy
 from memory_core.services.business import BusinessService
 from memory_core.services.embedding_access import EmbeddingAccess
 from tests.backends import StorageUnderTest

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from memory_core.config import ConversationPolicy
+from memory_core.config.policies import ConversationPolicy
 from memory_core.domain.capture_place import CapturePlace
 from memory_core.domain.conversation import EntryType
 from memory_core.domain.hook_session import SESSION_SUMMARY_KIND

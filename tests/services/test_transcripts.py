@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.config import ConversationPolicy
+from memory_core.config.policies import ConversationPolicy
 from memory_core.domain.conversation import EntryType, Role
 from memory_core.domain.hook_session import SESSION_SUMMARY_KIND, TranscriptCursor
 from memory_core.domain.models import Layer, Memory
@@ -301,7 +301,7 @@ async def test_a_turn_the_store_refuses_is_skipped_and_the_rest_kept(
     storage: StorageUnderTest, clock: FrozenClock, service: MemoryService
 ) -> None:
     """A turn whose metadata breaks a limit (here a tiny one) cannot stop the recording."""
-    from memory_core.config import Limits
+    from memory_core.config.policies import Limits
 
     strict = MemoryService(
         repo=service.repo,

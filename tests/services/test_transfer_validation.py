@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from memory_core.config import Limits
+from memory_core.config.policies import Limits
 from memory_core.domain.inputs import check_metadata, check_project
 from memory_core.errors import InvalidInputError
 from memory_core.services.transfer import parse_export

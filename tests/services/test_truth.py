@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
 from memory_core.domain.models import BrowseQuery, Layer, SearchMode
 from memory_core.domain.tiers import tier_cutoffs
 from memory_core.errors import InvalidInputError, MemoryNotFoundError

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from structlog.testing import capture_logs
 
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
 from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import Layer, Memory, MemoryDraft
 from memory_core.domain.tiers import tier_cutoffs

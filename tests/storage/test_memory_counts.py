@@ -17,7 +17,7 @@ from pathlib import Path
 import aiosqlite
 import pytest
 
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
 from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import Layer, Memory, MemoryDraft, StoreStats, Tier
 from memory_core.domain.tiers import classify_tier, tier_cutoffs

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from memory_core.clock import SystemClock
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
 from memory_core.domain.conversation import EntryDraft, EntryType, Role
 from memory_core.domain.knowledge import PreferenceDraft
 from memory_core.domain.models import Layer, SearchMode

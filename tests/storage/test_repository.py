@@ -5,7 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
 from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import Layer, MemoryDraft, TextQuery, Tier
 from memory_core.domain.tiers import classify_tier, tier_cutoffs

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory_core.config import Limits
+from memory_core.config.policies import Limits
 from memory_core.domain.boilerplate import is_acknowledgement, said_text
 from memory_core.domain.fence import fence_intro, fenced, flat
 from memory_core.domain.inputs import check_key

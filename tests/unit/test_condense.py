@@ -8,7 +8,7 @@ from typing import Any
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memory_core.config import ConversationPolicy
+from memory_core.config.policies import ConversationPolicy
 from memory_core.domain.condense import (
     cache_key,
     compress_qa_summary,

@@ -2,7 +2,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from memory_core.config import Limits
+from memory_core.config.policies import Limits
 from memory_core.domain.inputs import (
     check_key,
     check_limit,

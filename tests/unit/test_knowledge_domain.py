@@ -3,10 +3,10 @@
 import pytest
 from pydantic import ValidationError
 
+from memory_core.config.knowledge import KnowledgePolicy
 from memory_core.domain.agent_md import parse_agent_md, render_agent_md
 from memory_core.domain.diversity import cap_per_group
 from memory_core.domain.similarity import keyword_overlap, normalise, normalised_hash
-from memory_core.knowledge_config import KnowledgePolicy
 
 
 def test_cap_per_group_spreads_then_fills_with_the_overflow() -> None:

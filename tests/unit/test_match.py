@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memory_core.config import RankingPolicy
+from memory_core.config.policies import RankingPolicy
 from memory_core.domain.match import Match, word_share
 from memory_core.domain.ranking import match_thresholds
 

@@ -5,7 +5,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory_core.config import RankingPolicy, TierPolicy
+from memory_core.config.policies import RankingPolicy, TierPolicy
 from memory_core.domain import ranking
 from memory_core.domain.models import Memory, SearchHit, SearchMode, Tier
 from memory_core.domain.ranking import (

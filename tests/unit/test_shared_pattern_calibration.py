@@ -13,9 +13,9 @@ from pathlib import Path
 
 import numpy as np
 
+from memory_core.config.knowledge import KnowledgePolicy
 from memory_core.domain.pattern_pool import PoolPassage, PoolRule, holds, pool_patterns
 from memory_core.embeddings import load_embedder, parse_embedding_model
-from memory_core.knowledge_config import KnowledgePolicy
 
 DATA = json.loads((Path(__file__).parent.parent / "data" / "shared_pattern_pairs.json").read_text())
 POLICY = KnowledgePolicy()

@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
 from memory_core.domain.models import Tier
 from memory_core.domain.tiers import TIER_ORDER, classify_tier, tier_cutoffs
 

@@ -21,10 +21,10 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from memory_core.config.tier_windows import cutoff_instants
 from memory_core.storage.counts_fold import LAYERS, TIERS, fold_counts
 from memory_core.storage.migrations import load_migrations, migrations_dir
 from memory_core.storage.sqlite.times import encode_time
-from memory_core.tier_windows import cutoff_instants
 
 __all__ = [
     "DATES",

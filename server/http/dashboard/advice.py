@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from memory_core.config import PressurePolicy, TierPolicy
+from memory_core.config.policies import PressurePolicy, TierPolicy
 from memory_core.domain.health import HealthNote
 from memory_core.domain.models import StoreStats, Tier
 

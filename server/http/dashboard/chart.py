@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-from memory_core.config import TierPolicy
+from memory_core.config.policies import TierPolicy
 from memory_core.domain.models import Tier
 
 __all__ = ["AgeBar", "AgeSegment", "TierBand", "age_bars", "tier_bands"]
