@@ -64,6 +64,7 @@ from memory_core.ports import Clock, KeywordSearch, MemoryRepository
 from memory_core.services.access_recording import hand_out
 from memory_core.services.indexing import Indexer, NearDuplicate, embedding_text
 from memory_core.services.resemblance import (
+    NEIGHBOURS,
     Likeness,
     Resemblances,
     batch_twins,
@@ -100,9 +101,6 @@ _MAX_CANDIDATES = 400
 _RULES_PER_RECALL = 5
 # A batch of at least this many new texts is checked for stored look-alikes in one pass.
 _BATCH_PROBE_MIN = 8
-# Neighbours `resemblances` judges per new text (resemblance._NEIGHBOURS): the batch pass
-# considers the same candidates.
-_RESEMBLANCE_NEIGHBOURS = 5
 _MAX_ID = 2**63
 # Phrasings one search may fuse (`queries`).
 MAX_QUERIES = 5
@@ -484,7 +482,7 @@ class MemoryService:
                 layer,
                 [vectors[n] for n in mine],
                 min_similarity=self.duplicates.candidate_similarity,
-                neighbours=_RESEMBLANCE_NEIGHBOURS,
+                neighbours=NEIGHBOURS,  # the candidates `resemblances` judges
             )
             if close is not None:
                 far.update(wanted[n] for n, near in zip(mine, close, strict=True) if not near)

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "MAX_CANDIDATES",
+    "NEIGHBOURS",
     "Likeness",
     "Resemblances",
     "batch_twins",
@@ -31,7 +32,7 @@ __all__ = [
 ]
 
 # Neighbours judged per new memory: duplicates and candidates are among the nearest few.
-_NEIGHBOURS = 5
+NEIGHBOURS = 5
 # Candidates named in an answer.
 MAX_CANDIDATES = 3
 
@@ -71,7 +72,7 @@ async def resemblances(
     working layer) count: a superseded memory is history, not a fact to restate.
     """
     matches = await indexer.vectors.search_vectors(
-        draft.project, vector, layer=draft.layer, limit=_NEIGHBOURS
+        draft.project, vector, layer=draft.layer, limit=NEIGHBOURS
     )
     close = {
         m.id: 1.0 - m.distance
