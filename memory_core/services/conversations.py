@@ -1,4 +1,7 @@
-"""ConversationService: sessions, entries, compression into summaries, Q&A cycles, result cache."""
+"""ConversationService: sessions, entries, compression into summaries, Q&A cycles, result cache.
+
+Importing a session (its checks and redaction) is services.session_imports.
+"""
 
 from __future__ import annotations
 
@@ -50,7 +53,6 @@ from memory_core.domain.inputs import (
     check_project,
     check_session,
     check_text,
-    is_unicode_text,
 )
 from memory_core.domain.redaction import Redaction, RedactionPolicy, redact_json, redact_text
 from memory_core.domain.session_notes import notes_digest, notes_transcript
@@ -67,6 +69,14 @@ from memory_core.ports.conversations import (
     ConversationStore,
     SessionNotes,
     Summarizer,
+)
+from memory_core.services.session_imports import (
+    MAX_SOURCE,
+    MAX_TOOL_NAME,
+    check_json_size,
+    read_session_export,
+    redacted_object,
+    redacted_session,
 )
 
 __all__ = [
@@ -89,9 +99,6 @@ _DEFAULT_ROLE = {
     EntryType.TOOL_RESULT: Role.SYSTEM,
     EntryType.CONTEXT: Role.SYSTEM,
 }
-_MAX_TOOL_NAME = 128
-_MAX_SOURCE = 1024
-_MAX_JSON_BYTES = 1_000_000
 _MAX_CACHE_DURATION = 10_000
 
 
@@ -412,8 +419,8 @@ class ConversationService:
             role = _DEFAULT_ROLE[type]
         _check_applicable(type, tool_name, arguments, source, is_error)
         if type is EntryType.TOOL_CALL:
-            tool_name = check_text("tool_name", tool_name or "", max_chars=_MAX_TOOL_NAME)
-            _check_json_size("arguments", arguments)
+            tool_name = check_text("tool_name", tool_name or "", max_chars=MAX_TOOL_NAME)
+            check_json_size("arguments", arguments)
             # A call is its name and arguments; words alongside them are optional.
             text = content.strip()
             if text:
@@ -421,13 +428,13 @@ class ConversationService:
         else:
             text = check_text("content", content, max_chars=policy.max_entry_chars)
             if tool_name is not None:
-                tool_name = check_text("tool_name", tool_name, max_chars=_MAX_TOOL_NAME)
+                tool_name = check_text("tool_name", tool_name, max_chars=MAX_TOOL_NAME)
         if source is not None:
-            source = check_text("source", source, max_chars=_MAX_SOURCE)
+            source = check_text("source", source, max_chars=MAX_SOURCE)
         # Credentials never reach the table: the entry is stored, counted and summarised
         # redacted, and the result says what was taken out.
         text = redact_text(text, self._redaction, report)[0]
-        arguments = _redacted_object(arguments, self._redaction, report)
+        arguments = redacted_object(arguments, self._redaction, report)
         if tool_name is not None:
             tool_name = redact_text(tool_name, self._redaction, report)[0]
         if source is not None:
@@ -889,14 +896,14 @@ class ConversationService:
     ) -> CachedResult:
         """Cache a tool result for `duration` exchanges (reset by every lookup that hits)."""
         project, sid = check_project(project), _session_id(session_id)
-        name = check_text("tool_name", tool_name, max_chars=_MAX_TOOL_NAME)
+        name = check_text("tool_name", tool_name, max_chars=MAX_TOOL_NAME)
         if not 1 <= duration <= _MAX_CACHE_DURATION:
             raise InvalidInputError(
                 "duration", f"must be a whole number of exchanges from 1 to {_MAX_CACHE_DURATION}"
             )
         parameters = _parameters(parameters)
-        _check_json_size("parameters", parameters)
-        _check_json_size("result", result)
+        check_json_size("parameters", parameters)
+        check_json_size("result", result)
         # Redaction is deterministic, so a lookup with the same secret finds the same key.
         parameters = redact_json(parameters, self._redaction)[0]
         result = redact_json(result, self._redaction)[0]
@@ -917,7 +924,7 @@ class ConversationService:
     ) -> CachedResult | None:
         """A cached result for exactly this tool and these parameters, or None."""
         project, sid = check_project(project), _session_id(session_id)
-        name = check_text("tool_name", tool_name, max_chars=_MAX_TOOL_NAME)
+        name = check_text("tool_name", tool_name, max_chars=MAX_TOOL_NAME)
         key = cache_key(name, redact_json(_parameters(parameters), self._redaction)[0])
         return await self._store.cache_get(project, sid, key)
 
@@ -927,53 +934,6 @@ class ConversationService:
         """The whole session as plain data."""
         return await self._store.export_session(check_project(project), _session_id(session_id))
 
-    def _redacted_export(self, data: SessionExport, report: Redaction) -> SessionExport:
-        """An import is stored like any other write: with credentials redacted."""
-        policy = self._redaction
-
-        def text(value: str) -> str:
-            return redact_text(value, policy, report)[0]
-
-        def optional(value: str | None) -> str | None:
-            return None if value is None else text(value)
-
-        cache = []
-        for c in data.cache:
-            params = redact_json(c.parameters, policy, report)[0]
-            tool_name = text(c.tool_name)
-            cache.append(
-                c.model_copy(
-                    update={
-                        "tool_name": tool_name,
-                        "parameters": params,
-                        "result": redact_json(c.result, policy, report)[0],
-                        "key": cache_key(tool_name, params),
-                    }
-                )
-            )
-        return data.model_copy(
-            update={
-                "entries": [
-                    e.model_copy(
-                        update={
-                            "content": text(e.content),
-                            "arguments": _redacted_object(e.arguments, policy, report),
-                            "tool_name": optional(e.tool_name),
-                            "source": optional(e.source),
-                        }
-                    )
-                    for e in data.entries
-                ],
-                "summaries": [s.model_copy(update={"text": text(s.text)}) for s in data.summaries],
-                "exchanges": [
-                    x.model_copy(update={"question": text(x.question), "answer": text(x.answer)})
-                    for x in data.exchanges
-                ],
-                "qa_summary": text(data.qa_summary),
-                "cache": cache,
-            }
-        )
-
     async def import_(
         self, project: str, data: JsonValue, session_id: str | None = None
     ) -> ImportedSession:
@@ -981,29 +941,12 @@ class ConversationService:
 
         Every text passes the limits `add_session_entry` applies (no NUL, entries at most
         `max_entry_chars` of the session's settings) and the redaction gate; a bad field is
-        named with its entry's position and nothing is written.
+        named with its entry's position and nothing is written (services.session_imports).
         """
         project = check_project(project)
-        try:
-            parsed = SessionExport.model_validate(data)
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise InvalidInputError(f"data.{where}" if where else "data", first["msg"]) from None
-        if session_id is not None:
-            parsed = parsed.model_copy(update={"session_id": session_id})
-        parsed = parsed.model_copy(update={"session_id": _session_id(parsed.session_id)})
-        _check_export(parsed)
-        try:
-            effective = self._policy.model_validate({**self._policy.model_dump(), **parsed.config})
-        except ValidationError as exc:
-            where = ".".join(str(p) for p in exc.errors()[0]["loc"])
-            raise InvalidInputError(
-                f"data.config.{where}" if where else "data.config", exc.errors()[0]["msg"]
-            ) from None
-        _check_export_texts(parsed, effective)
+        parsed = read_session_export(data, session_id, self._policy)
         report = Redaction()
-        parsed = self._redacted_export(parsed, report)
+        parsed = redacted_session(parsed, self._redaction, report)
         await self._store.import_session(project, parsed)
         log.info(
             "conversation.session_imported",
@@ -1043,17 +986,6 @@ def _check_applicable(
         raise InvalidInputError("is_error", "is only for type 'tool_result'")
 
 
-def _redacted_object(
-    value: dict[str, JsonValue] | None, policy: RedactionPolicy, report: Redaction
-) -> dict[str, JsonValue] | None:
-    """A JSON object redacted whole: keys, values, and values under secret-named keys."""
-    if value is None:
-        return None
-    out = redact_json(value, policy, report)[0]
-    assert isinstance(out, dict)  # an object stays an object
-    return out
-
-
 def _parameters(value: JsonValue) -> dict[str, JsonValue]:
     """Tool parameters: a JSON object, or text holding one (as some clients pass them)."""
     if isinstance(value, str):
@@ -1066,95 +998,3 @@ def _parameters(value: JsonValue) -> dict[str, JsonValue]:
     if not isinstance(value, dict):
         raise InvalidInputError("parameters", "must be a JSON object of the tool's arguments")
     return value
-
-
-def _check_json_size(
-    field_name: str, value: JsonValue, max_bytes: int | None = _MAX_JSON_BYTES
-) -> None:
-    try:
-        size = len(json.dumps(value, ensure_ascii=False).encode())
-    except (UnicodeEncodeError, ValueError):
-        raise InvalidInputError(field_name, "must be JSON of valid Unicode text") from None
-    if max_bytes is not None and size > max_bytes:
-        raise InvalidInputError(field_name, f"must be at most {max_bytes} bytes as JSON")
-
-
-def _check_numbers(data: SessionExport) -> None:
-    """Every id and duration must fit the database's 64-bit integers."""
-    numbers = [e.id for e in data.entries] + [x.id for x in data.summaries]
-    numbers += [x.id for x in data.exchanges] + [c.duration for c in data.cache]
-    numbers += [c.remaining for c in data.cache]
-    if any(not 0 <= n < 2**63 for n in numbers):
-        raise InvalidInputError("data", "ids and durations must be whole numbers below 2^63")
-
-
-def _check_import_text(field_name: str, value: str, max_chars: int | None) -> None:
-    """The limits of `add_session_entry` on one imported text (which may be empty)."""
-    if "\x00" in value:
-        raise InvalidInputError(field_name, "must not contain NUL characters")
-    if not is_unicode_text(value):
-        raise InvalidInputError(field_name, "must be valid Unicode text (no lone surrogates)")
-    if max_chars is not None and len(value) > max_chars:
-        raise InvalidInputError(
-            field_name, f"must be at most {max_chars} characters (got {len(value)})"
-        )
-
-
-def _check_export_texts(data: SessionExport, policy: ConversationPolicy) -> None:
-    """Every text of an import within the limits a live session holds to.
-
-    Fields are named by their position in the export (`data.entries[3].content`), the way a
-    person finds them in the file.
-    """
-    cap = policy.max_entry_chars
-    for i, e in enumerate(data.entries):
-        _check_import_text(f"data.entries[{i}].content", e.content, cap)
-        if e.tool_name is not None:
-            _check_import_text(f"data.entries[{i}].tool_name", e.tool_name, _MAX_TOOL_NAME)
-        if e.source is not None:
-            _check_import_text(f"data.entries[{i}].source", e.source, _MAX_SOURCE)
-        if e.arguments is not None:
-            _check_json_size(f"data.entries[{i}].arguments", e.arguments)
-    for i, x in enumerate(data.summaries):
-        _check_import_text(f"data.summaries[{i}].text", x.text, None)
-    for i, q in enumerate(data.exchanges):
-        _check_import_text(f"data.exchanges[{i}].question", q.question, cap)
-        _check_import_text(f"data.exchanges[{i}].answer", q.answer, cap)
-    _check_import_text("data.qa_summary", data.qa_summary, None)
-    for i, c in enumerate(data.cache):
-        _check_import_text(f"data.cache[{i}].tool_name", c.tool_name, _MAX_TOOL_NAME)
-        _check_json_size(f"data.cache[{i}].parameters", c.parameters)
-        _check_json_size(f"data.cache[{i}].result", c.result)
-
-
-def _check_export(data: SessionExport) -> None:
-    """Links inside an export must hold, or the imported session would lie about itself."""
-    _check_json_size("data", data.model_dump(mode="json"), max_bytes=None)
-    _check_numbers(data)
-    for name, ids in (
-        ("entries", [e.id for e in data.entries]),
-        ("summaries", [x.id for x in data.summaries]),
-        ("exchanges", [x.id for x in data.exchanges]),
-        ("cache", [c.key for c in data.cache]),
-    ):
-        if len(set(ids)) != len(ids):
-            raise InvalidInputError(f"data.{name}", "ids must be unique")
-    summary_ids = {s.id for s in data.summaries}
-    for e in data.entries:
-        if e.compressed != (e.summary_id is not None):
-            raise InvalidInputError(
-                f"data.entries[{e.id}]", "compressed entries need a summary_id, others none"
-            )
-        if e.summary_id is not None and e.summary_id not in summary_ids:
-            raise InvalidInputError(
-                f"data.entries[{e.id}].summary_id", "must name a summary in data.summaries"
-            )
-    known = {e.id for e in data.entries}
-    for x in data.summaries:
-        if not set(x.entry_ids) <= known:
-            raise InvalidInputError(
-                f"data.summaries[{x.id}].entry_ids", "must name entries in data.entries"
-            )
-    for c in data.cache:
-        if c.key != cache_key(c.tool_name, c.parameters):
-            raise InvalidInputError("data.cache", f"the key of {c.tool_name} does not match it")
