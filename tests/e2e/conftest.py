@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import os
 import socket
+import subprocess
 import sys
 import tempfile
 from collections.abc import AsyncIterator
@@ -23,6 +25,33 @@ def memstrata_exe() -> Path:
     exe = Path(sys.executable).parent / "memstrata"
     assert exe.exists(), f"{exe} is missing; install the project (make dev)"
     return exe
+
+
+def run_session_end(
+    env: dict[str, str], cwd: Path, session_id: str, transcript: Path, *, timeout: float = 180
+) -> None:
+    """`memstrata hook session-end` run to its end as Claude Code runs it; it must say nothing.
+
+    `timeout` only guards against a hang, never a target.
+    """
+    payload = {
+        "session_id": session_id,
+        "transcript_path": str(transcript),
+        "cwd": str(cwd),
+        "hook_event_name": "SessionEnd",
+        "reason": "prompt_input_exit",
+    }
+    done = subprocess.run(
+        [str(memstrata_exe()), "hook", "session-end"],
+        input=json.dumps(payload),
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=cwd,
+        timeout=timeout,
+        check=True,
+    )
+    assert (done.stdout, done.stderr) == ("", "")
 
 
 _TEST_CACHE = tempfile.mkdtemp(prefix="memstrata-test-cache-")

@@ -10,9 +10,7 @@ here asserts on time (the completed capture is waited for, bounded only against 
 from __future__ import annotations
 
 import asyncio
-import json
 import os
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -24,7 +22,7 @@ from memory_core.domain.models import Layer
 from memory_core.errors import SessionNotFoundError
 from server.container import open_container
 from server.settings import ScheduleSettings, Settings
-from tests.e2e.conftest import memstrata_exe
+from tests.e2e.conftest import run_session_end
 
 pytestmark = pytest.mark.e2e
 
@@ -42,24 +40,7 @@ def _run(root: Path, name: str, inline: str, transcript_path: Path) -> Settings:
         "PATH": os.environ.get("PATH", ""),
         "HOME": str(root),
     } | ({"PYTHONPATH": os.environ["PYTHONPATH"]} if "PYTHONPATH" in os.environ else {})
-    payload = {
-        "session_id": SESSION,
-        "transcript_path": str(transcript_path),
-        "cwd": str(root),
-        "hook_event_name": "SessionEnd",
-        "reason": "prompt_input_exit",
-    }
-    done = subprocess.run(
-        [str(memstrata_exe()), "hook", "session-end"],
-        input=json.dumps(payload),
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=root,
-        timeout=_LONG_WAIT,
-        check=True,
-    )
-    assert (done.stdout, done.stderr) == ("", "")
+    run_session_end(env, root, SESSION, transcript_path, timeout=_LONG_WAIT)
     return Settings(
         db=db,
         project="shop",

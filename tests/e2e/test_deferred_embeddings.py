@@ -35,7 +35,7 @@ from memory_core.domain.models import Layer
 from memory_core.services.indexing import embedding_text
 from server.container import open_container
 from server.settings import ScheduleSettings, Settings
-from tests.e2e.conftest import memstrata_exe
+from tests.e2e.conftest import memstrata_exe, run_session_end
 from tests.pg import PostgresServer
 from tests.playbook_transcripts import Session
 from tests.runtime_dir import short_runtime_dir
@@ -217,24 +217,7 @@ def test_a_backfill_killed_again_and_again_embeds_every_captured_row_once(
             "PATH": os.environ.get("PATH", ""),
             "HOME": str(tmp_path),
         }
-        payload = {
-            "session_id": Session().session_id,
-            "transcript_path": str(transcript),
-            "cwd": str(tmp_path),
-            "hook_event_name": "SessionEnd",
-            "reason": "prompt_input_exit",
-        }
-        done = subprocess.run(
-            [str(memstrata_exe()), "hook", "session-end"],
-            input=json.dumps(payload),
-            capture_output=True,
-            text=True,
-            env=env,
-            cwd=tmp_path,
-            timeout=_LONG_WAIT,
-            check=True,
-        )
-        assert (done.stdout, done.stderr) == ("", "")
+        run_session_end(env, tmp_path, Session().session_id, transcript, timeout=_LONG_WAIT)
         settings = Settings(
             db=Path(store.get("MEMSTRATA_DB", tmp_path / "unused.db")),
             database_url=store.get("MEMSTRATA_DATABASE_URL"),
