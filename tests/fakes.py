@@ -11,7 +11,8 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import numpy.typing as npt
 
-from memory_core.domain.models import Layer, Memory, Tier
+from memory_core.domain.match import Match
+from memory_core.domain.models import Layer, Memory, RankSignals, SearchHit, Tier
 from memory_core.embeddings import LazyEmbedder
 
 START = datetime(2026, 1, 15, 12, 0, 0, tzinfo=UTC)
@@ -104,3 +105,20 @@ def make_memory(
         content_hash=str(mid),
         token_count=1,
     )
+
+
+def make_hit(memory: Memory, *, rank: int = 1, match: Match = Match.WEAK) -> SearchHit:
+    """A search hit of `memory`: keyword rank `rank`, full relevance, an ACTIVE tier."""
+    signals = RankSignals(
+        bm25_rank=rank,
+        vector_rank=None,
+        vector_distance=None,
+        relevance=1.0,
+        session_lift=0.0,
+        tier=Tier.ACTIVE,
+        tier_boost=0.0,
+        recency=0.0,
+        score=1.0,
+        match=match,
+    )
+    return SearchHit(memory=memory, signals=signals)

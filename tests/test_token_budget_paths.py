@@ -23,13 +23,14 @@ import memory_core.domain.budget as budget_module
 from memory_core.config.hooks import HookPolicy
 from memory_core.config.policies import ConversationPolicy, Limits, RankingPolicy, TierPolicy
 from memory_core.domain.conversation import EntryType, Role
-from memory_core.domain.models import Layer, RankSignals, SearchHit, SearchMode, Tier
+from memory_core.domain.match import Match
+from memory_core.domain.models import Layer, SearchMode
 from memory_core.services.conversations import ConversationService
 from memory_core.services.memories import MemoryService, SearchRequest
 from memory_core.services.session_start import ScreenContext, SessionStartService
 from server.hooks.events import _select
 from tests.backends import SqliteUnderTest
-from tests.fakes import FrozenClock, make_memory
+from tests.fakes import FrozenClock, make_hit, make_memory
 
 ROOT = Path(__file__).resolve().parents[1]
 COUNTER = Path("memory_core/domain/tokens.py")
@@ -200,26 +201,6 @@ async def test_the_session_start_goes_through_the_counter(
 
 def test_the_prompt_hook_goes_through_the_counter(priced_out: None) -> None:
     when = datetime(2026, 1, 1, tzinfo=UTC)
-    hits = [
-        SearchHit(
-            memory=make_memory(i, when),
-            signals=RankSignals(
-                bm25_rank=i,
-                vector_rank=None,
-                vector_distance=None,
-                relevance=1.0,
-                session_lift=0.0,
-                tier=Tier.ACTIVE,
-                tier_boost=0.0,
-                recency=0.0,
-                score=1.0,
-            ),
-        )
-        for i in (1, 2)
-    ]
-    strong = [
-        h.model_copy(update={"signals": h.signals.model_copy(update={"match": "strong"})})
-        for h in hits
-    ]
+    strong = [make_hit(make_memory(i, when), rank=i, match=Match.STRONG) for i in (1, 2)]
     chosen, lines = _select(strong, set(), "s", "prompt", HookPolicy(prompt_tokens=2_500))
     assert chosen == [] and lines == []

@@ -6,26 +6,16 @@ from datetime import UTC, datetime
 
 from memory_core.config.hooks import HookPolicy
 from memory_core.domain.match import Match
-from memory_core.domain.models import RankSignals, SearchHit, Tier
+from memory_core.domain.models import SearchHit
 from server.hooks.events import _select
-from tests.fakes import make_memory
+from tests.fakes import make_hit, make_memory
 
 
 def _hit(memory_id: int, content: str) -> SearchHit:
-    signals = RankSignals(
-        bm25_rank=memory_id,
-        vector_rank=None,
-        vector_distance=None,
-        relevance=1.0,
-        session_lift=0.0,
-        tier=Tier.ACTIVE,
-        tier_boost=0.0,
-        recency=0.0,
-        score=1.0,
-        match=Match.STRONG,
-    )
     when = datetime(2026, 11, 20 + memory_id, tzinfo=UTC)
-    return SearchHit(memory=make_memory(memory_id, when, content=content), signals=signals)
+    return make_hit(
+        make_memory(memory_id, when, content=content), rank=memory_id, match=Match.STRONG
+    )
 
 
 def test_a_hit_a_newer_version_follows_is_left_out() -> None:
