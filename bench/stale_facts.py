@@ -145,6 +145,23 @@ FACTS: tuple[tuple[str, str, str, tuple[str, ...], str], ...] = (
         "The search service is owned by {v}.",
     ),
 )
+# For each fact, a later fact about the same subject that corrects nothing (often in the words
+# of a change): the prompt hook must still show the first. Counted as `false_folds` when search
+# names the first as an older version of it (what the hook leaves out).
+ADDITIONS = (
+    "The public API now sits behind the Cloudflare proxy.",
+    "Backend deploys now need approval from Dana.",
+    "Staging now takes a PostgreSQL snapshot every night.",
+    "From now on the merge queue runs the full test suite.",
+    "Access tokens are now signed with RS256.",
+    "We switched the frontend to TypeScript.",
+    "Errors are now grouped by release.",
+    "The default branch is now protected.",
+    "Python services moved to uv for dependency management.",
+    "Uploads are now scanned for viruses.",
+    "Nightly backups now also copy the uploads bucket.",
+    "The billing service now runs on Kubernetes.",
+)
 DISTRACTORS = (
     "Integration tests need Docker running locally.",
     "Feature flags are read from LaunchDarkly at startup.",
@@ -304,6 +321,26 @@ async def _false_merges(service: MemoryService) -> int:
     return merged
 
 
+async def _false_folds(service: MemoryService, clock: _Clock) -> list[str]:
+    """Additions (ADDITIONS) that search takes for a newer version of the fact they follow."""
+    folded = []
+    for n, ((statement, _, question, values, _), addition) in enumerate(
+        zip(FACTS, ADDITIONS, strict=True)
+    ):
+        project = f"addition{n}"
+        first = await service.append(project, Layer.EPISODIC, statement.format(v=values[0]))
+        clock.at += timedelta(days=3)
+        await service.append(project, Layer.EPISODIC, addition)
+        found = await service.search(
+            SearchRequest(project=project, query=question, limit=5, mark_used=False, versions=True)
+        )
+        if first.memory.id in found.older or first.memory.id not in {
+            h.memory.id for h in found.hits
+        }:
+            folded.append(f"{question} -> {addition}")
+    return folded
+
+
 async def run(seed: int, facts: int) -> dict[str, Any]:
     """Run the benchmark on a fresh store; the report as a JSON-ready dict."""
     rng = random.Random(seed)
@@ -326,6 +363,7 @@ async def run(seed: int, facts: int) -> dict[str, Any]:
             results = await _facts(c.memories, clock, rng, facts, list(folders))
             duplicate_rows = await _duplicates(c.memories, rng)
             false_merges = await _false_merges(c.memories)
+            false_folds = await _false_folds(c.memories, clock)
         await _hook(settings, clock, results, folders)
     with_s = [r for r in results if r.supersedes]
     without = [r for r in results if not r.supersedes]
@@ -345,6 +383,7 @@ async def run(seed: int, facts: int) -> dict[str, Any]:
             "stale_rate_without": rate(without, lambda r: r.stale),
             "duplicate_rows": duplicate_rows,
             "false_merges": false_merges,
+            "false_folds": len(false_folds),
             "hook_stale_rate_with_supersedes": rate(with_s, hook("keyword")),
             "hook_stale_rate_without": rate(without, hook("keyword")),
             "hook_hybrid_stale_rate_with_supersedes": rate(with_s, hook("hybrid")),
@@ -353,6 +392,7 @@ async def run(seed: int, facts: int) -> dict[str, Any]:
             "either_stale_rate_without": rate(without, either),
         },
         "facts": [asdict(r) for r in results],
+        "false_folds": false_folds,
         "seed": seed,
     }
 
@@ -376,6 +416,8 @@ def main() -> None:
             if injected:
                 also = "with" if f["hook_new"][mode] else "without"
                 print(f"injected stale ({mode} hook): {f['question']} ({also} the correction)")
+    for fold in report["false_folds"]:
+        print(f"false fold: {fold}")
     if args.json:
         args.json.write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
 

@@ -39,6 +39,7 @@ __all__ = [
     "Resemblance",
     "anchors",
     "compare",
+    "content_words",
     "fold_newest",
     "newest_first",
     "normalise",
@@ -96,8 +97,21 @@ def normalised_hash(text: str) -> str:
     return hashlib.sha256(normalise(text).encode()).hexdigest()
 
 
+# Irregular past forms people write facts in ("the frontend is built with Vite", "Bob took it
+# over"): a question asks in the present ("what builds the frontend?").
+_IRREGULAR_TEXT = (
+    "built:build ran:run went:go gone:go wrote:write written:write took:take taken:take "
+    "made:make kept:keep sent:send found:find held:hold broke:break broken:break "
+    "chose:choose chosen:choose began:begin begun:begin got:get gotten:get gave:give "
+    "given:give paid:pay sold:sell bought:buy brought:bring thought:think told:tell "
+    "led:lead spent:spend lost:lose met:meet"
+)
+_IRREGULAR = dict(pair.split(":") for pair in _IRREGULAR_TEXT.split())
+
+
 def _stem(word: str) -> str:
     """A crude English stem, enough for "commit/commits/committed/committing" to meet."""
+    word = _IRREGULAR.get(word, word)
     if word.endswith(("sses", "xes", "ches", "shes", "zes")):
         word = word[:-2]
     else:
@@ -112,7 +126,8 @@ def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
-def _content_words(text: str) -> set[str]:
+def content_words(text: str) -> set[str]:
+    """A text's content words (function words and negations left out), stemmed."""
     words = [
         w.replace("\u2019", "'") for w in _WORD.findall(unicodedata.normalize("NFKC", text).lower())
     ]
@@ -122,7 +137,7 @@ def _content_words(text: str) -> set[str]:
 
 def word_overlap(a: str, b: str) -> float:
     """Jaccard overlap of two texts' stemmed content words, in [0, 1]."""
-    left, right = _content_words(a), _content_words(b)
+    left, right = content_words(a), content_words(b)
     if not left and not right:
         return 1.0
     return len(left & right) / len(left | right)

@@ -15,6 +15,7 @@ from pydantic import ConfigDict, Field, JsonValue
 from memory_core.config.policies import Limits, RankingPolicy, TierPolicy
 from memory_core.domain.budget import TokenAllowance
 from memory_core.domain.compaction import chunk_entries, summarize_entries
+from memory_core.domain.corrections import LOOSE_SIMILARITY, corrects, replaces_value
 from memory_core.domain.dates import dates_of, normalise_dates, query_time
 from memory_core.domain.duplicates import DuplicateThresholds, anchors, fold_newest, newest_first
 from memory_core.domain.frozen import Frozen as _Frozen
@@ -273,6 +274,27 @@ def _version_similarity(
         return float(np.dot(a, b))
 
     return similarity
+
+
+def _versions(
+    ranked: Sequence[SearchHit],
+    ages: Sequence[tuple[datetime, int]],
+    pair: tuple[int, int],
+    close: float,
+    band: float,
+    query: str,
+) -> bool:
+    """Whether two hits `close` to each other may be versions of one fact.
+
+    In the candidate `band` they are when the newer states a value the older does not; below
+    it, only when the newer reads as a correction of the older for the question asked
+    (domain.corrections: it replaces a value of what both say about the question's subject).
+    """
+    old, new = sorted(pair, key=lambda k: ages[k])
+    newer, older = ranked[new].memory.content, ranked[old].memory.content
+    if close >= band:
+        return replaces_value(newer, older)
+    return corrects(newer, older, close, query)
 
 
 def _recorded(memory: Memory) -> bool:
@@ -845,7 +867,8 @@ class MemoryService:
 
         def alike(a: int, b: int) -> float | None:
             close = similarity(kept[a], kept[b])
-            if close is None or close < self.duplicates.candidate_similarity:
+            band = self.duplicates.candidate_similarity
+            if close is None or not _versions(ranked, ages, (kept[a], kept[b]), close, band, query):
                 return None
             # A query naming what only one of them holds ("note 7": a number, a name, a day)
             # asks for that one: a newer "note 10" does not go before it.
@@ -859,7 +882,7 @@ class MemoryService:
                 return None
             return close
 
-        order = newest_first([ages[i] for i in kept], alike, self.duplicates.candidate_similarity)
+        order = newest_first([ages[i] for i in kept], alike, LOOSE_SIMILARITY)
         ids = [ranked[i].memory.id for i in kept]
         older = _followed(ids, [ages[i] for i in kept], alike) if versions else {}
         folded_ids = {ranked[i].memory.id: n for i, n in folded.items()}

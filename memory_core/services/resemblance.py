@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from memory_core.domain.corrections import LOOSE_SIMILARITY, may_correct
 from memory_core.domain.duplicates import DuplicateThresholds, Resemblance, compare
 from memory_core.domain.models import Layer, Memory, MemoryDraft, TextQuery
 from memory_core.ports import MemoryRepository
@@ -74,11 +75,9 @@ async def resemblances(
     matches = await indexer.vectors.search_vectors(
         draft.project, vector, layer=draft.layer, limit=NEIGHBOURS
     )
-    close = {
-        m.id: 1.0 - m.distance
-        for m in matches
-        if 1.0 - m.distance >= thresholds.candidate_similarity
-    }
+    # Below the candidate band, a neighbour is judged when the new text may correct it
+    # (domain.corrections: it announces a change, or says the same sentence with a new value).
+    close = {m.id: 1.0 - m.distance for m in matches if 1.0 - m.distance >= LOOSE_SIMILARITY}
     if not close:
         return Resemblances(vector=vector)
     scope = TextQuery(
@@ -89,7 +88,7 @@ async def resemblances(
     )
     rows = await repo.get_many(draft.project, list(close), scope)
     judged = [
-        Likeness(memory=m, resemblance=compare(draft.content, m.content, close[m.id], thresholds))
+        Likeness(memory=m, resemblance=_judge(draft.content, m.content, close[m.id], thresholds))
         for m in rows
         if m.key is None and (draft.layer is not Layer.WORKING or m.session_id == draft.session_id)
     ]
@@ -101,6 +100,19 @@ async def resemblances(
         if x.resemblance.kind == "candidate" and x.memory.id not in draft.supersedes
     ][:MAX_CANDIDATES]
     return Resemblances(vector=vector, duplicate=duplicate, candidates=candidates)
+
+
+def _judge(new: str, old: str, similarity: float, thresholds: DuplicateThresholds) -> Resemblance:
+    """domain.duplicates.compare, with a looser candidate that reads as a correction."""
+    found = compare(new, old, similarity, thresholds)
+    if found.kind == "distinct" and may_correct(new, old, similarity):
+        return Resemblance(
+            kind="candidate",
+            similarity=similarity,
+            overlap=found.overlap,
+            differs_in=found.differs_in,
+        )
+    return found
 
 
 def _scope(draft: MemoryDraft) -> tuple[str, str, str | None]:
