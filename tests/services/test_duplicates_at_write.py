@@ -16,7 +16,7 @@ from memory_core.domain.models import Layer
 from memory_core.embeddings import LazyEmbedder
 from memory_core.ports import MemoryRepository
 from memory_core.ports.transfer import MemoryTransfer
-from memory_core.services.memories import AppendItem, MemoryService
+from memory_core.services.memories import AppendItem, MemoryService, SearchRequest
 from memory_core.services.transfer import memory_row
 from tests.backends import StorageUnderTest
 from tests.duplicate_pairs import DIFFERENT, SAME
@@ -165,3 +165,31 @@ async def test_lookalikes_are_never_merged_and_restatements_are(
             missed.append((a, b))
     assert false_merges == []
     assert len(missed) <= 2, missed
+
+
+async def test_a_correction_worded_far_from_the_fact_is_named_and_shown_alone(
+    storage: StorageUnderTest, repo: MemoryRepository, clock: FrozenClock, minilm: LazyEmbedder
+) -> None:
+    """With the default model: a correction below the 0.65 band (0.62) is named at write as one
+    the older fact may supersede, and search with `versions` (the prompt hook) names the older
+    one as followed; an addition about the same subject is neither."""
+    service = await make_service(storage, repo, clock, minilm)
+    fact = (await service.append("p", Layer.EPISODIC, "We deploy the backend to Fly.io.")).memory
+    clock.advance(days=3)
+    addition = await service.append(
+        "p", Layer.EPISODIC, "Backend deploys now need approval from the ops team."
+    )
+    assert fact.id not in [c.memory.id for c in addition.candidates]
+    request = SearchRequest(
+        project="p", query="Where do we deploy the backend?", limit=5, versions=True
+    )
+    assert (await service.search(request)).older == {}
+    clock.advance(days=1)
+    correction = await service.append("p", Layer.EPISODIC, "Backend deploys now go to AWS.")
+    assert correction.status == "created"
+    assert fact.id in [c.memory.id for c in correction.candidates]
+    found = await service.search(request)
+    assert found.older.get(fact.id) == correction.memory.id
+    assert [h.memory.id for h in found.hits].index(correction.memory.id) < [
+        h.memory.id for h in found.hits
+    ].index(fact.id)
