@@ -89,7 +89,7 @@ def announces_change(text: str) -> str | None:
     return None
 
 
-def _subject(text: str) -> set[str]:
+def _subject(text: str) -> frozenset[str]:
     return content_words(text) - _CUES - _GENERIC
 
 
@@ -106,7 +106,7 @@ def _swapped(newer: str, older: str) -> bool:
     if len(a - b) == 1 and len(b - a) == 1:
         return True
 
-    def bare(text: str, words: set[str]) -> set[str]:
+    def bare(text: str, words: frozenset[str]) -> frozenset[str]:
         numbers, days, names, _ = anchors(text)
         return words - content_words(" ".join(numbers | days | names))
 

@@ -24,6 +24,7 @@ the duplicate band (cosine >= `candidate_similarity`) are *candidates*: an appen
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import re
 import unicodedata
@@ -126,13 +127,22 @@ def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
-def content_words(text: str) -> set[str]:
-    """A text's content words (function words and negations left out), stemmed."""
+def content_words(text: str) -> frozenset[str]:
+    """A text's content words (function words and negations left out), stemmed.
+
+    Cached: search compares every pair of its hits (`fold_newest`, domain.corrections), so
+    the same few texts are split again and again.
+    """
+    return _content_words(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _content_words(text: str) -> frozenset[str]:
     words = [
         w.replace("\u2019", "'") for w in _WORD.findall(unicodedata.normalize("NFKC", text).lower())
     ]
-    content = {_stem(w) for w in words if w not in STOPWORDS and w not in _NEGATIONS}
-    return content or {_stem(w) for w in words}
+    content = frozenset(_stem(w) for w in words if w not in STOPWORDS and w not in _NEGATIONS)
+    return content or frozenset(_stem(w) for w in words)
 
 
 def word_overlap(a: str, b: str) -> float:
@@ -143,6 +153,7 @@ def word_overlap(a: str, b: str) -> float:
     return len(left & right) / len(left | right)
 
 
+@functools.lru_cache(maxsize=4096)
 def anchors(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str], bool]:
     """(numbers, day words, names, negated) of a text: what two duplicates must share.
 
