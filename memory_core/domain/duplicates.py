@@ -131,12 +131,13 @@ def content_words(text: str) -> frozenset[str]:
     """A text's content words (function words and negations left out), stemmed.
 
     Cached: search compares every pair of its hits (`fold_newest`, domain.corrections), so
-    the same few texts are split again and again.
+    the same few texts are split again and again. A search holds at most a few dozen hits,
+    so a small cache serves it; a large one would only hold texts in a long-running server.
     """
     return _content_words(text)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=512)
 def _content_words(text: str) -> frozenset[str]:
     words = [
         w.replace("\u2019", "'") for w in _WORD.findall(unicodedata.normalize("NFKC", text).lower())
@@ -153,7 +154,7 @@ def word_overlap(a: str, b: str) -> float:
     return len(left & right) / len(left | right)
 
 
-@functools.lru_cache(maxsize=4096)
+@functools.lru_cache(maxsize=512)
 def anchors(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str], bool]:
     """(numbers, day words, names, negated) of a text: what two duplicates must share.
 
