@@ -34,7 +34,7 @@ from __future__ import annotations
 import re
 import unicodedata
 
-from memory_core.domain.duplicates import anchors, content_words
+from memory_core.domain.duplicates import anchors, content_words, lowered_words
 from memory_core.domain.fts_query import STOPWORDS
 
 __all__ = ["LOOSE_SIMILARITY", "announces_change", "corrects", "may_correct", "replaces_value"]
@@ -44,8 +44,6 @@ __all__ = ["LOOSE_SIMILARITY", "announces_change", "corrects", "may_correct", "r
 # one word (the lookalikes there, "We moved uptime alerts to PagerDuty." against "Errors are
 # reported to Sentry.") sit at 0.26-0.34.
 LOOSE_SIMILARITY = 0.35
-
-_WORD = re.compile(r"[^\W_]+(?:['\u2019][^\W_]+)?")
 
 
 def _stems(words: str) -> frozenset[str]:
@@ -71,8 +69,7 @@ _TARGET = re.compile(r"\bto\s+([^\W_][\w.-]*?)[\s.!;]*$", re.IGNORECASE)
 
 
 def _spaced(text: str) -> str:
-    words = _WORD.findall(unicodedata.normalize("NFKC", text).lower().replace("\u2019", "'"))
-    return " " + " ".join(words) + " "
+    return " " + " ".join(lowered_words(text)) + " "
 
 
 def announces_change(text: str) -> str | None:
@@ -122,12 +119,12 @@ def _new_value(newer: str, older: str) -> bool:
     if target is not None and target.group(1).lower() not in older.lower():
         return True
     # anchors() cannot tell a name opening a sentence from any word that does.
-    first = _WORD.match(text.lstrip())
+    words = lowered_words(text)
     return (
-        first is not None
-        and first.group(0)[:1].isupper()
-        and first.group(0).lower() not in STOPWORDS
-        and bool(content_words(first.group(0)) - content_words(older) - _CUES)
+        bool(words)
+        and text.lstrip()[:1].isupper()
+        and words[0] not in STOPWORDS
+        and bool(content_words(words[0]) - content_words(older) - _CUES)
     )
 
 

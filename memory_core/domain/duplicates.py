@@ -42,6 +42,7 @@ __all__ = [
     "compare",
     "content_words",
     "fold_newest",
+    "lowered_words",
     "newest_first",
     "normalise",
     "normalised_hash",
@@ -127,6 +128,13 @@ def _stem(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("e") else word
 
 
+def lowered_words(text: str) -> list[str]:
+    """A text's words, NFKC-normalised and lowered, with typographic apostrophes made plain."""
+    lowered = unicodedata.normalize("NFKC", text).lower()
+    return [w.replace("\u2019", "'") for w in _WORD.findall(lowered)]
+
+
+@functools.lru_cache(maxsize=512)
 def content_words(text: str) -> frozenset[str]:
     """A text's content words (function words and negations left out), stemmed.
 
@@ -134,14 +142,7 @@ def content_words(text: str) -> frozenset[str]:
     the same few texts are split again and again. A search holds at most a few dozen hits,
     so a small cache serves it; a large one would only hold texts in a long-running server.
     """
-    return _content_words(text)
-
-
-@functools.lru_cache(maxsize=512)
-def _content_words(text: str) -> frozenset[str]:
-    words = [
-        w.replace("\u2019", "'") for w in _WORD.findall(unicodedata.normalize("NFKC", text).lower())
-    ]
+    words = lowered_words(text)
     content = frozenset(_stem(w) for w in words if w not in STOPWORDS and w not in _NEGATIONS)
     return content or frozenset(_stem(w) for w in words)
 
@@ -161,7 +162,7 @@ def anchors(text: str) -> tuple[frozenset[str], frozenset[str], frozenset[str], 
     Numbers are digits (versions, ports, times) and numbers spelled out ("two", "twice").
     """
     text = unicodedata.normalize("NFKC", text)
-    lowered = [w.replace("\u2019", "'") for w in _WORD.findall(text.lower())]
+    lowered = lowered_words(text)
     numbers = frozenset(_NUMBER.findall(text)) | {w for w in lowered if w in _NUMBER_WORDS}
     days = frozenset(w for w in lowered if w in _DAY_WORDS)
     negated = sum(1 for w in lowered if w in _NEGATIONS or w.endswith("n't")) % 2 == 1

@@ -865,9 +865,10 @@ class MemoryService:
                 marks[i] = named & (numbers | days | names)
             return marks[i]
 
+        band = self.duplicates.candidate_similarity
+
         def alike(a: int, b: int) -> float | None:
             close = similarity(kept[a], kept[b])
-            band = self.duplicates.candidate_similarity
             if close is None or not _versions(ranked, ages, (kept[a], kept[b]), close, band, query):
                 return None
             # A query naming what only one of them holds ("note 7": a number, a name, a day)
