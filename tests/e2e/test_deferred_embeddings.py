@@ -49,9 +49,13 @@ _LONG_WAIT = 180.0  # seconds: only a cap against a hung server, never a target
 # Loaded by the server's interpreter (PYTHONPATH): every text the model embeds is appended,
 # as its content hash, to MEMSTRATA_TEST_EMBED_LOG before the vectors are returned.
 _SITECUSTOMIZE = """
-import hashlib, os
+import hashlib, os, time
 
 _LOG = os.environ["MEMSTRATA_TEST_EMBED_LOG"]
+# A model this slow keeps every backfill batch in flight for a while, so the kills land in the
+# middle of the backfill however fast the machine embeds (a quiet one finished the ~320 rows
+# before the fourth kill).
+_PAUSE = float(os.environ.get("MEMSTRATA_TEST_EMBED_PAUSE", "0"))
 
 
 def _counted(embed):
@@ -63,6 +67,7 @@ def _counted(embed):
             os.write(fd, lines.encode())
         finally:
             os.close(fd)
+        time.sleep(_PAUSE)  # logged, not yet returned: its vectors are not stored
         return vectors
 
     return wrapper
@@ -233,6 +238,7 @@ def test_a_backfill_killed_again_and_again_embeds_every_captured_row_once(
             "MEMSTRATA_EMBEDDING_MODEL": MODEL,
             "MEMSTRATA_LOG_LEVEL": "INFO",
             "MEMSTRATA_TEST_EMBED_LOG": str(embed_log),
+            "MEMSTRATA_TEST_EMBED_PAUSE": "1.0",
             "PYTHONPATH": str(shim),
         }
         rng = random.Random(int.from_bytes(os.urandom(4), "big"))
