@@ -137,6 +137,8 @@ SECTIONS: list[tuple[str, list[str] | str, str]] = [
             "embedding_preload",
             "embedding_wait",
             "vector_exact_max",
+            "keyword_postings_min",
+            "keyword_postings_max",
         ],
         "The database records the model (id and dimensions) that indexed it; with any other "
         "model configured (other than `none`), every command refuses the database until "
@@ -144,7 +146,8 @@ SECTIONS: list[tuple[str, list[str] | str, str]] = [
         "back. `serve` loads the model in a background thread at start-up; a search by meaning "
         "waits for it up to `MEMSTRATA_EMBEDDING_WAIT` seconds, then uses keyword mode and says "
         "so. Memories stored without vectors (imports, keyword-only periods) are embedded in the "
-        "background once the model is ready.",
+        "background once the model is ready. In a large SQLite project, `serve` also ranks "
+        "keyword matches in memory (docs/architecture.md, Keyword search).",
     ),
     (
         "Claude Code hooks",

@@ -151,7 +151,7 @@ def build_server(
 
     @asynccontextmanager
     async def lifespan(_: MCPServer[AppContext]) -> AsyncIterator[AppContext]:
-        async with open_container(settings, clock, embedder=embedder) as container:
+        async with open_container(settings, clock, embedder=embedder, serving=True) as container:
             if container.indexer is not None:
                 # Rows without vectors (imports, keyword-only periods) are embedded once the
                 # model is ready; the first searches wait for it (bounded: embedding_wait).

@@ -9,7 +9,7 @@ The PostgreSQL driver is an optional extra, imported only when a URL asks for it
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     )
     from memory_core.ports.project_moves import ProjectMoves
     from memory_core.storage.postgres import PostgresSession
+    from memory_core.storage.sqlite.keyword_postings import KeywordPostings
     from memory_core.storage.sqlite.reader import SqliteKeywordReader
 
 __all__ = [
@@ -72,6 +73,10 @@ class KnowledgeStores:
     documents: DocumentStore
 
 
+async def _nothing_to_wait_for() -> None:
+    return None
+
+
 @dataclass(frozen=True)
 class StoreFactories:
     """How a backend builds each of its stores (each called once, at the store's first use)."""
@@ -87,6 +92,8 @@ class StoreFactories:
     hook_sessions: Callable[[], HookSessionStore]
     project_moves: Callable[[], ProjectMoves]
     keyword_reader: Callable[[], KeywordSearch | None] = lambda: None
+    # Waits for in-memory indexes being built in the background (benchmarks, tests).
+    settled: Callable[[], Awaitable[None]] = _nothing_to_wait_for
 
 
 @dataclass(frozen=True)
@@ -152,6 +159,10 @@ class Backend:
         """Hybrid search's keyword half on a connection of its own (SQLite); None: use `repo`."""
         return self.factories.keyword_reader()
 
+    async def settled(self) -> None:
+        """Wait for the in-memory indexes being built in the background, if any."""
+        await self.factories.settled()
+
     def vectors(self, exact_max: int) -> VectorIndex:
         """The vector index of this backend (exact search up to `exact_max` rows a project)."""
         return self.factories.vectors(exact_max)
@@ -172,8 +183,13 @@ def _served(name: str, location: str) -> None:
 
 
 @asynccontextmanager
-async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
+async def open_backend(settings: Settings, *, serving: bool = False) -> AsyncIterator[Backend]:
     """Open and migrate the configured backend: the SQLite file, else PostgreSQL.
+
+    `serving`: a long-running server, which keeps the keyword postings of large SQLite
+    projects in memory (settings.keyword_postings_min/max; memory_core.storage.sqlite.
+    keyword_postings). A hook or a one-shot command would pay to read them and not search
+    again.
 
     Raises:
         StorageError: The database cannot be opened or migrated, or the PostgreSQL extra is
@@ -186,13 +202,20 @@ async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
         return
     db = await open_database(settings.db)
     readers: list[SqliteKeywordReader] = []
+    postings: KeywordPostings | None = None
+    if serving and settings.keyword_postings_max > 0:
+        from memory_core.storage.sqlite.keyword_postings import KeywordPostings
+
+        postings = KeywordPostings(
+            min_rows=settings.keyword_postings_min, max_rows=settings.keyword_postings_max
+        )
 
     def keyword_reader() -> KeywordSearch | None:
         if str(settings.db) == ":memory:":
             return None  # a second connection to an in-memory database would be another one
         from memory_core.storage.sqlite.reader import SqliteKeywordReader
 
-        readers.append(SqliteKeywordReader(settings.db))
+        readers.append(SqliteKeywordReader(settings.db, postings))
         return readers[-1]
 
     try:
@@ -203,23 +226,27 @@ async def open_backend(settings: Settings) -> AsyncIterator[Backend]:
             name="sqlite",
             location=str(settings.db),
             migrations_applied=applied,
-            factories=_sqlite_stores(session, keyword_reader),
+            factories=_sqlite_stores(session, keyword_reader, postings),
         )
     finally:
+        if postings is not None:
+            await postings.aclose()  # its builds read on the connections closed below
         for reader in readers:
             await reader.aclose()
         await db.close()
 
 
 def _sqlite_stores(
-    session: SqliteSession, keyword_reader: Callable[[], KeywordSearch | None]
+    session: SqliteSession,
+    keyword_reader: Callable[[], KeywordSearch | None],
+    postings: KeywordPostings | None,
 ) -> StoreFactories:
     """The SQLite stores, each module imported when its store is first used."""
 
     def repo() -> MemoryRepository:
         from memory_core.storage.sqlite.repository import SqliteMemoryRepository
 
-        return SqliteMemoryRepository(session)
+        return SqliteMemoryRepository(session, postings)
 
     def leases() -> JobLeases:
         from memory_core.storage.sqlite.leases import LocalJobLeases
@@ -273,6 +300,7 @@ def _sqlite_stores(
         hook_sessions=hook_sessions,
         project_moves=lambda: _sqlite_moves(session),
         keyword_reader=keyword_reader,
+        settled=postings.settled if postings is not None else _nothing_to_wait_for,
     )
 
 

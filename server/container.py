@@ -148,6 +148,7 @@ async def open_container(
     *,
     embedder: LazyEmbedder | None = None,
     check_model: bool = True,
+    serving: bool = False,
 ) -> AsyncIterator[Container]:
     """Open the database (WAL, busy timeout, sqlite-vec), migrate it, build the services.
 
@@ -156,6 +157,7 @@ async def open_container(
         clock: Overrides the wall clock (tests).
         embedder: Overrides the configured embedder (tests).
         check_model: Refuse a store indexed by another model (off only for `reindex`).
+        serving: A long-running server (see server.backends.open_backend).
 
     Raises:
         SchemaMismatchError: The store was indexed with another embedding model.
@@ -163,7 +165,7 @@ async def open_container(
     stack = AsyncExitStack()
     try:
         # SQLite file by default, PostgreSQL when MEMSTRATA_DATABASE_URL is set (server/backends).
-        backend = await stack.enter_async_context(open_backend(settings))
+        backend = await stack.enter_async_context(open_backend(settings, serving=serving))
         repo = backend.repo
         spec = settings.embedding
         if embedder is None and spec.kind != "none":

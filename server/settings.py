@@ -210,6 +210,19 @@ class SettingsFields(BaseModel):
         description="Projects up to this many memories use exact vector search; larger ones "
         "(and any that once grew past it) a bit-quantised coarse pass plus exact rescoring.",
     )
+    keyword_postings_min: int = Field(
+        20_000,
+        ge=1,
+        description="A server (`serve`) keeps the keyword index of SQLite projects with at "
+        "least this many memories in memory and ranks their keyword matches there (FTS5's BM25, "
+        "computed without scoring every match in SQL); smaller projects search FTS5 directly.",
+    )
+    keyword_postings_max: int = Field(
+        250_000,
+        ge=0,
+        description="Projects above this many memories search FTS5 directly (the postings take "
+        "~100 bytes a memory); 0 turns the in-memory keyword index off.",
+    )
     http_host: str = Field("127.0.0.1", description="Interface `serve --http` binds to.")
     http_port: int = Field(8765, ge=1, le=65535, description="Port `serve --http` listens on.")
     http_dashboard: bool = Field(

@@ -30,12 +30,18 @@ import aiosqlite
 from memory_core.storage.sqlite.session import SqliteSession
 
 __all__ = [
+    "TOKENIZE",
     "apply_keyword_queue",
     "build_pending_keyword_tables",
     "indexed_write",
     "keyword_table",
+    "table_id",
     "table_name",
 ]
+
+# Every project's table tokenizes this way; keyword_postings tokenizes with it too, so its
+# terms are the table's.
+TOKENIZE = "porter unicode61 remove_diacritics 2"
 
 _REGISTRY = "context_snapshots_fts_projects"
 _QUEUE = "context_snapshots_fts_queue"
@@ -46,6 +52,11 @@ def table_name(table_id: int) -> str:
     return f"context_snapshots_fts_{int(table_id)}"
 
 
+def table_id(table: str) -> int:
+    """The registry id of the keyword table named `table` (the inverse of `table_name`)."""
+    return int(table.rsplit("_", 1)[1])
+
+
 async def _build(db: aiosqlite.Connection, table_id: int, project: str) -> None:
     """Create one registered project's table, index its rows, mark it ready (in a transaction).
 
@@ -54,7 +65,7 @@ async def _build(db: aiosqlite.Connection, table_id: int, project: str) -> None:
     fts = table_name(table_id)
     await db.execute(
         f"CREATE VIRTUAL TABLE IF NOT EXISTS {fts} USING fts5(content, key, metadata,"
-        " content = '', tokenize = 'porter unicode61 remove_diacritics 2', prefix = '2 3 4')"
+        f" content = '', tokenize = '{TOKENIZE}', prefix = '2 3 4')"
     )
     # A metadata match counts half as much as one in the content or the key.
     await db.execute(f"INSERT INTO {fts} ({fts}, rank) VALUES ('rank', 'bm25(1.0, 1.0, 0.5)')")
@@ -99,6 +110,14 @@ async def apply_keyword_queue(db: aiosqlite.Connection) -> int:
             " SELECT CASE WHEN remove THEN 'delete' END, row_id, content, key, metadata"
             f" FROM {_QUEUE} WHERE project = ? ORDER BY seq",
             (project,),
+        )
+        # A removal, or a row entering that also left (a rewrite, or a move from another
+        # project, which keeps its lower id), is a change that new ids do not reveal.
+        await db.execute(
+            f"UPDATE {_REGISTRY} SET edits = edits + 1 WHERE id = ? AND EXISTS (SELECT 1"
+            f" FROM {_QUEUE} WHERE project = ? AND (remove OR row_id IN"
+            f" (SELECT row_id FROM {_QUEUE} WHERE remove)))",
+            (table_id, project),
         )
     await db.execute(f"DELETE FROM {_QUEUE}")
     return built

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import aiosqlite
 
@@ -22,14 +23,18 @@ from memory_core.storage.sqlite.connection import open_database
 from memory_core.storage.sqlite.repository import SqliteMemoryRepository
 from memory_core.storage.sqlite.session import SqliteSession
 
+if TYPE_CHECKING:
+    from memory_core.storage.sqlite.keyword_postings import KeywordPostings
+
 __all__ = ["SqliteKeywordReader"]
 
 
 class SqliteKeywordReader:
     """`search_text` of SqliteMemoryRepository, on its own connection (opened lazily)."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, postings: KeywordPostings | None = None) -> None:
         self._path = path
+        self._postings = postings  # shared with the main connection's repository
         self._db: aiosqlite.Connection | None = None
         self._repo: SqliteMemoryRepository | None = None
         self._opening = asyncio.Lock()
@@ -38,7 +43,7 @@ class SqliteKeywordReader:
         async with self._opening:
             if self._repo is None:
                 self._db = await open_database(self._path)
-                self._repo = SqliteMemoryRepository(SqliteSession(self._db))
+                self._repo = SqliteMemoryRepository(SqliteSession(self._db), self._postings)
             return self._repo
 
     async def search_text(self, query: TextQuery) -> list[TextMatch]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime, timedelta
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import aiosqlite
 
@@ -64,6 +64,9 @@ from memory_core.storage.sqlite.rows import (
     row_to_version,
 )
 from memory_core.storage.sqlite.session import SqliteSession
+
+if TYPE_CHECKING:
+    from memory_core.storage.sqlite.keyword_postings import KeywordPostings, Ranking
 
 __all__ = ["SqliteMemoryRepository"]
 
@@ -264,8 +267,15 @@ def _insert_params(draft: MemoryDraft, stamp: str) -> dict[str, Any]:
 class SqliteMemoryRepository(SqlitePressure):
     """Rows of context_snapshots in SQLite, FTS5 for keyword search (see SqliteSession)."""
 
-    def __init__(self, session: SqliteSession) -> None:
+    def __init__(self, session: SqliteSession, postings: KeywordPostings | None = None) -> None:
         self._session = session
+        # A server's in-memory BM25 of its large projects (keyword_postings); None: FTS5 only.
+        self._postings = postings
+
+    @property
+    def keyword_postings(self) -> KeywordPostings | None:
+        """The in-memory keyword postings this repository ranks with, if any."""
+        return self._postings
 
     # -- writes ---------------------------------------------------------------------------
 
@@ -776,8 +786,19 @@ class SqliteMemoryRepository(SqlitePressure):
             return []  # the project was never written
         where, params = _filters(query)
         params.update(project=query.project, limit=query.limit)
+        at_least = max(query.limit, _PREFIX_COMMON_MIN)
+        if self._postings is not None:
+            ranking = await self._postings.ranking(
+                self._session,
+                query.project,
+                table,
+                query.words,
+                query.prefix_min_chars,
+                at_least,
+            )
+            if ranking is not None:
+                return await self._ranked_rows(ranking, where, params, query.limit)
         async with self._session.read("keyword search"):
-            at_least = max(query.limit, _PREFIX_COMMON_MIN)
             counts = await self._word_counts(table, query.words, at_least)
             prefixed = prefix_candidates(query.words, query.prefix_min_chars)
             whole = {word for word in prefixed if counts[word] >= at_least}
@@ -804,6 +825,30 @@ class SqliteMemoryRepository(SqlitePressure):
             params["fts"] = fts
             rows = await self._capped_text_search(table, where, params, query.limit)
         return _text_matches(rows)
+
+    async def _ranked_rows(
+        self, ranking: Ranking, where: str, params: dict[str, Any], limit: int
+    ) -> list[TextMatch]:
+        """The first `limit` rows of an in-memory ranking that pass the filters, in its order.
+
+        As `_capped_text_search`: the best `limit` (`limit * _OVERFETCH` with a filter) are
+        read first; if too few pass, the next ones, eight times as many each round.
+        """
+        found: list[TextMatch] = []
+        taken, want = 0, limit * _OVERFETCH if where else limit
+        async with self._session.read("keyword search"):
+            while len(found) < limit and taken < len(ranking):
+                batch = ranking.first(want)[taken:]
+                ids = ", ".join(str(i) for i, _ in batch)
+                rows = await self._session.fetch_memories(
+                    f"SELECT s.* FROM context_snapshots AS s WHERE s.id IN ({ids})"
+                    f" AND +s.project = :project{where}",
+                    params,
+                )
+                by_id = {m.id: m for m in rows}
+                found += [TextMatch(memory=by_id[i], bm25=r) for i, r in batch if i in by_id]
+                taken, want = want, want * 8
+        return found[:limit]
 
     async def _capped_text_search(
         self, table: str, where: str, params: dict[str, Any], limit: int
