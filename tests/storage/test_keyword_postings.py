@@ -208,11 +208,22 @@ async def test_new_rows_are_read_by_id_and_edits_send_searches_back_to_fts5(
     assert await held_rows(stores, "alpha") == 640
     await same_answers(plain, held)
 
-    # A removed row, likewise.
+    # A removed row, likewise; and a row holding a word 150 times (a weight past one byte).
+    many = " ".join(["deploy"] * 150)
+    await other.add(
+        MemoryDraft(
+            project="alpha",
+            layer=Layer.EPISODIC,
+            content=many,
+            content_hash=content_hash(many),
+            token_count=150,
+        ),
+        T0,
+    )
     await other.delete("alpha", [target.id])
     await same_answers(plain, held)
     await stores["postings"].settled()
-    assert await held_rows(stores, "alpha") == 639
+    assert await held_rows(stores, "alpha") == 640
     await same_answers(plain, held)
 
 

@@ -781,23 +781,18 @@ class SqliteMemoryRepository(SqlitePressure):
         """
         if not query.words:
             return []
-        table = await keyword_table(self._session, query.project)
-        if table is None:
-            return []  # the project was never written
         where, params = _filters(query)
         params.update(project=query.project, limit=query.limit)
         at_least = max(query.limit, _PREFIX_COMMON_MIN)
-        if self._postings is not None:
-            ranking = await self._postings.ranking(
-                self._session,
-                query.project,
-                table,
-                query.words,
-                query.prefix_min_chars,
-                at_least,
-            )
-            if ranking is not None:
-                return await self._ranked_rows(ranking, where, params, query.limit)
+        found = await self._from_postings(query, None, where, params, at_least)
+        if found is not None:
+            return found
+        table = await keyword_table(self._session, query.project)
+        if table is None:
+            return []  # the project was never written
+        found = await self._from_postings(query, table, where, params, at_least)
+        if found is not None:
+            return found
         async with self._session.read("keyword search"):
             counts = await self._word_counts(table, query.words, at_least)
             prefixed = prefix_candidates(query.words, query.prefix_min_chars)
@@ -825,6 +820,34 @@ class SqliteMemoryRepository(SqlitePressure):
             params["fts"] = fts
             rows = await self._capped_text_search(table, where, params, query.limit)
         return _text_matches(rows)
+
+    async def _from_postings(
+        self,
+        query: TextQuery,
+        table: str | None,
+        where: str,
+        params: dict[str, Any],
+        at_least: int,
+    ) -> list[TextMatch] | None:
+        """`search_text` by the in-memory postings, or None to ask FTS5.
+
+        `table` None: only if the postings are held and the table is as they left it (one
+        statement); else the project's table, caught up, or its postings' build started.
+        """
+        if self._postings is None:
+            return None
+        words, prefix = query.words, query.prefix_min_chars
+        if table is None:
+            ranking = await self._postings.unchanged_ranking(
+                self._session, query.project, words, prefix, at_least
+            )
+        else:
+            ranking = await self._postings.ranking(
+                self._session, query.project, table, words, prefix, at_least
+            )
+        if ranking is None:
+            return None
+        return await self._ranked_rows(ranking, where, params, query.limit)
 
     async def _ranked_rows(
         self, ranking: Ranking, where: str, params: dict[str, Any], limit: int
