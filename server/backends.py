@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     )
     from memory_core.ports.project_moves import ProjectMoves
     from memory_core.storage.postgres import PostgresSession
+    from memory_core.storage.sqlite.checkpoints import WalCheckpoints
     from memory_core.storage.sqlite.keyword_postings import KeywordPostings
     from memory_core.storage.sqlite.reader import SqliteKeywordReader
 
@@ -188,8 +189,8 @@ async def open_backend(settings: Settings, *, serving: bool = False) -> AsyncIte
 
     `serving`: a long-running server, which keeps the keyword postings of large SQLite
     projects in memory (settings.keyword_postings_min/max; memory_core.storage.sqlite.
-    keyword_postings). A hook or a one-shot command would pay to read them and not search
-    again.
+    keyword_postings) and checkpoints the WAL beside its requests (sqlite.checkpoints). A hook
+    or a one-shot command would pay to read the postings and not search again.
 
     Raises:
         StorageError: The database cannot be opened or migrated, or the PostgreSQL extra is
@@ -218,8 +219,14 @@ async def open_backend(settings: Settings, *, serving: bool = False) -> AsyncIte
         readers.append(SqliteKeywordReader(settings.db, postings))
         return readers[-1]
 
+    checkpoints: WalCheckpoints | None = None
     try:
         applied = await apply_migrations(db)
+        if serving and str(settings.db) != ":memory:":
+            from memory_core.storage.sqlite.checkpoints import WalCheckpoints
+
+            checkpoints = WalCheckpoints(settings.db)
+            await checkpoints.start(db)
         session = SqliteSession(db)
         _served("sqlite", str(settings.db))
         yield Backend(
@@ -229,6 +236,8 @@ async def open_backend(settings: Settings, *, serving: bool = False) -> AsyncIte
             factories=_sqlite_stores(session, keyword_reader, postings),
         )
     finally:
+        if checkpoints is not None:
+            await checkpoints.aclose()
         if postings is not None:
             await postings.aclose()  # its builds read on the connections closed below
         for reader in readers:
