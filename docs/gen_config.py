@@ -147,7 +147,7 @@ SECTIONS: list[tuple[str, list[str] | str, str]] = [
         "waits for it up to `MEMSTRATA_EMBEDDING_WAIT` seconds, then uses keyword mode and says "
         "so. Memories stored without vectors (imports, keyword-only periods) are embedded in the "
         "background once the model is ready. In a large SQLite project, `serve` also ranks "
-        "keyword matches in memory (docs/benchmarks.md, \"Keyword postings\").",
+        'keyword matches in memory (docs/benchmarks.md, "Keyword postings").',
     ),
     (
         "Claude Code hooks",

@@ -192,6 +192,12 @@ async def test_new_rows_are_read_by_id_and_edits_send_searches_back_to_fts5(
     await other.add_many([draft(rng, n, "alpha") for n in range(600, 640)], T0)
     await same_answers(plain, held)
     assert await held_rows(stores, "alpha") == 640
+    # One row at a time, a search after each: more pieces than are kept apart.
+    for n in range(640, 660):
+        await other.add(draft(rng, n, "alpha"), T0)
+        await held.search_text(queries("alpha")[0])
+    await same_answers(plain, held)
+    assert await held_rows(stores, "alpha") == 660
 
     # A rewritten row: the next searches are FTS5's until the postings are read again. Its
     # new text has as many tokens as the old, so only the table's `edits` count reveals it.
@@ -205,7 +211,7 @@ async def test_new_rows_are_read_by_id_and_edits_send_searches_back_to_fts5(
     )
     await same_answers(plain, held)
     await stores["postings"].settled()
-    assert await held_rows(stores, "alpha") == 640
+    assert await held_rows(stores, "alpha") == 660
     await same_answers(plain, held)
 
     # A removed row, likewise; and a row holding a word 150 times (a weight past one byte).
@@ -223,7 +229,7 @@ async def test_new_rows_are_read_by_id_and_edits_send_searches_back_to_fts5(
     await other.delete("alpha", [target.id])
     await same_answers(plain, held)
     await stores["postings"].settled()
-    assert await held_rows(stores, "alpha") == 640
+    assert await held_rows(stores, "alpha") == 660
     await same_answers(plain, held)
 
 
