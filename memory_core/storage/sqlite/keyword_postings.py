@@ -57,6 +57,7 @@ log = structlog.get_logger(__name__)
 K1 = 1.2
 B = 0.75
 _DOUBLED_WEIGHT = {"content": 2, "key": 2, "metadata": 1}
+_WEIGHT_CASE = " ".join(f"WHEN '{c}' THEN {w}" for c, w in _DOUBLED_WEIGHT.items())
 # Rows tokenized per step of a build: each step holds the GIL while its rows become Python
 # objects (~20 ms for 1,000 rows), so a build never stalls the event loop for long.
 _CHUNK = 1_000
@@ -116,14 +117,13 @@ class _Tokenizer:
 
     def postings(self, rows: Sequence[Any]) -> list[tuple[str, int, int, int]]:
         """(term, row id, instances, doubled weighted instances) for each term of each row."""
-        weight = " ".join(f"WHEN '{c}' THEN {w}" for c, w in _DOUBLED_WEIGHT.items())
         with self._lock:
             self._db.executemany(
                 "INSERT INTO t (rowid, content, key, metadata) VALUES (?, ?, ?, ?)", rows
             )
             try:
                 found: list[tuple[str, int, int, int]] = self._db.execute(
-                    f"SELECT term, doc, count(*), sum(CASE col {weight} END) FROM v"
+                    f"SELECT term, doc, count(*), sum(CASE col {_WEIGHT_CASE} END) FROM v"
                     " GROUP BY term, doc"
                 ).fetchall()
                 return found
@@ -379,6 +379,13 @@ _STATE = (
 )
 
 
+async def _state(session: SqliteSession, table: str) -> tuple[int, int, int, bool]:
+    """(rows, tokens, edits, anything queued) of a project's keyword table (see _STATE)."""
+    found = await session.fetch(_STATE.format(table=table), (table_id(table),))
+    rows, tokens = _statistics(found[0][0])
+    return rows, tokens, int(found[0][1] or 0), bool(found[0][2])
+
+
 def _rank(
     postings: _Postings, words: Sequence[str], prefix_min_chars: int, common: int
 ) -> Ranking | None:
@@ -489,9 +496,7 @@ class KeywordPostings:
         if table is None or postings is None:
             return None
         async with session.read("keyword postings"):
-            found = await session.fetch(_STATE.format(table=table), (table_id(table),))
-        rows, tokens = _statistics(found[0][0])
-        edits, queued = int(found[0][1] or 0), bool(found[0][2])
+            rows, tokens, edits, queued = await _state(session, table)
         if queued or (rows, tokens, edits) != (postings.rows, postings.tokens, postings.edits):
             return None
         return _rank(postings, words, prefix_min_chars, common)
@@ -499,32 +504,25 @@ class KeywordPostings:
     async def _synced(self, session: SqliteSession, project: str, table: str) -> _Postings | None:
         """The project's postings brought up to date, or None (and a build started if due)."""
         async with session.snapshot("keyword postings"):
-            rows, tokens, edits = await self._state(session, table)
+            rows, tokens, edits, _ = await _state(session, table)
             if not self.min_rows <= rows <= self.max_rows:
                 self._projects.pop(table, None)
                 return None
             postings = self._projects.get(table)
-            if postings is None or postings.edits != edits:
-                self._projects.pop(table, None)
-                self._start_build(session, project, table)
-                return None
-            if rows - postings.rows > _CATCH_UP_MAX:
-                self._projects.pop(table, None)
-                self._start_build(session, project, table)
-                return None
-            if (rows, tokens) != (postings.rows, postings.tokens):
-                await self._catch_up(session, project, postings)
-            if _out_of_step(postings, rows, tokens):
-                self._projects.pop(table, None)
-                self._start_build(session, project, table)
-                return None
-            return postings
-
-    async def _state(self, session: SqliteSession, table: str) -> tuple[int, int, int]:
-        """(rows, tokens, edits) of the project's table; call inside a snapshot."""
-        found = await session.fetch(_STATE.format(table=table), (table_id(table),))
-        rows, tokens = _statistics(found[0][0])
-        return rows, tokens, int(found[0][1] or 0)
+            # Held, not edited since, and behind by rows few enough to read here (more, as
+            # after an import, are read by a build).
+            if (
+                postings is not None
+                and postings.edits == edits
+                and rows - postings.rows <= _CATCH_UP_MAX
+            ):
+                if (rows, tokens) != (postings.rows, postings.tokens):
+                    await self._catch_up(session, project, postings)
+                if not _out_of_step(postings, rows, tokens):
+                    return postings
+            self._projects.pop(table, None)
+            self._start_build(session, project, table)
+            return None
 
     async def _catch_up(self, session: SqliteSession, project: str, postings: _Postings) -> None:
         """Read and tokenize the project's rows above `postings.top` (inside a snapshot)."""
@@ -549,7 +547,7 @@ class KeywordPostings:
         """Read the project's postings from its rows; installed only if nothing was edited."""
         try:
             async with session.read("keyword postings"):
-                _, _, edits = await self._state(session, table)
+                _, _, edits, _ = await _state(session, table)
             postings = _Postings(table, edits)
             started = time.monotonic()
             while True:
@@ -563,7 +561,7 @@ class KeywordPostings:
             postings.merge()
             async with self._locks.setdefault(table, asyncio.Lock()):
                 async with session.snapshot("keyword postings"):
-                    rows, tokens, now_edits = await self._state(session, table)
+                    rows, tokens, now_edits, _ = await _state(session, table)
                     if now_edits != edits:
                         return  # edited while read: the next search starts another build
                     await self._catch_up(session, project, postings)

@@ -784,13 +784,13 @@ class SqliteMemoryRepository(SqlitePressure):
         where, params = _filters(query)
         params.update(project=query.project, limit=query.limit)
         at_least = max(query.limit, _PREFIX_COMMON_MIN)
-        found = await self._from_postings(query, None, where, params, at_least)
+        found = await self._from_postings(query, None, bool(where), at_least)
         if found is not None:
             return found
         table = await keyword_table(self._session, query.project)
         if table is None:
             return []  # the project was never written
-        found = await self._from_postings(query, table, where, params, at_least)
+        found = await self._from_postings(query, table, bool(where), at_least)
         if found is not None:
             return found
         async with self._session.read("keyword search"):
@@ -825,8 +825,7 @@ class SqliteMemoryRepository(SqlitePressure):
         self,
         query: TextQuery,
         table: str | None,
-        where: str,
-        params: dict[str, Any],
+        filtered: bool,
         at_least: int,
     ) -> list[TextMatch] | None:
         """`search_text` by the in-memory postings, or None to ask FTS5.
@@ -847,31 +846,25 @@ class SqliteMemoryRepository(SqlitePressure):
             )
         if ranking is None:
             return None
-        return await self._ranked_rows(ranking, where, params, query.limit)
+        return await self._ranked_rows(ranking, query, filtered)
 
     async def _ranked_rows(
-        self, ranking: Ranking, where: str, params: dict[str, Any], limit: int
+        self, ranking: Ranking, query: TextQuery, filtered: bool
     ) -> list[TextMatch]:
-        """The first `limit` rows of an in-memory ranking that pass the filters, in its order.
+        """The first `query.limit` rows of an in-memory ranking that pass its filters, in order.
 
         As `_capped_text_search`: the best `limit` (`limit * _OVERFETCH` with a filter) are
         read first; if too few pass, the next ones, eight times as many each round.
         """
         found: list[TextMatch] = []
-        taken, want = 0, limit * _OVERFETCH if where else limit
-        async with self._session.read("keyword search"):
-            while len(found) < limit and taken < len(ranking):
-                batch = ranking.first(want)[taken:]
-                ids = ", ".join(str(i) for i, _ in batch)
-                rows = await self._session.fetch_memories(
-                    f"SELECT s.* FROM context_snapshots AS s WHERE s.id IN ({ids})"
-                    f" AND +s.project = :project{where}",
-                    params,
-                )
-                by_id = {m.id: m for m in rows}
-                found += [TextMatch(memory=by_id[i], bm25=r) for i, r in batch if i in by_id]
-                taken, want = want, want * 8
-        return found[:limit]
+        taken, want = 0, query.limit * _OVERFETCH if filtered else query.limit
+        while len(found) < query.limit and taken < len(ranking):
+            batch = ranking.first(want)[taken:]
+            rows = await self.get_many(query.project, [i for i, _ in batch], query)
+            by_id = {m.id: m for m in rows}
+            found += [TextMatch(memory=by_id[i], bm25=r) for i, r in batch if i in by_id]
+            taken, want = want, want * 8
+        return found[: query.limit]
 
     async def _capped_text_search(
         self, table: str, where: str, params: dict[str, Any], limit: int
