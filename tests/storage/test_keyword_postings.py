@@ -245,3 +245,29 @@ async def test_only_a_server_keeps_postings(tmp_path: Path) -> None:
     assert isinstance(await postings(settings, serving=True), KeywordPostings)
     off = Settings(db=tmp_path / "m.db", keyword_postings_max=0)
     assert await postings(off, serving=True) is None
+
+
+async def test_superseded_rows_among_the_best_are_passed_over(stores: dict[str, Any]) -> None:
+    # Without another filter, the postings read only the best `limit` rows; superseded ones
+    # among them are made up for from the rows ranked next, as FTS5's own search does.
+    plain, held = stores["plain"], stores["held"]
+    await held.search_text(queries("alpha")[0])
+    await stores["postings"].settled()
+    query = queries("alpha")[0]
+    best = [m.memory.id for m in await plain.search_text(query)]
+    text = "deploy rotation note superseding"
+    await plain.add(
+        MemoryDraft(
+            project="alpha",
+            layer=Layer.EPISODIC,
+            content=text,
+            content_hash=content_hash(text),
+            token_count=4,
+            supersedes=tuple(best[:6]),
+        ),
+        T0,
+    )
+    await same_answers(plain, held)
+    assert await held_rows(stores, "alpha") == 601  # the postings answered, not FTS5
+    got = [m.memory.id for m in await held.search_text(query)]
+    assert len(got) == query.limit and not set(got) & set(best[:6])
