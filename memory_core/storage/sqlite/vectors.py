@@ -455,11 +455,18 @@ class SqliteVectorIndex:
         if layer is not None:
             layer_filter = " AND layer = :layer"
             params["layer"] = layer.value
+        async with self._session.read("vector search"):
+            if await self._project_size(project) > self._exact_max:  # cached, with a TTL
+                # No transaction: the bits are brought up to date first, and the rescore
+                # reads each candidate by id (two hops fewer than a snapshot, per search).
+                rows = await self._coarse_search(project, vector, layer, limit, params["q"])
+                return [VectorMatch(id=int(r[0]), distance=float(r[1])) for r in rows]
         # One read transaction: another process may list the project and drop its vec0 rows
         # between the listing check and the KNN, which must then see the same snapshot.
         async with self._session.snapshot("vector search"):
-            size = await self._project_size(project)  # cached, with a TTL
-            if size <= self._exact_max and not await self._coarse_listed([project]):
+            if await self._coarse_listed([project]):
+                rows = await self._coarse_search(project, vector, layer, limit, params["q"])
+            else:
                 # A project that shrank (cleared, pruned) below the threshold frees its bits.
                 self._coarse.pop(project, None)
                 rows = await self._session.fetch(
@@ -467,30 +474,34 @@ class SqliteVectorIndex:
                     f" AND k = :k AND project = :project{layer_filter} ORDER BY distance",
                     params,
                 )
-            else:
-                coarse = await self._coarse_bits(project, len(vector))
-                ids = coarse.candidates(
-                    vector,
-                    layer.value if layer is not None else None,
-                    max(limit * COARSE_FACTOR, COARSE_MIN),
-                    max(limit * RESCORE_FACTOR, RESCORE_MIN),
-                )
-                # The exact rescore reads each candidate's float32 vector by id; rows deleted
-                # since they were loaded are simply not found. Every candidate found is
-                # scored (a few hundred), so the same query also counts the missing ones.
-                scored = await self._session.fetch(
-                    "SELECT id, vec_distance_cosine(embedding, :q) AS distance"
-                    f" FROM context_embeddings WHERE id IN ({', '.join(map(str, ids)) or 'NULL'})"
-                    " ORDER BY distance",
-                    {"q": params["q"]},
-                )
-                rows = scored[: params["k"]]
-                if len(scored) < len(ids) // 2:
-                    # Trigger: most candidates were deleted since the bits were loaded (this
-                    # connection's own deletes do not move PRAGMA data_version). Outcome:
-                    # the next search reloads the project's bits from the table.
-                    self._coarse.pop(project, None)
         return [VectorMatch(id=int(r[0]), distance=float(r[1])) for r in rows]
+
+    async def _coarse_search(
+        self, project: str, vector: Vector, layer: Layer | None, limit: int, blob: bytes
+    ) -> list[Any]:
+        """(id, distance) of the nearest rows by the coarse bits and an exact rescore."""
+        coarse = await self._coarse_bits(project, len(vector))
+        ids = coarse.candidates(
+            vector,
+            layer.value if layer is not None else None,
+            max(limit * COARSE_FACTOR, COARSE_MIN),
+            max(limit * RESCORE_FACTOR, RESCORE_MIN),
+        )
+        # The exact rescore reads each candidate's float32 vector by id; rows deleted
+        # since they were loaded are simply not found. Every candidate found is
+        # scored (a few hundred), so the same query also counts the missing ones.
+        scored = await self._session.fetch(
+            "SELECT id, vec_distance_cosine(embedding, :q) AS distance"
+            f" FROM context_embeddings WHERE id IN ({', '.join(map(str, ids)) or 'NULL'})"
+            " ORDER BY distance",
+            {"q": blob},
+        )
+        if len(scored) < len(ids) // 2:
+            # Trigger: most candidates were deleted since the bits were loaded (this
+            # connection's own deletes do not move PRAGMA data_version). Outcome:
+            # the next search reloads the project's bits from the table.
+            self._coarse.pop(project, None)
+        return scored[: min(limit, KNN_MAX)]
 
     async def any_close(
         self,
