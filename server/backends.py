@@ -220,6 +220,7 @@ async def open_backend(settings: Settings, *, serving: bool = False) -> AsyncIte
         return readers[-1]
 
     checkpoints: WalCheckpoints | None = None
+    session: SqliteSession | None = None
     try:
         applied = await apply_migrations(db)
         if serving and str(settings.db) != ":memory:":
@@ -227,7 +228,8 @@ async def open_backend(settings: Settings, *, serving: bool = False) -> AsyncIte
 
             checkpoints = WalCheckpoints(settings.db)
             await checkpoints.start(db)
-        session = SqliteSession(db)
+        # A server answers a search before recording its hits' use (SqliteSession.defer).
+        session = SqliteSession(db, defers=serving)
         _served("sqlite", str(settings.db))
         yield Backend(
             name="sqlite",
@@ -236,6 +238,8 @@ async def open_backend(settings: Settings, *, serving: bool = False) -> AsyncIte
             factories=_sqlite_stores(session, keyword_reader, postings),
         )
     finally:
+        if session is not None:
+            await session.drain()
         if checkpoints is not None:
             await checkpoints.aclose()
         if postings is not None:

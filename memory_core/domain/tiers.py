@@ -6,9 +6,9 @@ from datetime import datetime
 
 from memory_core.config.policies import TierPolicy
 from memory_core.config.tier_windows import cutoff_instants
-from memory_core.domain.models import Tier, TierCutoffs
+from memory_core.domain.models import Memory, Tier, TierCutoffs
 
-__all__ = ["TIER_ORDER", "classify_tier", "tier_cutoffs"]
+__all__ = ["TIER_ORDER", "classify_tier", "handed_out", "tier_cutoffs"]
 
 TIER_ORDER: tuple[Tier, ...] = (Tier.ACTIVE, Tier.RECENT, Tier.ARCHIVED, Tier.EXPIRED)
 
@@ -38,3 +38,14 @@ def classify_tier(reference: datetime, cutoffs: TierCutoffs) -> Tier:
     if reference > cutoffs.archived_after:
         return Tier.ARCHIVED
     return Tier.EXPIRED
+
+
+def handed_out(memory: Memory, at: datetime) -> Memory:
+    """`memory` as recording its use at `at` leaves it (the repositories' `hand_out` update).
+
+    A use recorded late (at capture) never moves the last access back.
+    """
+    last = at if memory.last_accessed is None else max(memory.last_accessed, at)
+    return memory.model_copy(
+        update={"last_accessed": last, "access_count": memory.access_count + 1, "tier": Tier.ACTIVE}
+    )

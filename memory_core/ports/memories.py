@@ -137,6 +137,15 @@ class MemoryRepository(Protocol):
         """
         ...
 
+    async def record_access(self, project: str, ids: Sequence[int], at: datetime) -> None:
+        """Record an access on each row, as `hand_out` does, without reading them back.
+
+        For rows the caller has just read (domain.tiers.handed_out gives them as updated). The
+        write may complete after this returns (a serving SQLite process runs it after the
+        request), but always before this process's next statement on the store.
+        """
+        ...
+
     async def delete(self, project: str, ids: Sequence[int]) -> int:
         """Delete rows by id; returns how many existed."""
         ...

@@ -17,9 +17,10 @@ from contextvars import ContextVar
 from datetime import datetime
 
 from memory_core.domain.models import Memory
+from memory_core.domain.tiers import handed_out
 from memory_core.ports import MemoryRepository
 
-__all__ = ["access_unrecorded", "hand_out", "recording_access"]
+__all__ = ["access_unrecorded", "hand_out", "hand_out_read", "recording_access"]
 
 _RECORDING: ContextVar[bool] = ContextVar("memstrata_access_recording", default=True)
 
@@ -51,3 +52,18 @@ async def hand_out(
     # One lookup per id: callers hand out at most a page of rows (`limit` <= Limits.max_limit).
     found = [await repo.get(project, memory_id) for memory_id in ids]
     return [memory for memory in found if memory is not None]
+
+
+async def hand_out_read(
+    repo: MemoryRepository, project: str, memories: Sequence[Memory], at: datetime
+) -> list[Memory]:
+    """`hand_out` for rows just read: their use recorded (when recording), not read back.
+
+    Trigger: a search, whose hits were read a moment ago. Why: reading them back cost the
+    search a round trip, and the write need not hold up the answer (`repo.record_access`
+    may finish it after the request). Outcome: the rows as recording leaves them.
+    """
+    if not recording_access():
+        return list(memories)
+    await repo.record_access(project, [m.id for m in memories], at)
+    return [handed_out(m, at) for m in memories]

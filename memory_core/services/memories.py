@@ -62,7 +62,7 @@ from memory_core.errors import (
     MemoryNotFoundError,
 )
 from memory_core.ports import Clock, KeywordSearch, MemoryRepository
-from memory_core.services.access_recording import hand_out
+from memory_core.services.access_recording import hand_out, hand_out_read
 from memory_core.services.indexing import Indexer, NearDuplicate, embedding_text
 from memory_core.services.resemblance import (
     NEIGHBOURS,
@@ -802,8 +802,8 @@ class MemoryService:
         )
         ranked, omitted = TokenAllowance(token_budget).prefix(ranked, lambda h: h.memory.content)
         if request.mark_used:
-            ids = [h.memory.id for h in ranked]
-            handed = {m.id: m for m in await hand_out(self.repo, project, ids, now)}
+            rows = [h.memory for h in ranked]
+            handed = {m.id: m for m in await hand_out_read(self.repo, project, rows, now)}
         else:
             handed = {h.memory.id: h.memory for h in ranked}
         hits = [

@@ -8,7 +8,7 @@ import pytest
 from memory_core.config.policies import TierPolicy
 from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import Layer, MemoryDraft, TextQuery, Tier
-from memory_core.domain.tiers import classify_tier, tier_cutoffs
+from memory_core.domain.tiers import classify_tier, handed_out, tier_cutoffs
 from memory_core.ports import MemoryRepository
 from tests.backends import StorageUnderTest
 
@@ -76,6 +76,23 @@ async def test_a_use_recorded_late_never_moves_the_last_access_back(
     await repo.hand_out("p", [a.id], T0 + timedelta(days=2))
     (late,) = await repo.hand_out("p", [a.id], T0 + timedelta(days=1))
     assert late.access_count == 2 and late.last_accessed == T0 + timedelta(days=2)
+
+
+async def test_record_access_leaves_rows_as_handed_out_computes_them(
+    repo: MemoryRepository,
+) -> None:
+    # A search records its hits' use without reading them back (services.access_recording.
+    # hand_out_read): domain.tiers.handed_out must say what the store then holds.
+    a = (await repo.add(draft("a"), T0)).memory
+    b = (await repo.add(draft("b"), T0)).memory
+    await repo.hand_out("p", [b.id], T0 + timedelta(days=3))
+    await repo.recalculate_tiers(tier_cutoffs(T0 + timedelta(days=4), POLICY), None)
+    rows = [m for m in [await repo.get("p", a.id), await repo.get("p", b.id)] if m is not None]
+    at = T0 + timedelta(days=2)  # after a's creation, before b's last use
+    await repo.record_access("p", [a.id, b.id], at)
+    await repo.record_access("other", [a.id], at)  # another project's rows are not touched
+    assert [await repo.get("p", m.id) for m in rows] == [handed_out(m, at) for m in rows]
+    assert [m.access_count for m in [handed_out(m, at) for m in rows]] == [1, 2]
 
 
 async def test_rows_of_another_project_are_invisible(repo: MemoryRepository) -> None:

@@ -450,6 +450,21 @@ class PostgresMemoryRepository(PostgresPressure):
         by_id = {m.id: m for m in rows}
         return [by_id[i] for i in ids if i in by_id]
 
+    async def record_access(self, project: str, ids: Sequence[int], at: datetime) -> None:
+        """Record an access on each row (`hand_out` without reading them back); see the port."""
+        if not ids:
+            return
+        async with self._session.write("recording access") as conn:
+            await maintenance_lock(conn, shared=True)
+            await conn.execute(
+                "UPDATE context_snapshots SET last_accessed = GREATEST(last_accessed, $1),"
+                " access_count = access_count + 1, memory_tier = 'ACTIVE'"
+                " WHERE project = $2 AND id = ANY($3::bigint[])",
+                aware(at),
+                project,
+                PostgresSession.ids(ids),
+            )
+
     async def delete(self, project: str, ids: Sequence[int]) -> int:
         """Delete rows of a project by id."""
         if not ids:

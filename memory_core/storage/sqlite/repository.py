@@ -118,6 +118,15 @@ def _filters(query: TextQuery) -> tuple[str, dict[str, Any]]:
     return "".join(f" AND {w}" for w in where), params
 
 
+# Recording that rows were handed out. A use recorded late (at capture) never moves the last
+# access back; the times are ISO text of one width, so max() orders them (and skips a NULL).
+_ACCESS_SQL = (
+    "UPDATE context_snapshots SET last_accessed = max(coalesce(last_accessed, ?), ?),"
+    " access_count = access_count + 1, memory_tier = 'ACTIVE'"
+    " WHERE +project = ? AND id IN ({ids})"
+)
+
+
 def _narrowed(query: TextQuery) -> bool:
     """Whether a filter beyond "not superseded" applies, so that keyword matches are overfetched.
 
@@ -480,15 +489,22 @@ class SqliteMemoryRepository(SqlitePressure):
             return []
         rows = await self._session.write_memories(
             "recording access",
-            # A use recorded late (at capture) never moves the last access back; the times
-            # are ISO text of one width, so max() orders them (and skips a NULL).
-            "UPDATE context_snapshots SET last_accessed = max(coalesce(last_accessed, ?), ?),"
-            " access_count = access_count + 1, memory_tier = 'ACTIVE'"
-            f" WHERE +project = ? AND id IN ({_placeholders(ids)}) RETURNING *",
+            _ACCESS_SQL.format(ids=_placeholders(ids)) + " RETURNING *",
             (encode_time(at), encode_time(at), project, *ids),
         )
         by_id = {m.id: m for m in rows}
         return [by_id[i] for i in ids if i in by_id]
+
+    async def record_access(self, project: str, ids: Sequence[int], at: datetime) -> None:
+        """Record an access on each row; deferred past the request when the session defers."""
+        if not ids:
+            return
+        sql = _ACCESS_SQL.format(ids=_placeholders(ids))
+        params = (encode_time(at), encode_time(at), project, *ids)
+        if self._session.defers:
+            self._session.defer("recording access", sql, params)
+        else:
+            await self._session.write_memories("recording access", sql, params)
 
     async def delete(self, project: str, ids: Sequence[int]) -> int:
         """Delete rows of a project by id."""
