@@ -103,6 +103,17 @@ def draft(rng: random.Random, n: int, project: str) -> MemoryDraft:
     )
 
 
+def episodic(text: str, **fields: Any) -> MemoryDraft:
+    return MemoryDraft(
+        project="alpha",
+        layer=Layer.EPISODIC,
+        content=text,
+        content_hash=content_hash(text),
+        token_count=len(text.split()),
+        **fields,
+    )
+
+
 def queries(project: str) -> list[TextQuery]:
     out = []
     for words in QUERIES:
@@ -216,16 +227,7 @@ async def test_new_rows_are_read_by_id_and_edits_send_searches_back_to_fts5(
 
     # A removed row, likewise; and a row holding a word 150 times (a weight past one byte).
     many = " ".join(["deploy"] * 150)
-    await other.add(
-        MemoryDraft(
-            project="alpha",
-            layer=Layer.EPISODIC,
-            content=many,
-            content_hash=content_hash(many),
-            token_count=150,
-        ),
-        T0,
-    )
+    await other.add(episodic(many), T0)
     await other.delete("alpha", [target.id])
     await same_answers(plain, held)
     await stores["postings"].settled()
@@ -256,17 +258,7 @@ async def test_superseded_rows_among_the_best_are_passed_over(stores: dict[str, 
     query = queries("alpha")[0]
     best = [m.memory.id for m in await plain.search_text(query)]
     text = "deploy rotation note superseding"
-    await plain.add(
-        MemoryDraft(
-            project="alpha",
-            layer=Layer.EPISODIC,
-            content=text,
-            content_hash=content_hash(text),
-            token_count=4,
-            supersedes=tuple(best[:6]),
-        ),
-        T0,
-    )
+    await plain.add(episodic(text, supersedes=tuple(best[:6])), T0)
     await same_answers(plain, held)
     assert await held_rows(stores, "alpha") == 601  # the postings answered, not FTS5
     got = [m.memory.id for m in await held.search_text(query)]

@@ -38,6 +38,13 @@ from memory_core.storage.records import identity_hash, store_stats
 __all__ = ["PostgresMemoryRepository"]
 
 _REFERENCE = "coalesce(last_accessed, created_at)"
+# Recording that rows were handed out; a use recorded late (at capture) never moves the last
+# access back (GREATEST skips a NULL).
+_ACCESS_SQL = (
+    "UPDATE context_snapshots SET last_accessed = GREATEST(last_accessed, $1),"
+    " access_count = access_count + 1, memory_tier = 'ACTIVE'"
+    " WHERE project = $2 AND id = ANY($3::bigint[])"
+)
 
 
 def _live_tier(first: int) -> str:
@@ -439,10 +446,7 @@ class PostgresMemoryRepository(PostgresPressure):
             await maintenance_lock(conn, shared=True)
             rows = await PostgresSession.memories(
                 conn,
-                # A use recorded late (at capture) never moves the last access back.
-                "UPDATE context_snapshots SET last_accessed = GREATEST(last_accessed, $1),"
-                " access_count = access_count + 1, memory_tier = 'ACTIVE'"
-                f" WHERE project = $2 AND id = ANY($3::bigint[]) RETURNING {COLUMNS}",
+                f"{_ACCESS_SQL} RETURNING {COLUMNS}",
                 aware(at),
                 project,
                 PostgresSession.ids(ids),
@@ -457,9 +461,7 @@ class PostgresMemoryRepository(PostgresPressure):
         async with self._session.write("recording access") as conn:
             await maintenance_lock(conn, shared=True)
             await conn.execute(
-                "UPDATE context_snapshots SET last_accessed = GREATEST(last_accessed, $1),"
-                " access_count = access_count + 1, memory_tier = 'ACTIVE'"
-                " WHERE project = $2 AND id = ANY($3::bigint[])",
+                _ACCESS_SQL,
                 aware(at),
                 project,
                 PostgresSession.ids(ids),

@@ -104,6 +104,14 @@ def _cutoff_params(cutoffs: TierCutoffs) -> dict[str, str]:
 
 def _filters(query: TextQuery) -> tuple[str, dict[str, Any]]:
     """SQL conditions (on alias `s`) and parameters for a query's optional filters."""
+    where, params = _row_filters(query)
+    if not query.include_superseded:
+        where.append("s.superseded_by IS NULL")
+    return "".join(f" AND {w}" for w in where), params
+
+
+def _row_filters(query: TextQuery) -> tuple[list[str], dict[str, Any]]:
+    """`_filters`' conditions but "not superseded": the ones the client asked for."""
     where: list[str] = []
     params: dict[str, Any] = {}
     if query.layer is not None:
@@ -113,9 +121,7 @@ def _filters(query: TextQuery) -> tuple[str, dict[str, Any]]:
         where.append("s.session_id = :session_id")
         params["session_id"] = query.session_id
     where += _who_when_tags(query, params, "s.")
-    if not query.include_superseded:
-        where.append("s.superseded_by IS NULL")
-    return "".join(f" AND {w}" for w in where), params
+    return where, params
 
 
 # Recording that rows were handed out. A use recorded late (at capture) never moves the last
@@ -134,14 +140,7 @@ def _narrowed(query: TextQuery) -> bool:
     rounds read further; overfetching for them alone read and decoded 200 rows to keep 50 at
     limit 10 (2.1 of the 3.1 ms of a keyword search at 100k).
     """
-    return bool(
-        query.layer is not None
-        or query.session_id is not None
-        or query.author is not None
-        or query.since is not None
-        or query.until is not None
-        or query.tags
-    )
+    return bool(_row_filters(query)[0])
 
 
 def _who_when_tags(query: TextQuery | BrowseQuery, params: dict[str, Any], alias: str) -> list[str]:
@@ -821,13 +820,14 @@ class SqliteMemoryRepository(SqlitePressure):
         where, params = _filters(query)
         params.update(project=query.project, limit=query.limit)
         at_least = max(query.limit, _PREFIX_COMMON_MIN)
-        found = await self._from_postings(query, None, _narrowed(query), at_least)
+        narrowed = _narrowed(query)
+        found = await self._from_postings(query, None, narrowed, at_least)
         if found is not None:
             return found
         table = await keyword_table(self._session, query.project)
         if table is None:
             return []  # the project was never written
-        found = await self._from_postings(query, table, _narrowed(query), at_least)
+        found = await self._from_postings(query, table, narrowed, at_least)
         if found is not None:
             return found
         async with self._session.read("keyword search"):
@@ -850,12 +850,12 @@ class SqliteMemoryRepository(SqlitePressure):
                     if narrow is None:
                         continue
                     rows = await self._capped_text_search(
-                        table, where, {**params, "fts": narrow}, query
+                        table, where, {**params, "fts": narrow}, query.limit
                     )
                     if len(rows) >= max(1, query.limit // _CANDIDATES_PER_HIT):
                         return _text_matches(rows)
             params["fts"] = fts
-            rows = await self._capped_text_search(table, where, params, query)
+            rows = await self._capped_text_search(table, where, params, query.limit)
         return _text_matches(rows)
 
     async def _from_postings(
@@ -908,7 +908,7 @@ class SqliteMemoryRepository(SqlitePressure):
         return found
 
     async def _capped_text_search(
-        self, table: str, where: str, params: dict[str, Any], query: TextQuery
+        self, table: str, where: str, params: dict[str, Any], limit: int
     ) -> list[Any]:
         # The project's own table holds only its rows, so with no other filter every capped
         # match passes the join (the retry below covers a row another process just moved or
@@ -916,7 +916,6 @@ class SqliteMemoryRepository(SqlitePressure):
         # Unlike the postings' reads, "not superseded" alone still overfetches here: too few
         # rows after the join means scoring every match again, and a fact's corrections share
         # its words.
-        limit = query.limit
         cap = limit * _OVERFETCH if where else limit
         sql = _capped_text_sql(where, table)
         rows = await self._session.fetch(sql, {**params, "cap": cap})

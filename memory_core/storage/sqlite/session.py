@@ -100,11 +100,17 @@ class SqliteSession:
             await asyncio.wait({task})
 
     @asynccontextmanager
-    async def read(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:
-        """Run statements outside an explicit transaction."""
+    async def _turn(self) -> AsyncIterator[None]:
+        """This session's turn on the connection: deferred writes run first, then the lock."""
         if self._deferred.writes:
             await self.drain()
         async with self._lock:
+            yield
+
+    @asynccontextmanager
+    async def read(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:
+        """Run statements outside an explicit transaction."""
+        async with self._turn():
             try:
                 yield self.db
             except DriverError as exc:
@@ -113,17 +119,13 @@ class SqliteSession:
     @asynccontextmanager
     async def write(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:
         """Run statements in one IMMEDIATE transaction, rolled back on any exception."""
-        if self._deferred.writes:
-            await self.drain()
-        async with self._lock, self._transaction("BEGIN IMMEDIATE", operation):
+        async with self._turn(), self._transaction("BEGIN IMMEDIATE", operation):
             yield self.db
 
     @asynccontextmanager
     async def snapshot(self, operation: str) -> AsyncIterator[aiosqlite.Connection]:
         """Run reads in one deferred transaction, so they all see the same data."""
-        if self._deferred.writes:
-            await self.drain()
-        async with self._lock, self._transaction("BEGIN", operation):
+        async with self._turn(), self._transaction("BEGIN", operation):
             yield self.db
 
     async def _begin(self, begin: str, operation: str) -> None:
@@ -193,9 +195,7 @@ class SqliteSession:
         and COMMIT were two more hops to the driver's thread on every search. Outcome: one
         hop; a busy database is retried as BEGIN is (the failed statement changed nothing).
         """
-        if self._deferred.writes:
-            await self.drain()
-        async with self._lock:
+        async with self._turn():
             try:
                 rows = await self._when_not_busy(
                     lambda: self.db.execute_fetchall(sql, params), operation
