@@ -39,7 +39,8 @@ __all__ = ["PostgresMemoryRepository"]
 
 _REFERENCE = "coalesce(last_accessed, created_at)"
 # Recording that rows were handed out; a use recorded late (at capture) never moves the last
-# access back (GREATEST skips a NULL).
+# access back (GREATEST skips a NULL). It locks rows in the plan's order and then counter rows,
+# so it runs through PostgresSession.write_retried: a deadlock's victim runs again.
 _ACCESS_SQL = (
     "UPDATE context_snapshots SET last_accessed = GREATEST(last_accessed, $1),"
     " access_count = access_count + 1, memory_tier = 'ACTIVE'"
@@ -442,15 +443,18 @@ class PostgresMemoryRepository(PostgresPressure):
         """Record an access on each row and return them as updated; see the port."""
         if not ids:
             return []
-        async with self._session.write("recording access") as conn:
+
+        async def work(conn: Any) -> list[Memory]:
             await maintenance_lock(conn, shared=True)
-            rows = await PostgresSession.memories(
+            return await PostgresSession.memories(
                 conn,
                 f"{_ACCESS_SQL} RETURNING {COLUMNS}",
                 aware(at),
                 project,
                 PostgresSession.ids(ids),
             )
+
+        rows = await self._session.write_retried("recording access", work)
         by_id = {m.id: m for m in rows}
         return [by_id[i] for i in ids if i in by_id]
 
@@ -458,14 +462,12 @@ class PostgresMemoryRepository(PostgresPressure):
         """Record an access on each row (`hand_out` without reading them back); see the port."""
         if not ids:
             return
-        async with self._session.write("recording access") as conn:
+
+        async def work(conn: Any) -> None:
             await maintenance_lock(conn, shared=True)
-            await conn.execute(
-                _ACCESS_SQL,
-                aware(at),
-                project,
-                PostgresSession.ids(ids),
-            )
+            await conn.execute(_ACCESS_SQL, aware(at), project, PostgresSession.ids(ids))
+
+        await self._session.write_retried("recording access", work)
 
     async def delete(self, project: str, ids: Sequence[int]) -> int:
         """Delete rows of a project by id."""

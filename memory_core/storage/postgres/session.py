@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from typing import Any
+from typing import Any, TypeVar
+
+import asyncpg
 
 from memory_core.domain.models import Memory
 from memory_core.errors import StorageError
@@ -16,6 +18,12 @@ __all__ = [
     "maintenance_lock",
     "rowcount",
 ]
+
+T = TypeVar("T")
+
+# A deadlock's victim runs again this many times in all. Its transaction was rolled back whole,
+# so running it again changes nothing twice; a third deadlock in a row is a real fault.
+DEADLOCK_ATTEMPTS = 3
 
 
 def rowcount(status: str) -> int:
@@ -51,6 +59,25 @@ class PostgresSession:
                 yield conn
         except DRIVER_ERRORS as exc:
             raise StorageError(operation) from exc
+
+    async def write_retried(self, operation: str, work: Callable[[Any], Awaitable[T]]) -> T:
+        """`work(conn)` in one write transaction, run again when it is a deadlock's victim.
+
+        For writes that lock many rows in the order the plan visits them beside writers that
+        lock rows and counter rows in another (an access record beside an add that supersedes
+        one of its rows): either order is right, so the database breaks the cycle and the
+        victim simply runs again, as PostgreSQL's documentation advises.
+        """
+        for attempt in range(1, DEADLOCK_ATTEMPTS + 1):
+            try:
+                async with self.pool.acquire() as conn, conn.transaction():
+                    return await work(conn)
+            except asyncpg.DeadlockDetectedError as exc:
+                if attempt == DEADLOCK_ATTEMPTS:
+                    raise StorageError(operation) from exc
+            except DRIVER_ERRORS as exc:
+                raise StorageError(operation) from exc
+        raise AssertionError("unreachable: the last attempt returns or raises")
 
     @asynccontextmanager
     async def snapshot(self, operation: str) -> AsyncIterator[Any]:
