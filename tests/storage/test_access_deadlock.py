@@ -9,21 +9,10 @@ from datetime import UTC, datetime, timedelta
 import asyncpg
 import pytest
 
-from memory_core.domain.inputs import content_hash
-from memory_core.domain.models import Layer, MemoryDraft
 from memory_core.storage.postgres import PostgresMemoryRepository, PostgresSession, PostgresStore
+from tests.drafts import draft
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def draft(text: str) -> MemoryDraft:
-    return MemoryDraft(
-        project="p",
-        layer=Layer.EPISODIC,
-        content=text,
-        content_hash=content_hash(text),
-        token_count=len(text.split()),
-    )
 
 
 async def test_an_access_record_chosen_as_a_deadlocks_victim_runs_again(

@@ -7,26 +7,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memory_core.domain.inputs import content_hash
 from memory_core.domain.models import AddOutcome, Layer, MemoryDraft
 from memory_core.errors import StorageError
 from memory_core.ports import MemoryRepository
 from tests.backends import StorageUnderTest
+from tests.drafts import draft
 
 T0 = datetime(2026, 1, 1, 12, 0, tzinfo=UTC)
-
-
-def draft(content: str, layer: Layer = Layer.EPISODIC, **kw: object) -> MemoryDraft:
-    return MemoryDraft.model_validate(
-        {
-            "project": "p",
-            "layer": layer,
-            "content": content,
-            "content_hash": content_hash(content),
-            "token_count": len(content),
-            **kw,
-        }
-    )
 
 
 def batch() -> list[MemoryDraft]:

@@ -8,8 +8,7 @@ from pathlib import Path
 
 from structlog.testing import capture_logs
 
-from memory_core.domain.inputs import content_hash
-from memory_core.domain.models import Layer, MemoryDraft, SearchMode
+from memory_core.domain.models import Layer, SearchMode
 from memory_core.services.memories import SearchRequest
 from memory_core.storage.sqlite import (
     SqliteMemoryRepository,
@@ -19,18 +18,9 @@ from memory_core.storage.sqlite import (
 )
 from server.container import open_container
 from server.settings import Settings
+from tests.drafts import draft
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
-
-
-def draft(text: str) -> MemoryDraft:
-    return MemoryDraft(
-        project="p",
-        layer=Layer.EPISODIC,
-        content=text,
-        content_hash=content_hash(text),
-        token_count=len(text.split()),
-    )
 
 
 async def test_a_deferred_write_runs_before_the_sessions_next_statement(tmp_path: Path) -> None:
