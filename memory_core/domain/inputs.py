@@ -16,6 +16,7 @@ from memory_core.errors import InvalidInputError
 
 __all__ = [
     "MAX_AUTHOR_CHARS",
+    "MAX_IMPORTED_ID",
     "MAX_METADATA_DEPTH",
     "check_author",
     "check_ids",
@@ -38,6 +39,10 @@ MAX_METADATA_DEPTH = 8
 
 # Memory ids are positive SQLite/PostgreSQL integers; ids one call may name.
 _MAX_MEMORY_ID = 2**63 - 1
+# The largest id an import may write. Ids reach clients as JSON numbers, which JavaScript
+# clients (Claude Code, the Inspector) read as doubles, exact only to 2^53; and the store must
+# still hand out the ids after the largest written (a sequence set past 2^63 - 1 overflows).
+MAX_IMPORTED_ID = 2**53 - 1
 MAX_IDS = 1000
 
 

@@ -32,6 +32,7 @@ from memory_core.config.policies import ConversationPolicy, Limits
 from memory_core.domain.dates import dates_of, normalise_dates
 from memory_core.domain.duplicates import normalised_hash as normalised_text_hash
 from memory_core.domain.inputs import (
+    MAX_IMPORTED_ID,
     check_author,
     check_metadata,
     check_project,
@@ -294,8 +295,8 @@ def _line_error(number: int, reason: str) -> InvalidInputError:
     return InvalidInputError(f"line {number}", reason)
 
 
-# The largest id SQLite and PostgreSQL (bigint) store, and the largest counter (integer).
-_MAX_ID = 2**63 - 1
+# The largest id an import writes (see MAX_IMPORTED_ID), and the largest counter (integer).
+_MAX_ID = MAX_IMPORTED_ID
 _MAX_COUNTER = 2**31 - 1
 # Errors listed per failed import before "and N more".
 _ERRORS_SHOWN = 20

@@ -28,6 +28,7 @@ from memory_core.config.policies import ConversationPolicy, Limits
 from memory_core.domain.condense import cache_key
 from memory_core.domain.conversation import EntryType, Role
 from memory_core.domain.inputs import (
+    MAX_IMPORTED_ID,
     MAX_SESSION_CHARS,
     check_metadata,
     check_project,
@@ -51,9 +52,10 @@ _MAX_CACHE_DURATION = 10_000
 _MAX_PREFERENCE_KEY = 512
 # An embedding of up to 8,192 float32 dimensions.
 _MAX_EMBEDDING_BYTES = 8_192 * 4
-# bigint columns; every other integer column is a 32-bit `integer` in PostgreSQL.
+# bigint columns; every other integer column is a 32-bit `integer` in PostgreSQL. Each is a
+# number the store counts on from (ids, revisions, use sequences), so they stop at
+# MAX_IMPORTED_ID, well short of the column's end.
 _BIGINT = frozenset({"id", "document_id", "use_seq", "revision"})
-_MAX_BIGINT = 2**63 - 1
 _MAX_INTEGER = 2**31 - 1
 # How far ahead of now an imported time may lie (clock skew between machines), no more: a
 # time in the year 9999 would keep a row from ever expiring.
@@ -119,7 +121,7 @@ def _text(name: str, value: Any, now: datetime) -> str:
 
 
 def _int(name: str, value: Any, now: datetime) -> int:
-    top = _MAX_BIGINT if name in _BIGINT else _MAX_INTEGER
+    top = MAX_IMPORTED_ID if name in _BIGINT else _MAX_INTEGER
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= top:
         raise InvalidInputError(name, f"must be a whole number from 0 to {top}")
     return value

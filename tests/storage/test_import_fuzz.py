@@ -44,7 +44,20 @@ _PARENTS = {
 }
 
 huge_ints = st.sampled_from(
-    [-1, -(2**31), 0, 2**31 - 1, 2**31, 2**53 + 1, 2**63 - 1, 2**63, 2**64, 2**70, -(2**70)]
+    [
+        -1,
+        -(2**31),
+        0,
+        2**31 - 1,
+        2**31,
+        2**53 - 1,
+        2**53 + 1,
+        2**63 - 1,
+        2**63,
+        2**64,
+        2**70,
+        -(2**70),
+    ]
 )
 odd_floats = st.sampled_from([math.nan, math.inf, -math.inf, 1e308, -0.0, 5e-324, 0.5])
 edge_times = st.sampled_from(
@@ -171,6 +184,11 @@ def test_a_hostile_line_is_refused_by_line_and_field_or_imported_on_both_backend
         ("memory", {"token_count": 2**70}, "token_count"),
         ("memory", {"access_count": 2**31}, "access_count"),
         ("memory", {"superseded_by": 2**63}, "superseded_by"),
+        # Past what a JavaScript client reads exactly, and the id sequence could not go on.
+        ("memory", {"id": 2**53}, "id"),
+        ("document", {"id": 2**63 - 1}, "id"),
+        ("document_chunk", {"document_id": 2**53}, "document_id"),
+        ("document_revision", {"revision": 2**63 - 1}, "revision"),
         ("memory", {"created_at": "9999-12-31T23:59:59-23:59"}, "created_at"),
         ("memory", {"updated_at": "0001-01-01T00:00:00+23:59"}, "updated_at"),
         ("memory", {"occurred_at": "0001-01-01T00:00:00+23:59"}, "occurred_at"),
