@@ -21,7 +21,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import logging
 import os
 import shutil
 import statistics
@@ -31,7 +30,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import structlog
+from bench.command_line import store_parser
 
 
 async def _worker(db: Path, cache: Path, numpy_floor: bool) -> dict[str, list[float]]:
@@ -113,12 +112,7 @@ def _p95(samples: list[float]) -> float:
 
 
 def main(argv: list[str] | None = None) -> None:
-    structlog.configure(wrapper_class=structlog.make_filtering_bound_logger(logging.WARNING))
-    parser = argparse.ArgumentParser(
-        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
-    )
-    parser.add_argument("--workdir", type=Path, required=True)
-    parser.add_argument("--size", type=int, default=100_000)
+    parser = store_parser(__doc__)
     parser.add_argument("--exe", action="append", help="LABEL=venv bin dir")
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--json", type=Path)
