@@ -8,6 +8,7 @@ from datetime import UTC, datetime, timedelta
 
 import asyncpg
 import pytest
+from structlog.testing import capture_logs
 
 from memory_core.storage.postgres import PostgresMemoryRepository, PostgresSession, PostgresStore
 from tests.drafts import draft
@@ -42,11 +43,13 @@ async def test_an_access_record_chosen_as_a_deadlocks_victim_runs_again(
         with pytest.raises(asyncpg.LockNotAvailableError):
             async with other.transaction():
                 await other.execute(f"{lock} NOWAIT", first.id)
-        await other.execute(lock, first.id)
-        await writer.commit()
-        await access
+        with capture_logs() as logs:
+            await other.execute(lock, first.id)
+            await writer.commit()
+            await access
     finally:
         await other.close()
+    assert [e["event"] for e in logs] == ["storage.deadlock_retried"]
     for row in (first, second):
         seen = await repo.get("p", row.id)
         assert seen is not None and seen.access_count == 1 and seen.last_accessed == at

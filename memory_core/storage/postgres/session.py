@@ -7,6 +7,7 @@ from contextlib import asynccontextmanager
 from typing import Any, TypeVar
 
 import asyncpg
+import structlog
 
 from memory_core.domain.models import Memory
 from memory_core.errors import StorageError
@@ -20,6 +21,8 @@ __all__ = [
 ]
 
 T = TypeVar("T")
+
+log = structlog.get_logger(__name__)
 
 # A deadlock's victim runs again this many times in all. Its transaction was rolled back whole,
 # so running it again changes nothing twice; a third deadlock in a row is a real fault.
@@ -75,6 +78,8 @@ class PostgresSession:
             except asyncpg.DeadlockDetectedError as exc:
                 if attempt == DEADLOCK_ATTEMPTS:
                     raise StorageError(operation) from exc
+                # Rare (two writers crossing on the same rows); many in the log name a hot spot.
+                log.info("storage.deadlock_retried", operation=operation, attempt=attempt)
             except DRIVER_ERRORS as exc:
                 raise StorageError(operation) from exc
         raise AssertionError("unreachable: the last attempt returns or raises")
