@@ -310,3 +310,52 @@ async def test_narrowed_rescoring_returns_what_rescoring_every_candidate_returns
         assert [(h.id, h.distance) for h in fast] == [(h.id, h.distance) for h in full]
     assert narrowed._coarse["big"].dims == FAKE.dims  # the copy was used...
     assert every._coarse["big"].dims is None  # ...and the other index had none
+
+
+def _spread_rows(rng: np.random.Generator, n: int, dims: int) -> np.ndarray:
+    """Unit rows at cosines to a few topics spread over 0-1, as a store's texts lie."""
+    topics = rng.standard_normal((5, dims)).astype(np.float32)
+    topics /= np.linalg.norm(topics, axis=1, keepdims=True)
+    noise = rng.standard_normal((n, dims)).astype(np.float32)
+    noise /= np.linalg.norm(noise, axis=1, keepdims=True)
+    share = rng.uniform(0, 1, (n, 1)).astype(np.float32)
+    rows = share * topics[rng.integers(0, 5, n)] + np.sqrt(1 - share**2) * noise
+    rows[::7, 0] *= 40  # a dominant component: a coarse int8 scale, so a wide bound
+    unit: np.ndarray = rows / np.linalg.norm(rows, axis=1, keepdims=True)
+    return unit
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3])
+def test_the_int8_bound_keeps_every_row_that_may_be_among_the_nearest(seed: int) -> None:
+    """Rows left out by the bound cannot be among the `wanted` nearest by exact cosine."""
+    rng = np.random.default_rng(seed)
+    vectors = _spread_rows(rng, 3000, 384)
+    coarse = _CoarseBits(48, version=0, dims=384)
+    coarse.add(list(range(1, 3001)), ["episodic"] * 3000, _bits(list(vectors)), vectors.tobytes())
+    narrowed = 0
+    for n in range(20):
+        query = vectors[n * 37] + rng.standard_normal(384).astype(np.float32) / 20
+        query /= np.linalg.norm(query)
+        rows = np.arange(3000)
+        approx = (coarse._int8[rows].astype(np.float32) @ query) * coarse._scale[rows]
+        reach = vectors_module._reachable(approx, coarse._scale[rows], query, 50)
+        exact = vectors @ query
+        assert set(np.argsort(-exact)[:50].tolist()) <= set(reach.tolist())
+        narrowed += reach.size
+        # Through `candidates`: the exact top 20 of the coarse candidates, in fewer rows.
+        ids = coarse.candidates(query, None, 300, 100, 20)
+        pool = np.array(coarse.nearest(_bits([query]), None, 300)) - 1
+        best = pool[np.argsort(-(vectors[pool] @ query))[:20]] + 1
+        assert set(best.tolist()) <= set(ids) and len(ids) < 100
+    assert narrowed < 20 * 3000 // 4  # the bound leaves most rows out
+
+
+def test_the_int8_bound_gives_way_to_the_cap_when_it_keeps_too_many() -> None:
+    """Rows too alike to tell apart by their int8 copy: the `keep` best by it, as before."""
+    rng = np.random.default_rng(4)
+    base = rng.standard_normal(48).astype(np.float32)
+    vectors = base + 1e-4 * rng.standard_normal((400, 48)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    coarse = _CoarseBits(6, version=0, dims=48)
+    coarse.add(list(range(1, 401)), ["episodic"] * 400, _bits(list(vectors)), vectors.tobytes())
+    assert len(coarse.candidates(vectors[0], None, 400, 30, 10)) == 30
