@@ -44,8 +44,8 @@ __all__ = [
     "PLACEHOLDERS",
     "anonymise",
     "capitalised_inside",
-    "content_words",
     "pattern_sentences",
+    "pattern_words",
     "sentences",
 ]
 
@@ -189,7 +189,7 @@ def _identifiers(sentence: str) -> str:
     return _NUMBER.sub(number, sentence)
 
 
-def content_words(text: str) -> list[str]:
+def pattern_words(text: str) -> list[str]:
     """The distinct lower-cased words a pattern is matched on: no function words, no marks."""
     words = _WORD.findall(_PLACEHOLDER.sub(" ", text).casefold())
     return list(dict.fromkeys(w for w in words if w not in STOPWORDS))
@@ -223,7 +223,7 @@ def anonymise(
         text = re.sub(rf"(?<![^\W_]){re.escape(part)}(?![^\W_])", "[name]", text, flags=re.I)
     text = _names(text, proper)
     text = re.sub(r"\s+", " ", text).strip()
-    words = content_words(text)
+    words = pattern_words(text)
     marks = len(_PLACEHOLDER.findall(text))
     if len(words) < min_words or marks * 2 > len(words) or len(text) > MAX_PATTERN_CHARS:
         return None

@@ -30,7 +30,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from memory_core.domain.anonymise import content_words
+from memory_core.domain.anonymise import pattern_words
 from memory_core.domain.match import word_share
 
 if TYPE_CHECKING:
@@ -75,8 +75,8 @@ def holds(a: str, b: str, cosine: float, rule: PoolRule) -> bool:
     if cosine < rule.similarity:
         return False
     return (
-        word_share(content_words(a), b) >= rule.word_overlap
-        and word_share(content_words(b), a) >= rule.word_overlap
+        word_share(pattern_words(a), b) >= rule.word_overlap
+        and word_share(pattern_words(b), a) >= rule.word_overlap
     )
 
 
@@ -107,7 +107,7 @@ def _neighbours(
 
 def _every_word_held(text: str, holders: Sequence[str], k: int) -> bool:
     """Whether each content word of `text` is written by at least k of the holders' texts."""
-    return all(sum(word_share([w], h) == 1.0 for h in holders) >= k for w in content_words(text))
+    return all(sum(word_share([w], h) == 1.0 for h in holders) >= k for w in pattern_words(text))
 
 
 def pool_patterns(

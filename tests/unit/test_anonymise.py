@@ -7,8 +7,8 @@ import pytest
 from memory_core.domain.anonymise import (
     anonymise,
     capitalised_inside,
-    content_words,
     pattern_sentences,
+    pattern_words,
     sentences,
 )
 
@@ -145,7 +145,7 @@ def test_pattern_sentences_are_distinct_in_order_and_capped() -> None:
 
 
 def test_content_words_leave_out_function_words_and_placeholders() -> None:
-    assert content_words("The [name] clients do not want [url] in the cloud") == [
+    assert pattern_words("The [name] clients do not want [url] in the cloud") == [
         "clients",
         "not",
         "want",
