@@ -21,8 +21,11 @@ wrapping the service's own step in place:
 - `hand out`: computing the hits as accessed (the write itself is deferred).
 
 `total` is the whole `search` call and `cpu` its CPU time over every thread of the process.
-Last, the query embedding alone in a tight loop over the same queries, as bench/scale.py's
-floor measures it: its gap to `embed` is what running inside a search costs the model. With
+Last, the query embedding alone: right after a semantic search (untimed) and right after that
+embedding, paired over each query, then in a tight loop over the same queries, as
+bench/scale.py's floor measures it. Its gap to `embed` is what running inside a search costs
+the model; the pair splits that gap into what runs beside the embedding and what a search
+leaves behind for the next one. With
 `--pause-ms`, each search (and each embedding alone) is followed by that long an idle pause,
 a client between two prompts, instead of the next one at once.
 """
@@ -154,6 +157,31 @@ def _embed_alone(
     return alone.summary()["embed_alone"]
 
 
+async def _embed_after_search(
+    search: Callable[[str], Awaitable[Any]],
+    embed: Callable[[list[str]], Any],
+    queries: list[str],
+    runs: int,
+) -> dict[str, dict[str, float]]:
+    """The query embedding alone right after a search, and right after that embedding.
+
+    Each query is searched (untimed), embedded (timed: `after_search`), and embedded again
+    (timed: `after_embedding`), so the two are paired over the same texts at the same moment
+    (this host's speed drifts within minutes). Against `embed` (inside a search) this splits
+    the gap: what runs beside the embedding in a search (the keyword half, the thread hop),
+    and what a search leaves behind for the next embedding (caches, the threads' placement).
+    """
+    paired = Timings()
+    for _ in range(runs):
+        for q in queries:
+            await search(q)
+            for phase in ("after_search", "after_embedding"):
+                started = time.perf_counter()
+                embed([q])
+                paired.add(phase, started)
+    return paired.summary()
+
+
 async def measure(db: Path, cache: Path, runs: int, pause_ms: float) -> dict[str, Any]:
     """Phase timings per mode, and the query embedding alone."""
     from bench.scale import (
@@ -208,6 +236,13 @@ async def measure(db: Path, cache: Path, runs: int, pause_ms: float) -> dict[str
             finally:
                 timings.unwrap()
             out["modes"][mode.value] = timings.summary()
+
+        async def semantic(q: str) -> None:
+            await mem.search(
+                SearchRequest(project="main", query=q, mode=SearchMode.SEMANTIC, limit=10)
+            )
+
+        out["embed_paired"] = await _embed_after_search(semantic, real.embed, queries, runs)
     out["embed_alone"] = _embed_alone(real.embed, queries, runs, pause_ms)
     return out
 
@@ -226,6 +261,13 @@ def markdown(results: dict[str, Any]) -> str:
             cells.append(f"{figure['p50']:.2f} ({figure['mean']:.2f})" if figure else "")
         if any(cells):
             lines.append(f"| {label} | {' | '.join(cells)} |")
+    for phase, label in (("after_search", "a search"), ("after_embedding", "that embedding")):
+        figure = results.get("embed_paired", {}).get(phase)
+        if figure:
+            lines.append(
+                f"| query embedding alone, right after {label} | {figure['p50']:.2f}"
+                f" ({figure['mean']:.2f}) |"
+            )
     alone = results["embed_alone"]
     where = "after the same pause" if results.get("pause_ms") else "tight loop"
     lines.append(f"| query embedding alone, {where} | {alone['p50']:.2f} ({alone['mean']:.2f}) |")

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from bench.search_phases import Timings, _instrument
+from bench.search_phases import Timings, _embed_after_search, _instrument
 from memory_core.domain.models import Layer, SearchMode
 from memory_core.services import memories as memories_module
 from memory_core.services.memories import SearchRequest
@@ -51,3 +51,16 @@ async def test_each_phase_of_a_hybrid_search_is_timed_then_unwrapped(
         }
         for owner in (store.memories, store.indexer, store.indexer.vectors, store.repo):
             assert not steps & set(vars(owner)), owner  # the class's own methods again
+
+
+async def test_the_embedding_after_a_search_is_timed_once_the_search_is_over() -> None:
+    calls: list[str] = []
+
+    async def search(q: str) -> None:
+        calls.append(f"search {q}")
+
+    summary = await _embed_after_search(
+        search, lambda texts: calls.append(f"embed {texts[0]}"), ["a", "b"], runs=2
+    )
+    assert calls == ["search a", "embed a", "embed a", "search b", "embed b", "embed b"] * 2
+    assert summary["after_search"]["n"] == summary["after_embedding"]["n"] == 4
