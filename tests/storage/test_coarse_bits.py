@@ -359,3 +359,27 @@ def test_the_int8_bound_gives_way_to_the_cap_when_it_keeps_too_many() -> None:
     coarse = _CoarseBits(6, version=0, dims=48)
     coarse.add(list(range(1, 401)), ["episodic"] * 400, _bits(list(vectors)), vectors.tobytes())
     assert len(coarse.candidates(vectors[0], None, 400, 30, 10)) == 30
+
+
+async def test_rows_deleted_where_the_bound_narrowed_do_not_cost_a_search_its_hits(
+    db: aiosqlite.Connection,
+) -> None:
+    """Own deletes leave the bits stale; the rescore then reads every candidate the cap allows."""
+    repo = SqliteMemoryRepository(SqliteSession(db))
+    words = ["tea", "budget", "review", "morning", "deploy", "staging", "green", "note", "plan"]
+    rng = np.random.default_rng(9)
+    rows = [
+        await add(repo, " ".join(rng.choice(words, size=4)) + f" {i}", project="big")
+        for i in range(320)
+    ]
+    index = SqliteVectorIndex(SqliteSession(db), exact_max=0)
+    await index.ensure_model(FAKE.model_id, FAKE.dims)
+    await put(index, *rows)
+    query = FAKE.embed(["morning deploy plan"])[0]
+    assert len(await index.search_vectors("big", query, layer=None, limit=10)) == 10
+    narrowed = index._coarse["big"].candidates(query, None, 200, 100, 10)
+    assert 10 <= len(narrowed) < 100  # the bound narrowed...
+    await repo.delete("big", narrowed)  # ...to rows now gone (data_version stays put)
+    hits = await index.search_vectors("big", query, layer=None, limit=10)
+    assert len(hits) == 10 and not {h.id for h in hits} & set(narrowed)
+    assert [h.distance for h in hits] == sorted(h.distance for h in hits)
