@@ -285,20 +285,28 @@ def test_int8_narrowing_keeps_the_nearest_by_cosine() -> None:
     assert precise.candidates(query, "working", 400, 20) == []
 
 
-async def test_narrowed_rescoring_returns_what_rescoring_every_candidate_returns(
-    db: aiosqlite.Connection, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """The int8 copy only chooses which rows the exact rescore reads (issue 21)."""
+async def big_project(
+    db: aiosqlite.Connection, *, seed: int
+) -> tuple[SqliteMemoryRepository, SqliteVectorIndex]:
+    """320 rows of a project on the coarse path, with their vectors (and the int8 copy)."""
     repo = SqliteMemoryRepository(SqliteSession(db))
     words = ["tea", "budget", "review", "morning", "deploy", "staging", "green", "note", "plan"]
-    rng = np.random.default_rng(8)
+    rng = np.random.default_rng(seed)
     rows = [
         await add(repo, " ".join(rng.choice(words, size=4)) + f" {i}", project="big")
         for i in range(320)
     ]
-    narrowed = SqliteVectorIndex(SqliteSession(db), exact_max=0)
-    await narrowed.ensure_model(FAKE.model_id, FAKE.dims)
-    await put(narrowed, *rows)
+    index = SqliteVectorIndex(SqliteSession(db), exact_max=0)
+    await index.ensure_model(FAKE.model_id, FAKE.dims)
+    await put(index, *rows)
+    return repo, index
+
+
+async def test_narrowed_rescoring_returns_what_rescoring_every_candidate_returns(
+    db: aiosqlite.Connection, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The int8 copy only chooses which rows the exact rescore reads (issue 21)."""
+    _, narrowed = await big_project(db, seed=8)
     monkeypatch.setattr(vectors_module, "PRECISE_MAX_ROWS", 0)
     every = SqliteVectorIndex(SqliteSession(db), exact_max=0)
     for text in ("tea budget", "morning deploy plan", "green note 7", "review"):
@@ -365,16 +373,7 @@ async def test_rows_deleted_where_the_bound_narrowed_do_not_cost_a_search_its_hi
     db: aiosqlite.Connection,
 ) -> None:
     """Own deletes leave the bits stale; the rescore then reads every candidate the cap allows."""
-    repo = SqliteMemoryRepository(SqliteSession(db))
-    words = ["tea", "budget", "review", "morning", "deploy", "staging", "green", "note", "plan"]
-    rng = np.random.default_rng(9)
-    rows = [
-        await add(repo, " ".join(rng.choice(words, size=4)) + f" {i}", project="big")
-        for i in range(320)
-    ]
-    index = SqliteVectorIndex(SqliteSession(db), exact_max=0)
-    await index.ensure_model(FAKE.model_id, FAKE.dims)
-    await put(index, *rows)
+    repo, index = await big_project(db, seed=9)
     query = FAKE.embed(["morning deploy plan"])[0]
     assert len(await index.search_vectors("big", query, layer=None, limit=10)) == 10
     narrowed = index._coarse["big"].candidates(query, None, 200, 100, 10)
