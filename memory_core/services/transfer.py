@@ -295,8 +295,7 @@ def _line_error(number: int, reason: str) -> InvalidInputError:
     return InvalidInputError(f"line {number}", reason)
 
 
-# The largest id an import writes (see MAX_IMPORTED_ID), and the largest counter (integer).
-_MAX_ID = MAX_IMPORTED_ID
+# The largest counter (an `integer` column).
 _MAX_COUNTER = 2**31 - 1
 # Errors listed per failed import before "and N more".
 _ERRORS_SHOWN = 20
@@ -307,14 +306,14 @@ _SESSION_CHILDREN = frozenset(
 
 def _check_numbers(record: _Record) -> None:
     """Ids and counters within the columns that hold them (no driver overflows on write)."""
-    if not 1 <= record.id <= _MAX_ID:
-        raise InvalidInputError("id", f"must be an integer from 1 to {_MAX_ID}")
+    if not 1 <= record.id <= MAX_IMPORTED_ID:
+        raise InvalidInputError("id", f"must be an integer from 1 to {MAX_IMPORTED_ID}")
     for name in ("access_count", "token_count"):
         # 32-bit `integer` columns in PostgreSQL; SQLite's own overflow is past 2^63.
         if not 0 <= getattr(record, name) <= _MAX_COUNTER:
             raise InvalidInputError(name, f"must be a whole number from 0 to {_MAX_COUNTER}")
-    if record.superseded_by is not None and not 1 <= record.superseded_by <= _MAX_ID:
-        raise InvalidInputError("superseded_by", f"must be an id from 1 to {_MAX_ID}")
+    if record.superseded_by is not None and not 1 <= record.superseded_by <= MAX_IMPORTED_ID:
+        raise InvalidInputError("superseded_by", f"must be an id from 1 to {MAX_IMPORTED_ID}")
 
 
 def _parse_record(number: int, data: Any, now: datetime, limits: Limits) -> Memory:

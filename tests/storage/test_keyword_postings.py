@@ -25,6 +25,7 @@ from memory_core.storage.sqlite.keyword_postings import KeywordPostings
 from memory_core.storage.sqlite.keyword_tables import keyword_table
 from server.backends import open_backend
 from server.settings import Settings
+from tests.drafts import draft as draft_of
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 VOCABULARY = [
@@ -100,17 +101,6 @@ def draft(rng: random.Random, n: int, project: str) -> MemoryDraft:
         content_hash=content_hash(text),
         token_count=len(words) + 2,
         created_at=T0 + timedelta(minutes=n),
-    )
-
-
-def episodic(text: str, **fields: Any) -> MemoryDraft:
-    return MemoryDraft(
-        project="alpha",
-        layer=Layer.EPISODIC,
-        content=text,
-        content_hash=content_hash(text),
-        token_count=len(text.split()),
-        **fields,
     )
 
 
@@ -227,7 +217,7 @@ async def test_new_rows_are_read_by_id_and_edits_send_searches_back_to_fts5(
 
     # A removed row, likewise; and a row holding a word 150 times (a weight past one byte).
     many = " ".join(["deploy"] * 150)
-    await other.add(episodic(many), T0)
+    await other.add(draft_of(many, project="alpha"), T0)
     await other.delete("alpha", [target.id])
     await same_answers(plain, held)
     await stores["postings"].settled()
@@ -258,7 +248,7 @@ async def test_superseded_rows_among_the_best_are_passed_over(stores: dict[str, 
     query = queries("alpha")[0]
     best = [m.memory.id for m in await plain.search_text(query)]
     text = "deploy rotation note superseding"
-    await plain.add(episodic(text, supersedes=tuple(best[:6])), T0)
+    await plain.add(draft_of(text, project="alpha", supersedes=tuple(best[:6])), T0)
     await same_answers(plain, held)
     assert await held_rows(stores, "alpha") == 601  # the postings answered, not FTS5
     got = [m.memory.id for m in await held.search_text(query)]
