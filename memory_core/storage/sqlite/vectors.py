@@ -183,19 +183,20 @@ class _CoarseBits:
         words = np.ascontiguousarray(self._words[:, start:stop].T)
         return words.view(np.uint8)
 
-    def nearest_of(self, query: bytes, positions: Any, layer: str | None, count: int) -> Any:
-        """Of the rows at `positions`, those of `layer` nearest to `query` bits (positions)."""
+    def nearest_scanned(self, scanned: tuple[Any, Any, Any], layer: str | None, count: int) -> Any:
+        """Positions of the `count` rows of `layer` nearest by a scan (SignLists.scan).
+
+        Picked as `_nearest_rows` picks them from a pass over every row.
+        """
         import numpy as np
 
-        positions = positions[positions < self.size]
-        if layer is not None:
-            positions = positions[self._layers[positions] == _LAYER_CODES.get(layer, -2)]
-        q = np.frombuffer(query, dtype=self.dtype)
+        distance, kinds, positions = scanned
+        code = None if layer is None else _LAYER_CODES.get(layer, -2)
         nbits = self.width * np.dtype(self.dtype).itemsize * 8
-        distance = np.zeros(positions.size, dtype=np.uint16)
-        for word, bits in zip(self._words[:, positions], q, strict=True):
-            distance += np.bitwise_count(word ^ bits)
-        return positions[_smallest(distance, None, None, count, nbits)]
+        found = _smallest_sampled(distance, kinds, code, count, nbits)
+        if found is None:
+            found = _smallest(distance, kinds, code, count, nbits)
+        return positions[found]
 
     def _nearest_rows(self, query: bytes, layer: str | None, count: int) -> Any:
         """Positions of the `count` rows nearest to `query` bits (an int array)."""
@@ -752,21 +753,26 @@ class SqliteVectorIndex:
         rows with the lists forced on, 0 of 359 duplicates probing 16 lists of 64, 4 probing 8
         (three of them within 0.01 of the band); at 1M, docs/benchmarks.md (Scale).
         """
+        import numpy as np
+
         lists = await self._sign_lists(project, coarse)
         nprobe = LISTS_PROBED
+
+        # Captured here: `add` may swap in larger arrays meanwhile (rows below `lists.size`
+        # are the same in both).
+        words, layers, ids = coarse._words, coarse._layers, coarse._ids
 
         def nearest() -> dict[int, list[int]]:
             wanted: dict[int, list[int]] = {}
             probed = lists.probe(queries, nprobe)
             for n, query in enumerate(queries):
-                rows = coarse.nearest_of(
-                    _bits([query]), lists.members(probed[n]), layer, LISTED_RESCORE
-                )
-                for i in coarse._ids[rows]:
+                bits = np.frombuffer(_bits([query]), dtype=coarse.dtype)
+                scanned = lists.scan(probed[n], words, layers, bits)
+                for i in ids[coarse.nearest_scanned(scanned, layer, LISTED_RESCORE)]:
                     wanted.setdefault(int(i), []).append(n)
             return wanted
 
-        async with self._listing:  # `members` rebuilds its order in place
+        async with self._listing:  # no regroup while the copy is read
             wanted = await asyncio.to_thread(nearest)
         async with self._session.read("checking for close vectors"):
             return await self._best_of(wanted, queries)
@@ -781,6 +787,7 @@ class SqliteVectorIndex:
             lists, size = coarse.lists, coarse.size
             if lists is None or lists.size < size:
                 packed = coarse.packed(0 if lists is None else lists.size, size)
+                words, layers = coarse._words, coarse._layers
                 centres = self._centres.get(project)
                 if centres is not None and size > 2 * centres.trained_on:
                     centres = None
@@ -793,6 +800,8 @@ class SqliteVectorIndex:
                     else:
                         filed = SignLists.train(packed, list_count(size))
                     filed.extend(packed)
+                    if filed.needs_regroup():
+                        filed.regroup(words, layers)
                     return filed
 
                 lists = coarse.lists = await asyncio.to_thread(file)
