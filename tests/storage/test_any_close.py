@@ -108,6 +108,11 @@ async def test_a_project_without_the_int8_copy_probes_its_lists(
     # 1 of 120 differs here probing 16 of 64 lists, 3 probing 8 (lists of ~23 rows split
     # near texts more often than larger ones do); lists at random miss most of the ~45.
     assert sum(c != s for c, s in zip(close, searched, strict=True)) <= 6
+    # A reload of the bits files the rows again under the same centres, and decides alike.
+    centres = index._coarse["p"].lists.centres
+    index._coarse.pop("p")
+    assert await batch() == close
+    assert index._coarse["p"].lists.centres is centres
     monkeypatch.setattr(vectors_module, "LISTS_PROBED", 64)  # every list
     monkeypatch.setattr(vectors_module, "LISTED_RESCORE", 200)  # as many as a search rescores
     assert await batch() == searched

@@ -356,7 +356,9 @@ class SqliteVectorIndex:
         self._counts: dict[str, tuple[float, int]] = {}
         self._coarse: dict[str, _CoarseBits] = {}
         self._listed: set[str] = set()  # projects known to keep no vec0 rows
-        self._centres: dict[str, SignLists] = {}  # last lists per project, kept over reloads
+        # Each project's last centres and the size they were trained at, kept over reloads
+        # (not the lists: those hold a copy of the bits).
+        self._centres: dict[str, tuple[Any, int]] = {}
         self._listing = asyncio.Lock()
 
     async def _meta(self) -> dict[str, str]:
@@ -743,9 +745,10 @@ class SqliteVectorIndex:
         """Each query's highest exact cosine among its nearest rows of its nearest lists.
 
         Trigger: a batch checked for look-alikes in a project too large for the int8 copy.
-        Why: a search per text scans every code and rescores 200 rows from the table (5.4 ms
-        a text at 800k rows, twice the model's time for it). Outcome: each text scans the
-        rows of its LISTS_PROBED nearest lists (6 % of the rows at 800k), and only its
+        Why: a search per text scans every code and rescores 200 rows from the table (5-15 ms
+        a text at 800k rows, by machine: more than the model's time for it). Outcome: each
+        text scans the rows of its LISTS_PROBED nearest lists (9 % of the rows at 800k: the
+        nearest lists are the larger ones), and only its
         LISTED_RESCORE nearest of those are read and scored exactly. Unlike the int8 path
         this is not certain: a look-alike filed under a list the text does not probe, or
         ranked below LISTED_RESCORE by its bits, is missed. bench.lookalike_check (half
@@ -756,15 +759,13 @@ class SqliteVectorIndex:
         import numpy as np
 
         lists = await self._sign_lists(project, coarse)
-        nprobe = LISTS_PROBED
-
-        # Captured here: `add` may swap in larger arrays meanwhile (rows below `lists.size`
-        # are the same in both).
-        words, layers, ids = coarse._words, coarse._layers, coarse._ids
 
         def nearest() -> dict[int, list[int]]:
+            # Read once, under the lock: `add` may swap in larger arrays meanwhile, and every
+            # row below `lists.size` (which only changes under the lock) is in both.
+            words, layers, ids = coarse._words, coarse._layers, coarse._ids
             wanted: dict[int, list[int]] = {}
-            probed = lists.probe(queries, nprobe)
+            probed = lists.probe(queries, LISTS_PROBED)
             for n, query in enumerate(queries):
                 bits = np.frombuffer(_bits([query]), dtype=coarse.dtype)
                 scanned = lists.scan(probed[n], words, layers, bits)
@@ -780,7 +781,7 @@ class SqliteVectorIndex:
     async def _sign_lists(self, project: str, coarse: _CoarseBits) -> SignLists:
         """The project's lists, with every row of `coarse` filed (trained on first use).
 
-        Centres outlive a reload of the bits (rows are filed again, ~3 s at 800k rows, in a
+        Centres outlive a reload of the bits (rows are filed again, ~2 s at 800k rows, in a
         thread) and are trained anew once the project has doubled since they were.
         """
         async with self._listing:
@@ -789,14 +790,14 @@ class SqliteVectorIndex:
                 packed = coarse.packed(0 if lists is None else lists.size, size)
                 words, layers = coarse._words, coarse._layers
                 centres = self._centres.get(project)
-                if centres is not None and size > 2 * centres.trained_on:
+                if centres is not None and size > 2 * centres[1]:
                     centres = None
 
                 def file() -> SignLists:
                     if lists is not None:
                         filed = lists
                     elif centres is not None:
-                        filed = SignLists(centres.centres, centres.trained_on)
+                        filed = SignLists(*centres)
                     else:
                         filed = SignLists.train(packed, list_count(size))
                     filed.extend(packed)
@@ -805,7 +806,7 @@ class SqliteVectorIndex:
                     return filed
 
                 lists = coarse.lists = await asyncio.to_thread(file)
-                self._centres[project] = lists
+                self._centres[project] = (lists.centres, lists.trained_on)
             return lists
 
     async def _coarse_bits(self, project: str, dims: int) -> _CoarseBits:
