@@ -82,6 +82,7 @@ class _CoarseBits:
             t for t in (np.uint64, np.uint32, np.uint16, np.uint8) if nbytes % t().itemsize == 0
         )
         self.width = nbytes // np.dtype(self.dtype).itemsize
+        self.nbits = nbytes * 8  # the largest Hamming distance
         self.size = 0
         # Buffers grow by half when full, so appending one row is not a copy of them all.
         self._ids = np.zeros(0, dtype=np.int64)
@@ -184,33 +185,25 @@ class _CoarseBits:
         return words.view(np.uint8)
 
     def nearest_scanned(self, scanned: tuple[Any, Any, Any], layer: str | None, count: int) -> Any:
-        """Positions of the `count` rows of `layer` nearest by a scan (SignLists.scan).
-
-        Picked as `_nearest_rows` picks them from a pass over every row.
-        """
-        import numpy as np
-
+        """Positions of the `count` rows of `layer` nearest by a scan (SignLists.scan)."""
         distance, kinds, positions = scanned
-        code = None if layer is None else _LAYER_CODES.get(layer, -2)
-        nbits = self.width * np.dtype(self.dtype).itemsize * 8
-        found = _smallest_sampled(distance, kinds, code, count, nbits)
-        if found is None:
-            found = _smallest(distance, kinds, code, count, nbits)
-        return positions[found]
+        return positions[self._smallest_of(distance, kinds, layer, count)]
 
     def _nearest_rows(self, query: bytes, layer: str | None, count: int) -> Any:
         """Positions of the `count` rows nearest to `query` bits (an int array)."""
         import numpy as np
 
         q = np.frombuffer(query, dtype=self.dtype)
-        nbits = self.width * np.dtype(self.dtype).itemsize * 8
         distance = np.zeros(self.size, dtype=np.uint16)
         for word, bits in zip(self._words[:, : self.size], q, strict=True):
             distance += np.bitwise_count(word ^ bits)
+        return self._smallest_of(distance, self._layers[: self.size], layer, count)
+
+    def _smallest_of(self, distance: Any, layers: Any, layer: str | None, count: int) -> Any:
+        """Indexes into `distance` of the `count` smallest of rows of `layer` (`layers`: codes)."""
         code = None if layer is None else _LAYER_CODES.get(layer, -2)
-        layers = self._layers[: self.size]
-        found = _smallest_sampled(distance, layers, code, count, nbits)
-        return found if found is not None else _smallest(distance, layers, code, count, nbits)
+        found = _smallest_sampled(distance, layers, code, count, self.nbits)
+        return found if found is not None else _smallest(distance, layers, code, count, self.nbits)
 
 
 _LAYER_CODES = {layer.value: code for code, layer in enumerate(Layer)}
@@ -748,13 +741,13 @@ class SqliteVectorIndex:
         Why: a search per text scans every code and rescores 200 rows from the table (5-15 ms
         a text at 800k rows, by machine: more than the model's time for it). Outcome: each
         text scans the rows of its LISTS_PROBED nearest lists (9 % of the rows at 800k: the
-        nearest lists are the larger ones), and only its
-        LISTED_RESCORE nearest of those are read and scored exactly. Unlike the int8 path
-        this is not certain: a look-alike filed under a list the text does not probe, or
-        ranked below LISTED_RESCORE by its bits, is missed. bench.lookalike_check (half
-        retries of stored texts, half fresh ones) counts those misses against numpy: at 100k
-        rows with the lists forced on, 0 of 359 duplicates probing 16 lists of 64, 4 probing 8
-        (three of them within 0.01 of the band); at 1M, docs/benchmarks.md (Scale).
+        nearest lists are the larger ones), and only its LISTED_RESCORE nearest of those are
+        read and scored exactly. Unlike the int8 path this is not certain: a look-alike filed
+        under a list the text does not probe, or ranked below LISTED_RESCORE by its bits, is
+        missed. bench.lookalike_check (half retries of stored texts, half fresh ones) counts
+        those misses against numpy: at 100k rows with the lists forced on, 0 of 359
+        duplicates probing 16 lists of 64, 4 probing 8 (three of them within 0.01 of the
+        band); at 1M, docs/benchmarks.md (Scale).
         """
         import numpy as np
 
