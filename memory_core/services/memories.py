@@ -102,6 +102,9 @@ _MAX_CANDIDATES = 400
 _RULES_PER_RECALL = 5
 # A batch of at least this many new texts is checked for stored look-alikes in one pass.
 _BATCH_PROBE_MIN = 8
+# The highest cosine two stored vectors can have: unit length, with float32 rounding and an
+# imported vector's norm a little off 1 (vectors._NORM_SLACK) allowed for.
+_MAX_COSINE = 1.01
 _MAX_ID = 2**63
 # Phrasings one search may fuse (`queries`).
 MAX_QUERIES = 5
@@ -494,8 +497,14 @@ class MemoryService:
         are judged one by one as before. "Close" is the duplicate band: a batch keeps only the
         duplicates of what it resembles (`append_many` names no candidates), and at the
         candidate band 3 % of fresh bench texts, none of them duplicates, were searched alone.
+
+        A duplicate band above any cosine (merging turned off, as bench/scale.py builds its
+        stores) rules every text out unsearched: probing a million rows for a band no vector
+        can reach made that build quadratic.
         """
         assert self.indexer is not None
+        if self.duplicates.duplicate_similarity > _MAX_COSINE:
+            return set(wanted)
         if len(wanted) < _BATCH_PROBE_MIN:
             return set()
         far: set[int] = set()

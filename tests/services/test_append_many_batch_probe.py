@@ -46,3 +46,44 @@ async def test_a_large_batch_finds_stored_look_alikes_and_candidates(
     again = await service.append_many("p", batch)
     assert {r.status for r in again} == {"duplicate"}
     assert [r.memory.id for r in again] == [r.memory.id for r in results]
+
+
+async def test_with_merging_off_a_batch_is_neither_probed_nor_searched(
+    service: MemoryService,  # noqa: F811
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A duplicate band no cosine reaches (bench/scale.py builds so) writes every text as is."""
+    import dataclasses
+
+    from memory_core.domain.duplicates import DuplicateThresholds
+
+    assert service.indexer is not None
+    probed: list[int] = []
+    real_probe = service.indexer.maybe_close
+
+    async def probing(*args: object, **kwargs: object) -> object:
+        probed.append(len(args[2]))  # type: ignore[arg-type]
+        return await real_probe(*args, **kwargs)  # type: ignore[arg-type]
+
+    judged: list[str] = []
+
+    async def judging(*args: object, **kwargs: object) -> object:
+        judged.append(args[2].content)  # type: ignore[attr-defined]
+        raise AssertionError("searched one by one")
+
+    monkeypatch.setattr(service.indexer, "maybe_close", probing)
+    monkeypatch.setattr(memories_module, "resemblances", judging)
+    off = dataclasses.replace(
+        service, duplicates=DuplicateThresholds(duplicate_similarity=2.0, candidate_similarity=2.0)
+    )
+    text = "Alice likes green tea in the morning"
+    await off.append_many("p", [AppendItem(layer=Layer.EPISODIC, content=text)])
+    batch = [AppendItem(layer=Layer.EPISODIC, content=f"{text}, day {i}") for i in range(10)]
+    results = await off.append_many("p", batch)
+    assert [r.status for r in results] == ["created"] * 10
+    assert probed == [] and judged == []
+    # With merging on, a batch is probed in one pass.
+    await service.append_many(
+        "p", [AppendItem(layer=Layer.EPISODIC, content=f"{t} plans") for t in TOPICS]
+    )
+    assert probed == [len(TOPICS)]
