@@ -139,7 +139,9 @@ async def stores(tmp_path: Path) -> AsyncIterator[dict[str, Any]]:
     other = await open_database(path)  # another process's connection to the same file
     await apply_migrations(db)
     session = SqliteSession(db)
-    postings = KeywordPostings(min_rows=100, max_rows=10_000, rebuild_every_s=0.0)
+    postings = KeywordPostings(
+        min_rows=100, max_rows=10_000, rebuild_every_s=0.0, rebuild_spacing=0.0
+    )
     rng = random.Random(7)
     plain = SqliteMemoryRepository(session)
     await plain.add_many([draft(rng, n, "alpha") for n in range(600)], T0)
@@ -253,3 +255,29 @@ async def test_superseded_rows_among_the_best_are_passed_over(stores: dict[str, 
     assert await held_rows(stores, "alpha") == 601  # the postings answered, not FTS5
     got = [m.memory.id for m in await held.search_text(query)]
     assert len(got) == query.limit and not set(got) & set(best[:6])
+
+
+async def test_a_rebuild_waits_in_proportion_to_the_last_build(stores: dict[str, Any]) -> None:
+    # A large project's build takes a minute: after an edit, FTS5 answers until as many
+    # times that has passed (`rebuild_spacing`), rather than rebuilding after every edit.
+    plain, held, other, postings = (
+        stores["plain"],
+        stores["held"],
+        stores["other"],
+        stores["postings"],
+    )
+    postings.rebuild_spacing = 1e9
+    await held.search_text(queries("alpha")[0])
+    await postings.settled()
+    assert await held_rows(stores, "alpha") == 600
+    target = (await plain.search_text(queries("alpha")[0]))[0].memory
+    await other.delete("alpha", [target.id])
+    await same_answers(plain, held)
+    await postings.settled()
+    assert await held_rows(stores, "alpha") is None  # not read again: FTS5 still answers
+    await same_answers(plain, held)
+    postings.rebuild_spacing = 0.0
+    await held.search_text(queries("alpha")[0])
+    await postings.settled()
+    assert await held_rows(stores, "alpha") == 599
+    await same_answers(plain, held)

@@ -20,9 +20,10 @@ Freshness, without reading the whole project per search: one statement reads the
 statistics record, its `edits` count (migration 0016) and whether changes wait in the queue;
 if all is as held, the postings answer. Rows added since (higher ids, as ids only grow) are
 read and tokenized in a snapshot with those figures. A removed or rewritten row moves `edits`:
-the postings are read again in the background, at most once per `_REBUILD_EVERY_S`, and until
-then FTS5 answers. So does it whenever anything disagrees; this never answers from postings it
-cannot show to be the table's.
+the postings are read again in the background, at most once per `_REBUILD_EVERY_S` (and no
+sooner than `_REBUILD_SPACING` times the last build's duration), and until then FTS5 answers.
+So does it whenever anything disagrees; this never answers from postings it cannot show to be
+the table's.
 """
 
 from __future__ import annotations
@@ -68,6 +69,11 @@ _CATCH_UP_MAX = 2_000
 _TAIL_MAX = 50_000
 _TAIL_CHUNKS = 16
 _REBUILD_EVERY_S = 30.0
+# A build is due after every removal or rewrite, and a large project's takes long (68 s at
+# 800k rows on 2 cores, with MEMSTRATA_KEYWORD_POSTINGS_MAX raised): the next one waits at
+# least this many times as long as the last took, so rebuilding holds at most a tenth of a
+# core whatever the project's size (FTS5 answers meanwhile, as it would without postings).
+_REBUILD_SPACING = 10.0
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -200,6 +206,8 @@ class _Postings:
         self.rows = 0
         self.tokens = 0
         self.top = 0  # the highest row id read
+        # True while a build reads them: no search looks, so chunks wait for the one merge.
+        self.building = False
         self._ids = np.zeros(0, dtype=np.int64)
         self._lengths = np.zeros(0, dtype=np.int32)
         self._terms: dict[str, int] = {}
@@ -246,9 +254,11 @@ class _Postings:
             )
         )
         self._tail_size += len(postings)
-        if len(self._tail) > _TAIL_CHUNKS:
+        if len(self._tail) > _TAIL_CHUNKS and not self.building:
             # Searches that each catch up a row or two would leave a chunk apiece, and every
-            # phrase of a search looks in every chunk: they are joined into one.
+            # phrase of a search looks in every chunk: they are joined into one. Not while a
+            # build reads a project: joining its growing tail every 16 chunks copied it 50
+            # times at 800k rows (68 s, and twice the tail's memory at the end).
             joined_terms, joined_rows, joined_weights = (
                 np.concatenate(part) for part in zip(*self._tail, strict=True)
             )
@@ -440,16 +450,23 @@ class KeywordPostings:
     """The in-memory postings of a process's large projects, shared by its connections."""
 
     def __init__(
-        self, *, min_rows: int, max_rows: int, rebuild_every_s: float = _REBUILD_EVERY_S
+        self,
+        *,
+        min_rows: int,
+        max_rows: int,
+        rebuild_every_s: float = _REBUILD_EVERY_S,
+        rebuild_spacing: float = _REBUILD_SPACING,
     ) -> None:
         self.min_rows = max(1, min_rows)
         self.max_rows = max_rows
         self.rebuild_every_s = rebuild_every_s
+        self.rebuild_spacing = rebuild_spacing
         self._projects: dict[str, _Postings] = {}
         self._tables: dict[str, str] = {}  # project -> its keyword table, once searched here
         self._locks: dict[str, asyncio.Lock] = {}
         self._builds: dict[str, asyncio.Task[None]] = {}
         self._built_at: dict[str, float] = {}
+        self._took: dict[str, float] = {}  # seconds the last build of a table took
 
     async def ranking(
         self,
@@ -538,18 +555,20 @@ class KeywordPostings:
         if running is not None and not running.done():
             return
         last = self._built_at.get(table)
-        if last is not None and time.monotonic() - last < self.rebuild_every_s:
+        wait = max(self.rebuild_every_s, self.rebuild_spacing * self._took.get(table, 0.0))
+        if last is not None and time.monotonic() - last < wait:
             return
         self._built_at[table] = time.monotonic()
         self._builds[table] = asyncio.create_task(self._build(session, project, table))
 
     async def _build(self, session: SqliteSession, project: str, table: str) -> None:
         """Read the project's postings from its rows; installed only if nothing was edited."""
+        started = time.monotonic()
         try:
             async with session.read("keyword postings"):
                 _, _, edits, _ = await _state(session, table)
             postings = _Postings(table, edits)
-            started = time.monotonic()
+            postings.building = True
             while True:
                 # Each chunk is read under the connection's lock and tokenized outside it, so
                 # searches on the connection go on between chunks.
@@ -559,6 +578,7 @@ class KeywordPostings:
                     break
                 await _add(postings, chunk)
             postings.merge()
+            postings.building = False
             async with self._locks.setdefault(table, asyncio.Lock()):
                 async with session.snapshot("keyword postings"):
                     rows, tokens, now_edits, _ = await _state(session, table)
@@ -579,6 +599,9 @@ class KeywordPostings:
             raise
         except Exception:
             log.exception("keyword_postings.build_failed", table=table)
+        finally:
+            # Installed, discarded as edited meanwhile, or failed: the time was spent alike.
+            self._took[table] = time.monotonic() - started
 
     def held(self) -> dict[str, int]:
         """The keyword tables whose postings are held, with their row counts."""
