@@ -147,7 +147,12 @@ SECTIONS: list[tuple[str, list[str] | str, str]] = [
         "waits for it up to `MEMSTRATA_EMBEDDING_WAIT` seconds, then uses keyword mode and says "
         "so. Memories stored without vectors (imports, keyword-only periods) are embedded in the "
         "background once the model is ready. In a large SQLite project, `serve` also ranks "
-        'keyword matches in memory (docs/benchmarks.md, "Keyword postings").',
+        'keyword matches in memory (docs/benchmarks.md, "Keyword postings"). Above '
+        "`MEMSTRATA_KEYWORD_POSTINGS_MAX` FTS5 ranks them, and at 800k memories its many-word "
+        "queries are the slow tail of a hybrid search (p95 224 ms); a store that large, mostly "
+        "appended to, can raise the maximum: p95 95 ms, for ~100 MB held, a one-minute read in "
+        "the background after start-up and after edits (FTS5 answers meanwhile), and a peak of "
+        "~550 MB during that read.",
     ),
     (
         "Claude Code hooks",
