@@ -459,7 +459,7 @@ def embedding_then_exact(
     The issue-37 floor adds two medians each measured in its own tight loop, where neither
     step follows the other: the model's weights and threads stay warm between embeddings.
     Here each embedding follows the previous text's 123 MB scan (at 100k rows), as it
-    follows a search's own steps in `search`, which costs it 1.5-3 ms on a 2-core host.
+    follows a search's own steps in `search`, which costs it 2-3 ms on a 2-core host.
     """
     samples = []
     for text in texts:
