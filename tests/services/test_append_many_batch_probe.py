@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
+from memory_core.domain.duplicates import DuplicateThresholds
 from memory_core.domain.models import Layer
 from memory_core.services import memories as memories_module
 from memory_core.services import resemblance as resemblance_module
@@ -53,10 +56,6 @@ async def test_with_merging_off_a_batch_is_neither_probed_nor_searched(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     """A duplicate band no cosine reaches (bench/scale.py builds so) writes every text as is."""
-    import dataclasses
-
-    from memory_core.domain.duplicates import DuplicateThresholds
-
     assert service.indexer is not None
     probed: list[int] = []
     real_probe = service.indexer.maybe_close
